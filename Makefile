@@ -1,0 +1,115 @@
+# ampsim — one Makefile, out-of-tree build under $(BUILD).
+#   make            libampsim.a, libampsim.so, ampsim
+#   make check      every Check suite (tests/check_*.c), fails on any failure
+#   make sanitize   the same under ASan+UBSan (-fno-sanitize-recover=all)
+#   make valgrind   the same under valgrind (CK_FORK=no)
+#   make bench      ampsim bench round|gemm|train
+#   make demo       install missing packages, build, train, write a report
+#   make install PREFIX=/usr/local
+# Knobs: BUILD=dir  NATIVE=1 (-march=native)  SANITIZER=address,undefined  OPT=-O2
+BUILD    ?= build
+PREFIX   ?= /usr/local
+OPT      ?= -O2
+VERSION  := 0.1.0
+PKGS     := mpfr gmp check openblas libcjson zlib
+CC       ?= cc
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs mpfr gmp openblas libcjson zlib 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+WARN   := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g -ffp-contract=off -fno-math-errno \
+               -fPIC -fopenmp $(WARN) -Isim -Ianalysis -Ireports $(PKG_CFLAGS) \
+               -DAMP_VERSION=\"$(VERSION)\"
+ifeq ($(NATIVE),1)
+CFLAGS_BASE += -march=native
+endif
+ifneq ($(SANITIZER),)
+CFLAGS_BASE += -fsanitize=$(SANITIZER) -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS     += -fsanitize=$(SANITIZER)
+endif
+override CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
+LDLIBS := $(PKG_LIBS) -fopenmp -lm -lpthread
+
+# Library: every .c under sim/ analysis/ reports/ except the CLI (sim/main.c, sim/cli_*.c).
+LIB_SRC := $(filter-out sim/main.c sim/cli_%.c, $(wildcard sim/*.c analysis/*.c reports/*.c))
+CLI_SRC := sim/main.c $(wildcard sim/cli_*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/check_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_SUPPORT := $(filter-out tests/check_%.c, $(wildcard tests/*.c))
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
+
+.PHONY: all check check-run sanitize valgrind bench install clean demo deps check-exhaustive fuzz
+all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libampsim.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libampsim.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/ampsim: $(CLI_OBJ) $(BUILD)/libampsim.a
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
+
+# The README's test command: install missing packages, build, run every suite.
+check: deps
+	@$(MAKE) --no-print-directory check-run
+
+# Each suite gets the built binary as $$AMPSIM and the source tree as $$AMP_SRCDIR.
+check-run: all $(TEST_BIN)
+	@fail=0; pass=0; for t in $(TEST_BIN); do \
+	  echo "== $$t"; \
+	  if AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
+	done; echo "suites: $$pass passed, $$fail failed"; test $$fail -eq 0
+
+sanitize:
+	$(MAKE) BUILD=build-sanitize SANITIZER=address,undefined OPT=-O1 check-run
+
+valgrind: all $(TEST_BIN)
+	@fail=0; for t in $(TEST_BIN); do echo "== valgrind $$t"; \
+	  CK_FORK=no AMP_QUICK=1 AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) \
+	    valgrind -q --error-exitcode=1 --leak-check=full $$t || fail=1; done; test $$fail -eq 0
+
+check-exhaustive: all $(BUILD)/tests/exhaustive_round
+	$(BUILD)/tests/exhaustive_round
+
+$(BUILD)/tests/exhaustive_round: tests/exhaustive/exhaustive_round.c $(BUILD)/libampsim.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS)
+
+bench: all
+	$(BUILD)/ampsim bench round
+	$(BUILD)/ampsim bench gemm
+	$(BUILD)/ampsim bench train
+
+deps:
+	@sh .ci/deps.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@sh reports/demo.sh $(BUILD)/ampsim
+
+install: all
+	@mkdir -p $(DESTDIR)$(PREFIX)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ampsim $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BUILD)/ampsim $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 sim/ampsim.h $(wildcard sim/amp_*.h analysis/amp_*.h reports/amp_*.h) $(DESTDIR)$(PREFIX)/include/ampsim/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' sim/ampsim.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ampsim.pc
+
+clean:
+	rm -rf $(BUILD) build-sanitize
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d)

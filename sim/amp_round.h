@@ -1,0 +1,113 @@
+/* ampsim — the rounding core: float32/float64 arrays to any format, with the
+ * classification counters and log2 histogram of DESIGN §2 fused into the pass.
+ *
+ * Results are float32 values exactly representable in the target format
+ * (NaN results are quiet float32 NaNs). Conversion rule (OCP / ONNX Cast-19):
+ * round with an unbounded exponent first, then check the range. */
+#ifndef AMP_ROUND_H
+#define AMP_ROUND_H
+
+#include "amp_format.h"
+
+typedef enum amp_rounding {
+    AMP_RND_NE,   /* rne: nearest, ties to even (default) */
+    AMP_RND_NA,   /* rna: nearest, ties away from zero */
+    AMP_RND_TZ,   /* rtz: toward zero */
+    AMP_RND_UP,   /* rup: toward +inf */
+    AMP_RND_DN,   /* rdn: toward -inf */
+    AMP_RND_TO,   /* rto: round to odd (truncate; set the last bit if inexact) */
+    AMP_RND_SR,   /* sr : stochastic, P(up) = distance to down / ulp */
+    AMP_RND_COUNT
+} amp_rounding;
+
+enum {
+    AMP_SATURATE = 1u << 0,  /* finite overflow and +-inf go to +-max finite */
+    AMP_FTZ      = 1u << 1,  /* subnormal results flush to zero */
+    AMP_DAZ      = 1u << 2,  /* inputs below the format's min normal read as zero */
+    AMP_EXACT    = 1u << 3,  /* use the MPFR reference path (slow) */
+};
+
+typedef struct amp_round_opts {
+    amp_rounding mode;
+    unsigned flags;      /* AMP_SATURATE | AMP_FTZ | AMP_DAZ | AMP_EXACT */
+    int sr_bits;         /* sr: random bits used, 1..64; 0 = all discarded bits */
+    uint64_t seed;       /* sr: generator key (seed, stream, index0 + i) */
+    uint64_t stream;     /* sr: e.g. a tensor id */
+    uint64_t index0;     /* sr: index of element 0 (for chunked calls) */
+} amp_round_opts;
+
+/* Default options: rne, no flags. */
+amp_round_opts amp_round_defaults(void);
+const char *amp_rounding_name(amp_rounding m);
+amp_status amp_rounding_parse(const char *s, amp_rounding *out);
+
+/* Classification: exactly one class per value, the first that applies. */
+typedef enum amp_class {
+    AMP_CLS_NAN_IN, AMP_CLS_INF_IN, AMP_CLS_ZERO_IN, AMP_CLS_OVERFLOW,
+    AMP_CLS_SATURATED, AMP_CLS_FLUSHED, AMP_CLS_SUBNORMAL, AMP_CLS_EXACT,
+    AMP_CLS_ROUNDED, AMP_CLS_COUNT
+} amp_class;
+const char *amp_class_name(amp_class c);
+
+/* Histogram of floor(log2|x|) of the *input*, one bin per binade from
+ * AMP_HIST_LO to AMP_HIST_LO + AMP_HIST_BINS - 1; binades outside are clamped
+ * into the end bins. Zero, inf and NaN inputs are the class counters. */
+#define AMP_HIST_LO   (-160)
+#define AMP_HIST_BINS 320
+
+typedef struct amp_stats {
+    uint64_t n;
+    uint64_t cls[AMP_CLS_COUNT];
+    double amax;           /* max |x| over non-NaN inputs (0 if none) */
+    double amin_nonzero;   /* min nonzero finite |x| (+inf if none) */
+    double sum_sq_err;     /* sum (y - x)^2 over finite x with finite y */
+    double sum_sq;         /* sum x^2 over the same values */
+    double sum_rel_sq;     /* sum ((y - x)/x)^2 over nonzero finite x, finite y */
+    uint64_t n_rel;        /* how many terms in sum_rel_sq */
+    uint64_t hist[AMP_HIST_BINS];
+} amp_stats;
+
+void amp_stats_init(amp_stats *st);
+/* dst += src. Callers combine partial stats in a fixed order (determinism). */
+void amp_stats_merge(amp_stats *dst, const amp_stats *src);
+/* RMS relative error over nonzero finite inputs (0 if none). */
+double amp_stats_rel_err(const amp_stats *st);
+/* Fraction of nonzero finite inputs whose result is a normal number. */
+double amp_stats_in_normal_range(const amp_stats *st);
+
+/* Rounds n values x[i] into format f, writing float32 results y[i] (y may alias
+ * x for the f32 version). If st is non-NULL the statistics of this call are
+ * *added* to *st. Deterministic whatever the thread count (fixed chunking).
+ * Returns AMP_EINVAL for bad options (message set). */
+amp_status amp_round_f32(const amp_format *f, const amp_round_opts *o,
+                         const float *x, float *y, size_t n, amp_stats *st);
+amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o,
+                         const double *x, float *y, size_t n, amp_stats *st);
+
+/* One value, generic exact path (any double input). `index` keys sr.
+ * *cls (if non-NULL) receives the class. */
+float amp_round1(const amp_format *f, const amp_round_opts *o, double x,
+                 uint64_t index, amp_class *cls);
+
+/* The MPFR reference for the same conversion: the oracle of the tests and the
+ * path behind AMP_EXACT. Same contract as amp_round1 (sr uses the same random
+ * draw, so results agree bit for bit). */
+float amp_round1_mpfr(const amp_format *f, const amp_round_opts *o, double x,
+                      uint64_t index, amp_class *cls);
+
+/* Bit patterns, for formats of at most 16 bits (one uint8 per value for
+ * bits <= 8, else uint16; FP6/FP4 in the low bits of a byte).
+ * encode: x must hold values of the format (as amp_round produces); a value
+ * that is not, or NaN in a format without NaN, is AMP_EINVAL naming index.
+ * decode: every pattern is accepted; bits above f->bits must be zero. */
+amp_status amp_encode(const amp_format *f, const float *x, void *out, size_t n);
+amp_status amp_decode(const amp_format *f, const void *in, float *y, size_t n);
+/* Scalar forms. amp_encode1 returns -1 if x is not a value of the format. */
+int64_t amp_encode1(const amp_format *f, float x);
+float amp_decode1(const amp_format *f, uint32_t bits);
+
+/* Threads used by array kernels (OpenMP); 0 = the OpenMP default. */
+void amp_set_threads(int n);
+int amp_get_threads(void);
+
+#endif

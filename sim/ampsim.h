@@ -1,0 +1,13 @@
+/* ampsim — the library's public face. The CLI and the tests use the library
+ * only through this header (which includes the module headers). */
+#ifndef AMPSIM_H
+#define AMPSIM_H
+
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
+#include "amp_io.h"
+
+const char *amp_version(void);
+
+#endif

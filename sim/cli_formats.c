@@ -1,0 +1,42 @@
+/* ampsim formats [--csv]: the format table with its derived figures. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int amp_cli_formats(int argc, char **argv)
+{
+    int csv = 0;
+    for (int i = 1; i < argc; i++) {
+        if (amp_cli_is_help(argv[i])) {
+            printf("usage: ampsim formats [--csv]\n"
+                   "Lists every built-in format: bits, exponent/mantissa bits, bias, max finite,\n"
+                   "min normal, min subnormal, inf, NaN encoding. Custom formats eXmY (IEEE-like),\n"
+                   "eXmYfn (OCP-style, no inf) and eXmYfnuz (no inf, no -0) are accepted anywhere\n"
+                   "a format name is.\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--csv")) {
+            csv = 1;
+        } else {
+            return amp_cli_usage_error("formats", "unknown option '%s'", argv[i]);
+        }
+    }
+    char row[256];
+    if (csv) {
+        printf("%s\n", amp_format_csv_header());
+        for (int k = 0; k < AMP_FMT_COUNT; k++) {
+            amp_format_csv_row(amp_format_get(k), row, sizeof row);
+            printf("%s\n", row);
+        }
+        return 0;
+    }
+    printf("%-9s %4s %3s %3s %4s %14s %14s %14s %4s %s\n", "name", "bits", "E", "M", "bias",
+           "max_finite", "min_normal", "min_subnormal", "inf", "nan");
+    for (int k = 0; k < AMP_FMT_COUNT; k++) {
+        const amp_format *f = amp_format_get(k);
+        printf("%-9s %4d %3d %3d %4d %14.9g %14.9g %14.9g %4s %s\n", f->name, f->bits, f->ebits,
+               f->mbits, f->bias, f->max_finite, f->min_normal, f->min_subnormal,
+               f->has_inf ? "yes" : "no", amp_nan_name(f->nan));
+    }
+    return 0;
+}

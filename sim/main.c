@@ -1,0 +1,56 @@
+/* ampsim — command-line entry point: dispatches to sim/cli_<cmd>.c. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Subcommands live in their own files; one not linked in is reported, not a crash. */
+#pragma weak amp_cli_round
+#pragma weak amp_cli_analyze
+#pragma weak amp_cli_train
+#pragma weak amp_cli_compare
+#pragma weak amp_cli_scaler_replay
+#pragma weak amp_cli_report
+#pragma weak amp_cli_bench
+#pragma weak amp_cli_sweep
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *what;
+} commands[] = {
+    { "formats", amp_cli_formats, "list the format table" },
+    { "round", amp_cli_round, "round a tensor file into a format" },
+    { "analyze", amp_cli_analyze, "what each format and scale does to tensors in files" },
+    { "train", amp_cli_train, "train a model in an emulated precision policy" },
+    { "compare", amp_cli_compare, "train an FP32 reference and each (precision, scaler)" },
+    { "sweep", amp_cli_sweep, "run a grid of configurations (under mpirun: over the ranks)" },
+    { "scaler-replay", amp_cli_scaler_replay, "replay a scaler over a scripted sequence" },
+    { "report", amp_cli_report, "write the HTML report and figures of a run" },
+    { "bench", amp_cli_bench, "measure speed ratios (round, gemm, train)" },
+};
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: ampsim COMMAND [options]   (ampsim COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(fp, "  %-14s %s\n", commands[i].name, commands[i].what);
+    fprintf(fp, "\nampsim %s — emulated low-precision training with exact rounding\n", amp_version());
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return 2; }
+    if (amp_cli_is_help(argv[1]) || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
+    if (!strcmp(argv[1], "--version")) { printf("ampsim %s\n", amp_version()); return 0; }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) {
+            if (!commands[i].fn) {
+                fprintf(stderr, "ampsim: command '%s' is not built into this binary\n", argv[1]);
+                return 2;
+            }
+            return commands[i].fn(argc - 1, argv + 1);
+        }
+    fprintf(stderr, "ampsim: unknown command '%s' (try ampsim --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,21 @@
+/* Internal interface of the rounding core (not installed). */
+#ifndef AMP_ROUND_INTERNAL_H
+#define AMP_ROUND_INTERNAL_H
+
+#include "ampsim.h"
+
+/* Elements per chunk of the array drivers: the unit of parallel work and of
+ * statistics merging (fixed, so results do not depend on thread count). */
+#define AMP_CHUNK ((size_t)1 << 16)
+
+amp_status amp_round_check_opts(const amp_format *f, const amp_round_opts *o);
+/* The result and class of an overflowing finite value of sign neg. */
+float amp_round_overflow(const amp_format *f, const amp_round_opts *o, int neg, amp_class *cls);
+/* Adds one element to st (scalar form of the fused counters). */
+void amp_stats_add1(amp_stats *st, double x, float y, amp_class c);
+/* Fast float32 kernel for one chunk: returns 1 if it handled (f, o), else 0
+ * and the caller uses the generic path. Adds statistics to st if non-NULL. */
+int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float *x, float *y,
+                       size_t n, amp_stats *st);
+
+#endif
