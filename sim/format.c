@@ -73,7 +73,11 @@ static amp_status parse_custom(const char *name, amp_format *out)
 {
     int e, m, n = 0;
     char tail[8] = "";
-    if (sscanf(name, "e%dm%d%n", &e, &m, &n) != 2)
+    /* e<digits>m<digits>[fn|fnuz], nothing else (no signs, blanks or leading zeros) */
+    const char *mp = strchr(name, 'm');
+    if (name[0] != 'e' || !isdigit((unsigned char)name[1]) || name[1] == '0' || !mp ||
+        !isdigit((unsigned char)mp[1]) || (mp[1] == '0' && isdigit((unsigned char)mp[2])) ||
+        sscanf(name, "e%dm%d%n", &e, &m, &n) != 2)
         return amp_fail(AMP_EINVAL, "unknown format '%s' (see 'ampsim formats')", name);
     snprintf(tail, sizeof tail, "%s", name + n);
     if (strlen(name + n) >= sizeof tail || (tail[0] && strcmp(tail, "fn") && strcmp(tail, "fnuz")))

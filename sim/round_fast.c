@@ -277,8 +277,8 @@ static void hist_add(amp_stats *st, int binade, uint64_t count)
 static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
 {
     if (o->mode == AMP_RND_SR || (o->flags & AMP_EXACT) || !f->has_subnormals || !f->is_signed ||
-        f->emin < -126 || f->mbits > 23)
-        return 0;
+        f->emin < -126 || f->mbits > 23 || (o->mode == AMP_RND_TO && f->mbits == 0))
+        return 0;   /* rto with no mantissa bits: the significand 1 is odd, generic path */
     memset(p, 0, sizeof *p);
     p->sh = (uint32_t)(23 - f->mbits);
     p->mask = (1u << p->sh) - 1;
