@@ -41,7 +41,8 @@ typedef struct kparams {
     uint32_t ftz, daz;
 } kparams;
 
-/* Element kernel: result bits and (if want_cls) class of float bits u.
+/* Element kernel: result bits of float bits u; if want_cls, adds 1 to the
+ * counter of its class in cls_out[] (all but AMP_CLS_EXACT, which is the rest).
  * `mode` and `want_cls` are compile-time constants in every caller; the
  * parameters are scalars so that gcc if-converts and vectorises the loop. */
 #define KP_ARGS uint32_t sh, uint32_t mask, uint32_t half, uint32_t minnorm, uint32_t maxbits,     \
@@ -111,15 +112,21 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     res = sel(is_inf, sel(neg, inf1, inf0), res);
     res = sel(is_nan, u | 0x00400000u, res);
     if (want_cls) {
+        /* exclusive class flags, first that applies; "exact" is what is left */
+        uint32_t sp = is_nan | is_inf | is_zero;
+        uint32_t ov = ovf & (sp ^ 1u);
+        uint32_t ov_is_ovf = sel(neg, ovfc1, ovfc0) == AMP_CLS_OVERFLOW;
+        uint32_t fl = flush & ((sp | ovf) ^ 1u);
+        uint32_t sb = (uint32_t)(r < iminn) & ((sp | ovf | flush) ^ 1u);
         uint32_t inexact = sel(in_sub, (uint32_t)f_nz, low != 0);
-        uint32_t c = sel(inexact, AMP_CLS_ROUNDED, AMP_CLS_EXACT);
-        c = sel(r < iminn, AMP_CLS_SUBNORMAL, c);
-        c = sel(flush, AMP_CLS_FLUSHED, c);
-        c = sel(ovf, sel(neg, ovfc1, ovfc0), c);
-        c = sel(is_zero, AMP_CLS_ZERO_IN, c);
-        c = sel(is_inf, AMP_CLS_INF_IN, c);
-        c = sel(is_nan, AMP_CLS_NAN_IN, c);
-        *cls_out = c;
+        cls_out[AMP_CLS_NAN_IN] += is_nan;
+        cls_out[AMP_CLS_INF_IN] += is_inf;
+        cls_out[AMP_CLS_ZERO_IN] += is_zero;
+        cls_out[AMP_CLS_OVERFLOW] += ov & ov_is_ovf;
+        cls_out[AMP_CLS_SATURATED] += ov & (ov_is_ovf ^ 1u);
+        cls_out[AMP_CLS_FLUSHED] += fl;
+        cls_out[AMP_CLS_SUBNORMAL] += sb;
+        cls_out[AMP_CLS_ROUNDED] += inexact & ((sp | ovf | flush | sb) ^ 1u);
     }
     return res;
 }
@@ -137,22 +144,21 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
                               sub_mul, sub_q, ovf0, ovf1, ovfc0, ovfc1, inf0, inf1, zsign, ftz, daz); \
     }                                                                                       \
     AMP_CLONES static void NAME##_cls_body(const uint32_t *restrict x, uint32_t *restrict y, \
-                                           uint8_t *restrict cls, size_t n, KP_ARGS)       \
+                                           uint32_t *restrict cnt, size_t n, KP_ARGS)      \
     {                                                                                       \
-        for (size_t i = 0; i < n; i++) {                                                    \
-            uint32_t c;                                                                     \
-            y[i] = round_elem(x[i], MODE, 1, &c, sh, mask, half, minnorm, maxbits, int_sub, \
+        uint32_t c[AMP_CLS_COUNT] = { 0 };                                                  \
+        for (size_t i = 0; i < n; i++)                                                      \
+            y[i] = round_elem(x[i], MODE, 1, c, sh, mask, half, minnorm, maxbits, int_sub,  \
                               sub_mul, sub_q, ovf0, ovf1, ovfc0, ovfc1, inf0, inf1, zsign, ftz, daz); \
-            cls[i] = (uint8_t)c;                                                            \
-        }                                                                                   \
+        for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                       \
     }                                                                                       \
     static void NAME(const kparams *p, const uint32_t *x, uint32_t *y, size_t n)            \
     {                                                                                       \
         NAME##_body(x, y, n, KP_PASS(p));                                                   \
     }                                                                                       \
-    static void NAME##_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint8_t *cls, size_t n) \
+    static void NAME##_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n) \
     {                                                                                       \
-        NAME##_cls_body(x, y, cls, n, KP_PASS(p));                                          \
+        NAME##_cls_body(x, y, cnt, n, KP_PASS(p));                                          \
     }
 DEF_KERNEL(k_ne, AMP_RND_NE)
 DEF_KERNEL(k_na, AMP_RND_NA)
@@ -162,7 +168,7 @@ DEF_KERNEL(k_dn, AMP_RND_DN)
 DEF_KERNEL(k_to, AMP_RND_TO)
 
 typedef void (*kern_fn)(const kparams *, const uint32_t *, uint32_t *, size_t);
-typedef void (*kern_cls_fn)(const kparams *, const uint32_t *, uint32_t *, uint8_t *, size_t);
+typedef void (*kern_cls_fn)(const kparams *, const uint32_t *, uint32_t *, uint32_t *, size_t);
 static const kern_fn kernels[] = {
     [AMP_RND_NE] = k_ne, [AMP_RND_NA] = k_na, [AMP_RND_TZ] = k_tz,
     [AMP_RND_UP] = k_up, [AMP_RND_DN] = k_dn, [AMP_RND_TO] = k_to,
@@ -177,7 +183,7 @@ static const kern_cls_fn kernels_cls[] = {
  * exponent field in 4 interleaved copies (no store-to-load stalls when
  * neighbouring values share a binade) and folded per chunk. */
 typedef struct blockacc {
-    uint64_t cls[AMP_CLS_COUNT];
+    uint32_t cls[AMP_CLS_COUNT];       /* all but exact (the rest) */
     uint32_t hist[4][256];
     uint64_t sub_hist[32];             /* float32 subnormal inputs by bit length */
     uint32_t amax, amin;               /* magnitude bits */
@@ -186,7 +192,7 @@ typedef struct blockacc {
 } blockacc;
 
 AMP_CLONES static void block_stats(blockacc *acc, const uint32_t *restrict x, const uint32_t *restrict y,
-                                   const uint8_t *restrict cls, size_t n)
+                                   size_t n)
 {
     /* amax over non-NaN, amin over finite nonzero: two plain min/max reductions */
     uint32_t amax = acc->amax, amin = acc->amin;
@@ -202,11 +208,6 @@ AMP_CLONES static void block_stats(blockacc *acc, const uint32_t *restrict x, co
     }
     acc->amax = amax;
     acc->amin = amin;
-    for (int c = 0; c < AMP_CLS_COUNT; c++) {
-        uint32_t cnt = 0;
-        for (size_t i = 0; i < n; i++) cnt += cls[i] == c;
-        acc->cls[c] += cnt;
-    }
     /* Error sums in double, in 8 fixed lanes (a float sum cannot be reordered,
      * so the lanes are explicit; the order is fixed, hence deterministic). */
     double lse[8] = { 0 }, lsq[8] = { 0 }, lsr[8] = { 0 };
@@ -317,7 +318,6 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     blockacc acc;
     memset(&acc, 0, sizeof acc);
     acc.amin = 0x7f800000u;
-    uint8_t cls[BLOCK];
     uint32_t xin[BLOCK];
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
@@ -326,11 +326,16 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
             memcpy(xin, xb, len * sizeof *xin);
             xb = xin;
         }
-        kernels_cls[o->mode](&p, xb, yu + i, cls, len);
-        block_stats(&acc, xb, yu + i, cls, len);
+        kernels_cls[o->mode](&p, xb, yu + i, acc.cls, len);
+        block_stats(&acc, xb, yu + i, len);
     }
     st->n += n;
-    for (int c = 0; c < AMP_CLS_COUNT; c++) st->cls[c] += acc.cls[c];
+    uint64_t others = 0;
+    for (int c = 0; c < AMP_CLS_COUNT; c++) {
+        st->cls[c] += acc.cls[c];
+        others += acc.cls[c];
+    }
+    st->cls[AMP_CLS_EXACT] += n - others;
     double amax = amp_u2f(acc.amax);
     if (amax > st->amax) st->amax = amax;
     if (acc.amin < 0x7f800000u && amp_u2f(acc.amin) < st->amin_nonzero) st->amin_nonzero = amp_u2f(acc.amin);
