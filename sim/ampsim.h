@@ -6,7 +6,13 @@
 #include "amp_base.h"
 #include "amp_format.h"
 #include "amp_round.h"
+#include "amp_compare.h"
 #include "amp_io.h"
+#include "amp_tensorio.h"
+#include "amp_analyze.h"
+#include "amp_train.h"
+#include "amp_layers_gpt.h"
+#include "amp_scaler.h"
 
 const char *amp_version(void);
 

@@ -1,0 +1,214 @@
+/* ampsim compare: the FP32 reference and each (precision, scaler), run as
+ * parallel `ampsim train` processes (up to --jobs), then DIR/summary.csv.
+ * A run whose summary.json exists with the same command line is not run again,
+ * so a compare killed midway resumes where it stopped. */
+#include "cli.h"
+#include "amp_compare.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void help(void)
+{
+    printf("usage: ampsim compare [--precisions P,..] [--scalers SPEC,..] [--run P@SPEC].. [--ref P]\n"
+           "                      [--jobs N] [--diverge-tol X] [--force] [train options] --out DIR\n"
+           "Trains the reference (--ref, default fp32, no loss scaling) and every (precision, scaler)\n"
+           "pair of --precisions x --scalers that makes sense (FP8 strategies such as delayed, current,\n"
+           "mx and block only with a policy that scales FP8 tensors, e.g. fp8-hybrid), plus each --run\n"
+           "pair, on the same data, initial weights and seed. Runs go in parallel up to --jobs (default:\n"
+           "the number of cores), each as 'ampsim train ... --out DIR/NAME' (NAME = ref or\n"
+           "PRECISION__SCALER) with its log in DIR/NAME.log. Then DIR/summary.csv: per run the final\n"
+           "loss, max and mean |loss - reference loss|, skipped steps, mean flushed fraction of the\n"
+           "gradient tensors, and the first step where |loss - reference| > --diverge-tol (default 0.05).\n"
+           "SPECs contain commas (torch:init=1024,interval=3): a piece without ':' that is key=value\n"
+           "belongs to the SPEC before it; ';' also separates SPECs.\n"
+           "Runs already complete (DIR/NAME/summary.json, same command) are kept unless --force.\n"
+           "Every other option is passed to 'ampsim train' (see ampsim train --help).\n"
+           "Exit: 0 all runs ok, 1 some run failed, 2 bad usage.\n");
+}
+
+/* The command line of one run (argv for execv), NULL-terminated, malloc'ed. */
+static char **run_argv(const char *self, char **pass, int npass, const amp_run_cfg *r, const char *dir)
+{
+    char **v = calloc((size_t)npass + 12, sizeof *v);
+    if (!v) return NULL;
+    int k = 0;
+    v[k++] = (char *)self;
+    v[k++] = "train";
+    for (int i = 0; i < npass; i++) v[k++] = pass[i];
+    v[k++] = "--precision";
+    v[k++] = (char *)r->precision;
+    v[k++] = "--scaler";
+    v[k++] = (char *)r->scaler;
+    v[k++] = "--out";
+    size_t len = strlen(dir) + strlen(r->name) + 2;
+    char *out = malloc(len);
+    if (!out) { free(v); return NULL; }
+    snprintf(out, len, "%s/%s", dir, r->name);
+    v[k++] = out;
+    v[k] = NULL;
+    return v;
+}
+
+static void free_argv(char **v)
+{
+    if (!v) return;
+    for (int i = 0; v[i]; i++)
+        if (i > 0 && !strcmp(v[i - 1], "--out")) free(v[i]);
+    free(v);
+}
+
+static char *join_argv(char **v)
+{
+    size_t len = 1;
+    for (int i = 1; v[i]; i++) len += strlen(v[i]) + 3;
+    char *s = malloc(len), *p = s;
+    if (!s) return NULL;
+    for (int i = 1; v[i]; i++) p += sprintf(p, "%s'%s'", i > 1 ? " " : "", v[i]);
+    *p = 0;
+    return s;
+}
+
+/* 1 if DIR/NAME finished before with the same command. */
+static int already_done(const char *dir, const char *name, const char *cmd)
+{
+    char path[4400];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s/summary.json", dir, name);
+    if (stat(path, &sb) != 0) return 0;
+    snprintf(path, sizeof path, "%s/%s.cmd", dir, name);
+    char *old;
+    size_t len;
+    if (amp_read_file(path, 1 << 20, &old, &len) != AMP_OK) return 0;
+    int same = !strcmp(old, cmd);
+    free(old);
+    return same;
+}
+
+static pid_t spawn(char **argv, const char *logpath)
+{
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+    }
+    execv(argv[0], argv);
+    fprintf(stderr, "ampsim compare: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+int amp_cli_compare(int argc, char **argv)
+{
+    const char *precisions = NULL, *scalers = NULL, *out = NULL, *ref = "fp32";
+    char **extra = calloc((size_t)argc, sizeof *extra), **pass = calloc((size_t)argc, sizeof *pass);
+    int n_extra = 0, npass = 0, force = 0, rc = 0;
+    long jobs = sysconf(_SC_NPROCESSORS_ONLN);
+    double tol = 0.05;
+    if (!extra || !pass) { free(extra); free(pass); return amp_cli_fail(AMP_ENOMEM); }
+    if (jobs < 1) jobs = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (amp_cli_is_help(a)) { help(); free(extra); free(pass); return 0; }
+        else if (!strcmp(a, "--precisions") && has) precisions = argv[++i];
+        else if (!strcmp(a, "--scalers") && has) scalers = argv[++i];
+        else if (!strcmp(a, "--run") && has) extra[n_extra++] = argv[++i];
+        else if (!strcmp(a, "--ref") && has) ref = argv[++i];
+        else if (!strcmp(a, "--out") && has) out = argv[++i];
+        else if (!strcmp(a, "--force")) force = 1;
+        else if (!strcmp(a, "--jobs") && has) {
+            if (amp_cli_parse_long(argv[++i], 1, 1024, &jobs)) { rc = amp_cli_usage_error("compare", "--jobs must be 1..1024"); goto done; }
+        } else if (!strcmp(a, "--diverge-tol") && has) {
+            if (amp_cli_parse_double(argv[++i], &tol) || !(tol >= 0)) { rc = amp_cli_usage_error("compare", "--diverge-tol must be a number >= 0"); goto done; }
+        } else if (!strcmp(a, "--precision") || !strcmp(a, "--scaler") || !strcmp(a, "--resume")) {
+            rc = amp_cli_usage_error("compare", "%s is set per run by compare; use --precisions/--scalers/--run", a);
+            goto done;
+        } else pass[npass++] = argv[i];   /* a train option (train checks it) */
+    }
+    if (!out) { rc = amp_cli_usage_error("compare", "--out DIR is required"); goto done; }
+    if (!precisions && !n_extra) { rc = amp_cli_usage_error("compare", "nothing to compare: give --precisions (and --scalers) or --run P@SPEC"); goto done; }
+
+    amp_run_cfg *runs;
+    int n;
+    amp_status st = amp_compare_plan(precisions, scalers, extra, n_extra, ref, &runs, &n);
+    if (st) { rc = amp_cli_fail(st); goto done; }
+    if ((st = amp_mkdir_p(out))) { free(runs); rc = amp_cli_fail(st); goto done; }
+
+    char self[4096];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl <= 0) { free(runs); rc = amp_cli_fail(amp_fail(AMP_EIO, "compare: cannot find the ampsim binary")); goto done; }
+    self[sl] = 0;
+
+    int *status = calloc((size_t)n, sizeof *status);
+    pid_t *pids = calloc((size_t)n, sizeof *pids);
+    char ***argvs = calloc((size_t)n, sizeof *argvs);
+    if (!status || !pids || !argvs) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
+    int running = 0, next = 0, finished = 0, progress = amp_cli_progress_ok();
+    for (int i = 0; i < n; i++) {
+        argvs[i] = run_argv(self, pass, npass, &runs[i], out);
+        if (!argvs[i]) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
+    }
+    while (finished < n) {
+        while (running < jobs && next < n) {
+            int i = next++;
+            char *cmd = join_argv(argvs[i]);
+            char path[4400];
+            if (!cmd) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
+            if (!force && already_done(out, runs[i].name, cmd)) {
+                free(cmd);
+                status[i] = 0;
+                pids[i] = 0;
+                finished++;
+                if (progress) fprintf(stderr, "[%d/%d] %s: already done\n", finished, n, runs[i].name);
+                continue;
+            }
+            snprintf(path, sizeof path, "%s/%s.cmd", out, runs[i].name);
+            st = amp_write_file_atomic(path, cmd, strlen(cmd) + 1);
+            free(cmd);
+            if (st) { rc = amp_cli_fail(st); goto cleanup; }
+            snprintf(path, sizeof path, "%s/%s.log", out, runs[i].name);
+            pids[i] = spawn(argvs[i], path);
+            if (pids[i] < 0) { rc = amp_cli_fail(amp_fail(AMP_EIO, "compare: fork failed: %s", strerror(errno))); goto cleanup; }
+            running++;
+        }
+        if (running == 0) continue;
+        int ws;
+        pid_t pid = wait(&ws);
+        if (pid < 0) { if (errno == EINTR) continue; break; }
+        for (int i = 0; i < n; i++)
+            if (pids[i] == pid) {
+                status[i] = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+                running--;
+                finished++;
+                if (progress || status[i])
+                    fprintf(stderr, "[%d/%d] %s: %s (log %s/%s.log)\n", finished, n, runs[i].name,
+                            status[i] ? "FAILED" : "ok", out, runs[i].name);
+            }
+    }
+    st = amp_compare_summarize(out, runs, n, status, tol);
+    if (st) { rc = amp_cli_fail(st); goto cleanup; }
+    for (int i = 0; i < n; i++)
+        if (status[i]) rc = 1;
+    printf("%s/summary.csv\n", out);
+cleanup:
+    if (argvs)
+        for (int i = 0; i < n; i++) free_argv(argvs[i]);
+    free(argvs);
+    free(status);
+    free(pids);
+    free(runs);
+done:
+    free(extra);
+    free(pass);
+    return rc;
+}

@@ -1,0 +1,243 @@
+/* compare: planning the runs and summarising them against the reference. */
+#include "ampsim.h"
+#include "amp_compare.h"
+#include "amp_report.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int amp_compare_split_specs(const char *list, char out[][256], int max)
+{
+    int n = 0;
+    const char *p = list;
+    while (p && *p) {
+        size_t len = strcspn(p, ",;");
+        char piece[256];
+        if (len >= sizeof piece) return -1;
+        memcpy(piece, p, len);
+        piece[len] = 0;
+        int continues = n > 0 && !strchr(piece, ':') && strchr(piece, '=') && strchr(out[n - 1], ':') &&
+                        p > list && p[-1] == ',';
+        if (continues) {
+            size_t have = strlen(out[n - 1]);
+            if (have + 1 + len >= 256) return -1;
+            out[n - 1][have] = ',';
+            memcpy(out[n - 1] + have + 1, piece, len + 1);
+        } else if (len > 0) {
+            if (n == max) return -1;
+            memcpy(out[n++], piece, len + 1);
+        }
+        p += len;
+        if (*p) p++;
+    }
+    return n;
+}
+
+static void run_name(char *dst, size_t cap, const char *precision, const char *scaler)
+{
+    snprintf(dst, cap, "%s__%s", precision, scaler);
+    for (char *c = dst; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '.' && *c != '_') *c = '-';
+}
+
+static amp_status check_precision(const char *p, int *fp8)
+{
+    amp_policy pol;
+    amp_status st = amp_policy_preset(p, &pol);
+    if (st) return st;
+    *fp8 = pol.fp8_scaling;
+    return AMP_OK;
+}
+
+static amp_status add_run(amp_run_cfg **runs, int *n, int *cap, const char *prec, const char *scaler, int is_ref)
+{
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        amp_run_cfg *r = realloc(*runs, (size_t)nc * sizeof *r);
+        if (!r) return amp_fail(AMP_ENOMEM, "compare: out of memory");
+        *runs = r;
+        *cap = nc;
+    }
+    amp_run_cfg *r = &(*runs)[(*n)++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->precision, sizeof r->precision, "%s", prec);
+    snprintf(r->scaler, sizeof r->scaler, "%s", scaler);
+    r->is_ref = is_ref;
+    if (is_ref) snprintf(r->name, sizeof r->name, "ref");
+    else run_name(r->name, sizeof r->name, prec, scaler);
+    for (int i = 0; i < *n - 1; i++)
+        if (!strcmp((*runs)[i].name, r->name)) { (*n)--; break; }   /* duplicates run once */
+    return AMP_OK;
+}
+
+amp_status amp_compare_plan(const char *precisions, const char *scalers, char *const *extra,
+                            int n_extra, const char *ref_precision, amp_run_cfg **runs, int *n)
+{
+    enum { MAXL = 64 };
+    static char precs[MAXL][256], specs[MAXL][256];
+    int np = 0, ns = 0, cap = 0, fp8;
+    amp_status st;
+    *runs = NULL;
+    *n = 0;
+    if ((st = check_precision(ref_precision, &fp8))) return st;
+    if (precisions && (np = amp_compare_split_specs(precisions, precs, MAXL)) < 0)
+        return amp_fail(AMP_EINVAL, "--precisions: too many or too long");
+    if (scalers && (ns = amp_compare_split_specs(scalers, specs, MAXL)) < 0)
+        return amp_fail(AMP_EINVAL, "--scalers: too many or too long");
+    if (np && !ns) { strcpy(specs[0], "none"); ns = 1; }
+    if (ns && !np) return amp_fail(AMP_EINVAL, "--scalers needs --precisions");
+    for (int i = 0; i < ns; i++) {
+        amp_scaler_spec sp;
+        if ((st = amp_scaler_spec_parse(specs[i], &sp))) return st;
+    }
+    if ((st = add_run(runs, n, &cap, ref_precision, "none", 1))) goto fail;
+    for (int i = 0; i < np; i++) {
+        if ((st = check_precision(precs[i], &fp8))) goto fail;
+        for (int j = 0; j < ns; j++) {
+            amp_scaler_spec sp;
+            amp_scaler_spec_parse(specs[j], &sp);
+            if (amp_scaler_kind_is_fp8(sp.kind) && !fp8) continue;   /* no FP8 tensors to scale */
+            if ((st = add_run(runs, n, &cap, precs[i], specs[j], 0))) goto fail;
+        }
+    }
+    for (int k = 0; k < n_extra; k++) {
+        const char *at = strchr(extra[k], '@');
+        char prec[64];
+        size_t len = at ? (size_t)(at - extra[k]) : strlen(extra[k]);
+        if (len == 0 || len >= sizeof prec) { st = amp_fail(AMP_EINVAL, "--run '%s': expected PRECISION@SPEC", extra[k]); goto fail; }
+        memcpy(prec, extra[k], len);
+        prec[len] = 0;
+        const char *spec = at ? at + 1 : "none";
+        amp_scaler_spec sp;
+        if ((st = check_precision(prec, &fp8))) goto fail;
+        if ((st = amp_scaler_spec_parse(spec, &sp))) goto fail;
+        if (amp_scaler_kind_is_fp8(sp.kind) && !fp8) {
+            st = amp_fail(AMP_EINVAL, "--run '%s': %s is an FP8 strategy but %s has no per-tensor FP8 scaling", extra[k], spec, prec);
+            goto fail;
+        }
+        if ((st = add_run(runs, n, &cap, prec, spec, 0))) goto fail;
+    }
+    return AMP_OK;
+fail:
+    free(*runs);
+    *runs = NULL;
+    *n = 0;
+    return st;
+}
+
+/* Per-run figures read back from its run directory. */
+typedef struct run_data {
+    size_t nsteps;
+    double *loss;
+    long skipped;
+    double flushed_frac;   /* mean over gradient rows; NAN if none logged */
+} run_data;
+
+static amp_status read_run(const char *dir, const char *name, run_data *rd)
+{
+    char path[4300];
+    amp_csv c;
+    amp_status st;
+    memset(rd, 0, sizeof *rd);
+    rd->flushed_frac = NAN;
+    snprintf(path, sizeof path, "%s/%s/metrics.csv", dir, name);
+    if ((st = amp_csv_read(path, &c))) return st;
+    static const char *const mcols[] = { "step", "loss", "skipped" };
+    int mi[3];
+    if ((st = amp_csv_require(&c, mcols, 3, mi))) { amp_csv_free(&c); return st; }
+    rd->loss = malloc((c.nrows ? c.nrows : 1) * sizeof *rd->loss);
+    if (!rd->loss) { amp_csv_free(&c); return amp_fail(AMP_ENOMEM, "%s: out of memory", path); }
+    for (size_t r = 0; r < c.nrows; r++) {
+        long step, sk;
+        if ((st = amp_csv_long(&c, r, mi[0], 0, (long)c.nrows - 1, &step)) ||
+            (st = amp_csv_num(&c, r, mi[1], &rd->loss[r])) ||
+            (st = amp_csv_long(&c, r, mi[2], 0, 1, &sk))) { amp_csv_free(&c); return st; }
+        if ((size_t)step != r) { amp_csv_free(&c); return amp_fail(AMP_EFORMAT, "%s:%zu: step %ld out of order", path, c.line[r], step); }
+        rd->skipped += sk;
+    }
+    rd->nsteps = c.nrows;
+    amp_csv_free(&c);
+    snprintf(path, sizeof path, "%s/%s/tensors.csv", dir, name);
+    if ((st = amp_csv_read(path, &c))) return st;
+    static const char *const tcols[] = { "role", "n", "flushed" };
+    int ti[3];
+    if ((st = amp_csv_require(&c, tcols, 3, ti))) { amp_csv_free(&c); return st; }
+    double sum = 0;
+    size_t cnt = 0;
+    for (size_t r = 0; r < c.nrows; r++) {
+        const char *role = amp_csv_get(&c, r, ti[0]);
+        if (strcmp(role, "weight_grad") && strcmp(role, "act_grad")) continue;
+        double nn, fl;
+        if ((st = amp_csv_num(&c, r, ti[1], &nn)) || (st = amp_csv_num(&c, r, ti[2], &fl))) { amp_csv_free(&c); return st; }
+        if (nn > 0) { sum += fl / nn; cnt++; }
+    }
+    if (cnt) rd->flushed_frac = sum / (double)cnt;
+    amp_csv_free(&c);
+    return AMP_OK;
+}
+
+static void put_num(FILE *fp, double v)
+{
+    if (isnan(v)) fputs(",nan", fp);
+    else if (isinf(v)) fputs(v > 0 ? ",inf" : ",-inf", fp);
+    else fprintf(fp, ",%.9g", v);
+}
+
+amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n,
+                                 const int *status, double tol)
+{
+    char path[4200];
+    amp_status st;
+    run_data ref = { 0 };
+    int ref_ok = 0;
+    for (int i = 0; i < n; i++)
+        if (runs[i].is_ref && status[i] == 0) {
+            if ((st = read_run(dir, runs[i].name, &ref))) return st;
+            ref_ok = 1;
+        }
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    amp_afile af;
+    if ((st = amp_afile_open(&af, path))) { free(ref.loss); return st; }
+    fprintf(af.fp, "name,precision,scaler,status,steps,final_loss,max_abs_diff,mean_abs_diff,"
+                   "skipped_steps,mean_flushed_frac_grads,first_divergence_step\n");
+    for (int i = 0; i < n; i++) {
+        const amp_run_cfg *r = &runs[i];
+        fprintf(af.fp, "%s,%s,\"%s\"", r->name, r->precision, r->scaler);
+        run_data rd;
+        if (status[i] != 0 || (st = read_run(dir, r->name, &rd))) {
+            if (status[i] == 0) fprintf(stderr, "ampsim compare: %s\n", amp_errmsg());
+            fprintf(af.fp, ",failed,,,,,,,\n");
+            continue;
+        }
+        double fin = rd.nsteps ? rd.loss[rd.nsteps - 1] : NAN;
+        double mx = NAN, mean = NAN;
+        long first = -1;
+        if (ref_ok) {
+            size_t m = rd.nsteps < ref.nsteps ? rd.nsteps : ref.nsteps;
+            double sum = 0;
+            mx = 0;
+            for (size_t s = 0; s < m; s++) {
+                double d = fabs(rd.loss[s] - ref.loss[s]);
+                if (!isfinite(rd.loss[s])) d = INFINITY;
+                if (d > mx) mx = d;
+                sum += d;
+                if (first < 0 && !(d <= tol)) first = (long)s;
+            }
+            mean = m ? sum / (double)m : NAN;
+        }
+        fprintf(af.fp, ",ok,%zu", rd.nsteps);
+        put_num(af.fp, fin);
+        put_num(af.fp, mx);
+        put_num(af.fp, mean);
+        fprintf(af.fp, ",%ld", rd.skipped);
+        put_num(af.fp, rd.flushed_frac);
+        if (first >= 0) fprintf(af.fp, ",%ld\n", first);
+        else fputs(",\n", af.fp);
+        free(rd.loss);
+    }
+    free(ref.loss);
+    return amp_afile_commit(&af);
+}
