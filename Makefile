@@ -86,10 +86,11 @@ valgrind: all $(TEST_BIN)
 	  CK_FORK=no AMP_QUICK=1 AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) \
 	    valgrind -q --error-exitcode=1 --leak-check=full $$t || fail=1; done; test $$fail -eq 0
 
-check-exhaustive: all $(BUILD)/tests/exhaustive_round
+check-exhaustive: all $(BUILD)/tests/exhaustive_round $(BUILD)/tests/check_round_random
 	$(BUILD)/tests/exhaustive_round
+	AMP_FULL=1 $(BUILD)/tests/check_round_random
 
-$(BUILD)/tests/exhaustive_round: tests/exhaustive/exhaustive_round.c $(BUILD)/libampsim.a
+$(BUILD)/tests/exhaustive_round: tests/exhaustive/exhaustive_round.c tests/round_ref.h $(BUILD)/libampsim.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS)
 
@@ -141,3 +142,10 @@ fuzz: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard sim/amp_*.h analysis/amp_*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) $(shell pkg-config --libs libcjson) -lm
+
+# The report's gnuplot scripts, found by an installed ampsim in <prefix>/share/ampsim/reports.
+install: install-report-scripts
+install-report-scripts:
+	install -d $(DESTDIR)$(PREFIX)/share/ampsim/reports
+	install -m 644 reports/fig*.gp $(DESTDIR)$(PREFIX)/share/ampsim/reports/
+.PHONY: install-report-scripts

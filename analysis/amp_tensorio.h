@@ -3,47 +3,75 @@
  *
  * Readers are strict (header bounds, offsets inside the file, shape x dtype
  * size equal to the byte range, no overlap, no size overflow) and return
- * AMP_EFORMAT / AMP_EIO with a message naming the file and the defect.
- * Data are mapped read-only (mmap), not copied. */
+ * AMP_EFORMAT / AMP_EIO with a message "FILE: defect" naming the file and the
+ * defect. Data are mapped read-only (mmap), never copied whole. */
 #ifndef AMP_TENSORIO_H
 #define AMP_TENSORIO_H
 
 #include "amp_base.h"
 
-typedef enum amp_dtype { AMP_DT_F16, AMP_DT_BF16, AMP_DT_F32, AMP_DT_F64 } amp_dtype;
+typedef enum amp_dtype { AMP_DT_F16, AMP_DT_BF16, AMP_DT_F32, AMP_DT_F64, AMP_DT_COUNT } amp_dtype;
 #define AMP_MAX_DIMS 8
 
+/* Bytes per element (2, 2, 4, 8) and a short name ("f16", "bf16", "f32", "f64"). */
+size_t amp_dtype_size(amp_dtype dt);
+const char *amp_dtype_name(amp_dtype dt);
+
 typedef struct amp_tensor_view {
-    char name[256];            /* "" for .npy / raw files */
+    char name[256];            /* safetensors: the tensor's name; .npy / raw: the file's basename */
     amp_dtype dtype;
     int ndim;
     size_t shape[AMP_MAX_DIMS];
-    size_t n;                  /* number of elements */
-    const void *data;          /* little-endian elements inside the mapping */
+    size_t n;                  /* number of elements (1 for a 0-d array) */
+    const void *data;          /* little-endian elements inside the mapping (maybe unaligned) */
 } amp_tensor_view;
 
 typedef struct amp_tensor_file {
     char path[4096];
-    void *map;                 /* the whole file, mapped */
+    void *map;                 /* the whole file, mapped read-only (NULL if empty) */
     size_t map_len;
     int n_tensors;
     amp_tensor_view *tensors;  /* in file order (safetensors: by data offset) */
 } amp_tensor_file;
 
 /* Opens and validates a tensor file; the kind is chosen by extension
- * (.npy, .safetensors, .f32, .f64). Close with amp_tensor_file_close. */
+ * (.npy, .safetensors, .f32, .f64; case-insensitive). On failure *tf is left
+ * closed (nothing to release) and the message names the file.
+ * Close with amp_tensor_file_close (safe to call twice). */
 amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf);
 void amp_tensor_file_close(amp_tensor_file *tf);
 
+/* The parsers behind amp_tensor_file_open, on a file's bytes in memory
+ * (what the fuzz harnesses drive). `path` only names the file in messages.
+ * Views point into buf. amp_safetensors_parse returns a malloc'ed array
+ * (free() it; NULL when *n == 0). */
+amp_status amp_npy_parse(const char *path, const void *buf, size_t len, amp_tensor_view *v);
+amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len,
+                                 amp_tensor_view **tensors, int *n);
+amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtype dt,
+                         amp_tensor_view *v);
+
+/* Upper bound on a safetensors JSON header (the reference implementation's). */
+#define AMP_SAFETENSORS_MAX_HEADER ((uint64_t)100 << 20)
+
 /* Converts n elements of a view starting at element `first` to float32 or
- * float64 (exact widening; f64 -> f32 only via amp_round). */
+ * float64 (exact widening). amp_tensor_view_to_f32 on an F64 view is a bug
+ * (narrowing goes through amp_round_f64). first + n <= v->n. */
 void amp_tensor_view_to_f32(const amp_tensor_view *v, size_t first, size_t n, float *out);
 void amp_tensor_view_to_f64(const amp_tensor_view *v, size_t first, size_t n, double *out);
 
-/* Writers (atomic: temporary name + rename). */
+/* Writers (atomic: temporary name + rename; nothing is left on failure).
+ * ndim 0 writes a 0-d array (one element). */
 amp_status amp_npy_write_f32(const char *path, const float *x, int ndim, const size_t *shape);
 amp_status amp_npy_write_u8(const char *path, const uint8_t *x, int ndim, const size_t *shape);
 amp_status amp_npy_write_u16(const char *path, const uint16_t *x, int ndim, const size_t *shape);
+
+/* The .npy header (v1.0, or v2.0 if it does not fit; padded to 64 bytes) for
+ * streaming writers: descr is "<f4", "|u1", "<u2", "<f8", ... Writes at most
+ * cap bytes into buf and the header's length into *len. AMP_ERANGE if it
+ * does not fit, AMP_EINVAL for a bad shape. */
+amp_status amp_npy_header(const char *descr, int ndim, const size_t *shape, char *buf, size_t cap,
+                          size_t *len);
 
 /* One tensor to write into a .safetensors file (float32 data). */
 typedef struct amp_st_entry {
@@ -52,6 +80,9 @@ typedef struct amp_st_entry {
     size_t shape[AMP_MAX_DIMS];
     const float *data;
 } amp_st_entry;
+/* Writes the entries (names unique, non-empty, < 256 bytes) as F32 tensors in
+ * the order given, with the header padded to a multiple of 8 bytes as the
+ * reference implementation does. */
 amp_status amp_safetensors_write_f32(const char *path, const amp_st_entry *entries, int n);
 
 #endif

@@ -1,0 +1,50 @@
+# Figure 2: loss of each run against the FP32 reference, with a lower panel of
+# |loss - reference loss|. Needs: datafile, N, hasref, anydiff, logloss, xmin, xmax,
+# ylo, yhi, win (running-mean window), arrays lbl, isref. Data: one block per run
+# (reference first): step loss absdiff loss_mean absdiff_mean.
+set tics out nomirror
+set grid lc rgb "#e8e8e8"
+set xrange [xmin:xmax]
+set yrange [ylo:yhi]
+set key at screen 0.74 + 0.015, graph 1 left top Left reverse samplen 2 font ",10"
+if (logloss) { set logscale y; set ylabel "loss (log scale)" } else { set ylabel "loss" }
+if (win > 1) { set ylabel sprintf("loss (running mean over %d steps)", win) }
+set lmargin at screen 0.09
+set rmargin at screen 0.74
+array pal[10] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+colour(k) = pal[(k - 1) % 10 + 1]
+if (hasref) {
+    set multiplot
+    set tmargin at screen 0.93
+    set bmargin at screen 0.40
+    set format x ""
+    set title "Training loss against the FP32 reference" font ",12"
+} else {
+    set title "Training loss" font ",12"
+    set xlabel "step"
+}
+plot for [i=1:N] datafile index (i-1) using 1:(isref[i] && win > 1 ? $2 : NaN) with lines lw 1 lc rgb "#c8c8c8" notitle, \
+     for [i=1:N] datafile index (i-1) using 1:4 with lines \
+     lw (isref[i] ? 3.5 : 1.8) lc rgb (isref[i] ? "#000000" : colour(i - hasref)) \
+     title (isref[i] ? lbl[i] . " (reference)" : lbl[i])
+if (hasref) {
+    unset title
+    unset logscale y
+    set autoscale y
+    set logscale y
+    set format y "%.0e"
+    set format x "%g"
+    set tmargin at screen 0.37
+    set bmargin at screen 0.09
+    set xlabel "step"
+    set ylabel "|loss - reference|"
+    set key off
+    if (anydiff) {
+        plot for [i=2:N] datafile index (i-1) using 1:5 with lines lw 1.8 lc rgb colour(i - 1) notitle
+    } else {
+        set yrange [1e-8:1]
+        set label 1 "every run equals the reference at every step" at graph 0.5, graph 0.5 center
+        plot 1e-30 notitle
+    }
+    unset multiplot
+}

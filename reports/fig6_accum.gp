@@ -1,0 +1,24 @@
+# Figure 6: dot-product relative error vs length K for narrow accumulators, with
+# and without promotion to FP32 every N_C products (Wang et al. 2018, DeepSeek-V3).
+# Needs: datafile, N, ymin, operands, arrays lbl, col (colour index), dash (1 solid,
+# 2 promoted). Data: one block per configuration: K mean_rel_err max_rel_err.
+set tics out nomirror
+set grid lc rgb "#e8e8e8"
+set logscale xy 2
+set logscale y 10
+set format x "2^{%L}"
+set format x "%g"
+set format y "%.0e"
+set yrange [ymin:*]
+set xlabel "dot-product length K (products summed)"
+set ylabel "relative error of the sum"
+set title sprintf("Accumulation error: %s operands in [0,1), narrow accumulators", operands) font ",12"
+set key at screen 0.62 + 0.015, graph 1 left top Left reverse samplen 3 font ",10"
+set lmargin at screen 0.1
+set rmargin at screen 0.62
+array colr[9] = ["#000000", "#d62728", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+plot for [i=1:N] datafile index (i-1) using 1:($2 > 0 ? $2 : NaN) with linespoints lw 2 pt 7 ps 0.8 \
+         dt dash[i] lc rgb colr[int(col[i]) % 9 + 1] title lbl[i], \
+     for [i=1:N] datafile index (i-1) using 1:($3 > 0 ? $3 : NaN) with points pt 1 ps 0.7 \
+         lc rgb colr[int(col[i]) % 9 + 1] notitle, \
+     keyentry with points pt 1 ps 0.7 lc rgb "#444444" title "max over trials"

@@ -1,0 +1,770 @@
+/* The report writer: reads and validates a run or compare directory
+ * (DESIGN §5), has report_fig.c draw the figures, and writes
+ * DIR/report/index.html atomically.
+ *
+ * Conventions the figures rely on (documented on the page and in the README):
+ * - metrics.csv row s: loss_scale is the scale used in step s; skipped is 0/1.
+ * - hist.csv counts the values given to the tensor's format, i.e. gradients
+ *   after multiplication by the loss scale; "unscaled" shifts them by
+ *   -round(log2 S) binades (exact for power-of-two scales).
+ * - Compare directory: a folder with summary.csv; every subfolder holding a
+ *   metrics.csv is a run. The FP32 reference is the run whose config.json
+ *   says precision "fp32"; among several, the one named "ref", then "fp32",
+ *   then the first by name. */
+#include "ampsim.h"
+#include "report_internal.h"
+#include "amp_io.h"
+
+#include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define JSON_MAX ((size_t)64 << 20)
+
+static int is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+void rp_html_escape(FILE *fp, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", fp); break;
+        case '>': fputs("&gt;", fp); break;
+        case '&': fputs("&amp;", fp); break;
+        case '"': fputs("&quot;", fp); break;
+        default: fputc(*s, fp);
+        }
+    }
+}
+
+/* First string value stored under `key` anywhere in the JSON tree (depth first). */
+static const char *json_find_str(const cJSON *j, const char *key)
+{
+    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) {
+        if (c->string && !strcmp(c->string, key) && cJSON_IsString(c)) return c->valuestring;
+    }
+    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) {
+        if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
+            const char *s = json_find_str(c, key);
+            if (s) return s;
+        }
+    }
+    return NULL;
+}
+
+static amp_status read_json(const char *path, char **text, cJSON **out)
+{
+    size_t len;
+    amp_status st = amp_read_file(path, JSON_MAX, text, &len);
+    if (st) return amp_fail(st, "%s: missing or unreadable: %s", path, amp_errmsg());
+    cJSON *j = cJSON_ParseWithLength(*text, len);
+    if (!j) {
+        const char *e = cJSON_GetErrorPtr();
+        long off = e && e >= *text && e <= *text + len ? (long)(e - *text) : -1;
+        long line = 1;
+        for (long i = 0; i < off; i++) line += (*text)[i] == '\n';
+        free(*text);
+        *text = NULL;
+        return amp_fail(AMP_EFORMAT, "%s:%ld: not valid JSON (near byte %ld)", path, line, off);
+    }
+    *out = j;
+    return AMP_OK;
+}
+
+static void slugify(const char *s, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *s && o + 1 < len; s++)
+        out[o++] = ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+                    *s == '.' || *s == '-' || *s == '_') ? *s : '_';
+    out[o] = 0;
+    if (!o) snprintf(out, len, "run");
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Index of step s in the increasing array v[n], or -1. */
+static long find_step(const long *v, size_t n, long s)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (v[m] < s) lo = m + 1; else hi = m;
+    }
+    return lo < n && v[lo] == s ? (long)lo : -1;
+}
+
+static void run_free(rp_run *r)
+{
+    free(r->config_text);
+    free(r->summary_text);
+    free(r->mstep); free(r->loss); free(r->scale); free(r->skipped);
+    for (size_t i = 0; i < r->nt; i++) {
+        free(r->t[i].fl); free(r->t[i].so); free(r->t[i].hu); free(r->t[i].hs);
+    }
+    free(r->t);
+    free(r->lstep);
+    amp_csv_free(&r->ev);
+    memset(r, 0, sizeof *r);
+}
+
+static amp_status load_metrics(rp_run *r)
+{
+    char p[RP_PATH + 32];
+    snprintf(p, sizeof p, "%s/metrics.csv", r->dir);
+    amp_csv c;
+    amp_status st = amp_csv_read(p, &c);
+    if (st) return st;
+    static const char *const need[] = { "step", "loss", "loss_scale", "skipped" };
+    int k[4];
+    if ((st = amp_csv_require(&c, need, 4, k))) goto out;
+    if (c.nrows == 0) { st = amp_fail(AMP_EFORMAT, "%s:2: no data rows", p); goto out; }
+    r->nm = c.nrows;
+    r->mstep = malloc(c.nrows * sizeof *r->mstep);
+    r->loss = malloc(c.nrows * sizeof *r->loss);
+    r->scale = malloc(c.nrows * sizeof *r->scale);
+    r->skipped = malloc(c.nrows * sizeof *r->skipped);
+    if (!r->mstep || !r->loss || !r->scale || !r->skipped) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
+    r->scale_zero_step = -1;
+    for (size_t i = 0; i < c.nrows; i++) {
+        long s, sk;
+        if ((st = amp_csv_long(&c, i, k[0], 0, 1L << 40, &s))) goto out;
+        if ((st = amp_csv_num(&c, i, k[1], &r->loss[i]))) goto out;
+        if ((st = amp_csv_num(&c, i, k[2], &r->scale[i]))) goto out;
+        if ((st = amp_csv_long(&c, i, k[3], 0, 1, &sk))) goto out;
+        if (i && s <= r->mstep[i - 1]) {
+            st = amp_fail(AMP_EFORMAT, "%s:%zu: step %ld does not follow step %ld", p, c.line[i], s, r->mstep[i - 1]);
+            goto out;
+        }
+        double S = r->scale[i];
+        if (isnan(S) || S < 0) {
+            st = amp_fail(AMP_EFORMAT, "%s:%zu: column 'loss_scale': %s is not a scale", p, c.line[i], amp_csv_get(&c, i, k[2]));
+            goto out;
+        }
+        r->mstep[i] = s;
+        r->skipped[i] = (int)sk;
+        if (S != 1) r->scale_used = 1;
+        if (S > 0 && isfinite(S)) {
+            int e;
+            if (frexp(S, &e) != 0.5) r->scale_nonpow2 = 1;
+        }
+        if (S == 0 && r->scale_zero_step < 0) r->scale_zero_step = s;
+    }
+out:
+    amp_csv_free(&c);
+    return st;
+}
+
+static long tens_find(const rp_run *r, const char *name)
+{
+    for (size_t i = 0; i < r->nt; i++)
+        if (!strcmp(r->t[i].name, name)) return (long)i;
+    return -1;
+}
+
+static amp_status tens_add(rp_run *r, const char *path, size_t line, const char *name, long *idx)
+{
+    if (strlen(name) >= sizeof r->t[0].name || !*name)
+        return amp_fail(AMP_EFORMAT, "%s:%zu: bad tensor name '%.40s'", path, line, name);
+    rp_tens *nt = realloc(r->t, (r->nt + 1) * sizeof *nt);
+    if (!nt) return amp_fail(AMP_ENOMEM, "%s: out of memory", path);
+    r->t = nt;
+    rp_tens *t = &r->t[r->nt];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->hu = calloc(RP_NB, sizeof *t->hu);
+    t->hs = calloc(RP_NB, sizeof *t->hs);
+    if (!t->hu || !t->hs) { free(t->hu); free(t->hs); return amp_fail(AMP_ENOMEM, "%s: out of memory", path); }
+    *idx = (long)r->nt++;
+    return AMP_OK;
+}
+
+static amp_status load_tensors(rp_run *r)
+{
+    char p[RP_PATH + 32];
+    snprintf(p, sizeof p, "%s/tensors.csv", r->dir);
+    amp_csv c;
+    amp_status st = amp_csv_read(p, &c);
+    if (st) return st;
+    static const char *const need[] = { "step", "tensor", "role", "format", "n", "zero_in", "flushed",
+                                        "subnormal", "saturated", "overflow", "nan", "amax",
+                                        "amin_nonzero", "rel_err" };
+    int k[14];
+    if ((st = amp_csv_require(&c, need, 14, k))) goto out;
+    if (c.nrows == 0) { st = amp_fail(AMP_EFORMAT, "%s:2: no data rows", p); goto out; }
+    /* pass 1: validate, collect tensors and logged steps */
+    long *steps = malloc(c.nrows * sizeof *steps);
+    if (!steps) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
+    for (size_t i = 0; i < c.nrows; i++) {
+        long v[7];
+        if ((st = amp_csv_long(&c, i, k[0], 0, 1L << 40, &steps[i]))) { free(steps); goto out; }
+        for (int q = 0; q < 7; q++) /* n, zero_in, flushed, subnormal, saturated, overflow, nan */
+            if ((st = amp_csv_long(&c, i, k[4 + q], 0, 1L << 50, &v[q]))) { free(steps); goto out; }
+        if (v[1] + v[2] + v[3] + v[4] + v[5] + v[6] > v[0]) {
+            st = amp_fail(AMP_EFORMAT, "%s:%zu: class counts add up to more than n=%ld", p, c.line[i], v[0]);
+            free(steps);
+            goto out;
+        }
+        for (int q = 11; q < 14; q++) {
+            double d;
+            if ((st = amp_csv_num(&c, i, k[q], &d))) { free(steps); goto out; }
+        }
+        amp_format f;
+        if (amp_format_parse(amp_csv_get(&c, i, k[3]), &f)) {
+            st = amp_fail(AMP_EFORMAT, "%s:%zu: column 'format': %s", p, c.line[i], amp_errmsg());
+            free(steps);
+            goto out;
+        }
+        const char *name = amp_csv_get(&c, i, k[1]);
+        long ti = tens_find(r, name);
+        if (ti < 0) {
+            if ((st = tens_add(r, p, c.line[i], name, &ti))) { free(steps); goto out; }
+            rp_tens *t = &r->t[ti];
+            snprintf(t->role, sizeof t->role, "%s", amp_csv_get(&c, i, k[2]));
+            snprintf(t->fmt, sizeof t->fmt, "%s", amp_csv_get(&c, i, k[3]));
+            t->wgrad = !strcmp(t->role, "weight_grad");
+            t->grad = t->wgrad || !strcmp(t->role, "act_grad");
+        }
+    }
+    qsort(steps, c.nrows, sizeof *steps, cmp_long);
+    size_t u = 0;
+    for (size_t i = 0; i < c.nrows; i++)
+        if (!u || steps[i] != steps[u - 1]) steps[u++] = steps[i];
+    r->lstep = steps;
+    r->nls = u;
+    for (size_t ti = 0; ti < r->nt; ti++) {
+        rp_tens *t = &r->t[ti];
+        t->fl = malloc(u * sizeof *t->fl);
+        t->so = malloc(u * sizeof *t->so);
+        if (!t->fl || !t->so) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
+        for (size_t j = 0; j < u; j++) t->fl[j] = t->so[j] = NAN;
+    }
+    /* pass 2: fractions (values were validated above) */
+    for (size_t i = 0; i < c.nrows; i++) {
+        long s, n, fl, sa, ov;
+        amp_csv_long(&c, i, k[0], 0, 1L << 40, &s);
+        amp_csv_long(&c, i, k[4], 0, 1L << 50, &n);
+        amp_csv_long(&c, i, k[6], 0, 1L << 50, &fl);
+        amp_csv_long(&c, i, k[8], 0, 1L << 50, &sa);
+        amp_csv_long(&c, i, k[9], 0, 1L << 50, &ov);
+        rp_tens *t = &r->t[tens_find(r, amp_csv_get(&c, i, k[1]))];
+        long j = find_step(r->lstep, r->nls, s);
+        if (!isnan(t->fl[j])) {
+            st = amp_fail(AMP_EFORMAT, "%s:%zu: tensor '%s' logged twice at step %ld", p, c.line[i], t->name, s);
+            goto out;
+        }
+        t->fl[j] = n ? (double)fl / (double)n : 0;
+        t->so[j] = n ? (double)(sa + ov) / (double)n : 0;
+        t->n_total += (double)n;
+        t->flushed_total += (double)fl;
+    }
+out:
+    amp_csv_free(&c);
+    return st;
+}
+
+/* Loss scale of step s (1 if the step is not in metrics.csv). */
+static double scale_at(const rp_run *r, long s)
+{
+    long i = find_step(r->mstep, r->nm, s);
+    return i < 0 ? 1.0 : r->scale[i];
+}
+
+static amp_status load_hist(rp_run *r)
+{
+    char p[RP_PATH + 32];
+    snprintf(p, sizeof p, "%s/hist.csv", r->dir);
+    amp_csv c;
+    amp_status st = amp_csv_read(p, &c);
+    if (st) return st;
+    static const char *const need[] = { "step", "tensor", "binade", "count" };
+    int k[4];
+    if ((st = amp_csv_require(&c, need, 4, k))) goto out;
+    if (c.nrows == 0) { st = amp_fail(AMP_EFORMAT, "%s:2: no data rows", p); goto out; }
+    long last = -1;
+    r->hist_first = -1;
+    for (size_t i = 0; i < c.nrows; i++) {
+        long s, cnt, b = 0;
+        if ((st = amp_csv_long(&c, i, k[0], 0, 1L << 40, &s))) goto out;
+        if ((st = amp_csv_long(&c, i, k[3], 0, 1L << 50, &cnt))) goto out;
+        const char *bs = amp_csv_get(&c, i, k[2]);
+        int special = !strcmp(bs, "zero") ? 1 : !strcmp(bs, "inf") ? 2 : !strcmp(bs, "nan") ? 3 : 0;
+        if (!special) {
+            if (amp_csv_long(&c, i, k[2], RP_BLO, RP_BHI, &b)) {
+                st = amp_fail(AMP_EFORMAT, "%s:%zu: column 'binade': '%s' is neither an integer in [%d, %d] nor zero/inf/nan",
+                              p, c.line[i], bs, RP_BLO, RP_BHI);
+                goto out;
+            }
+        }
+        const char *name = amp_csv_get(&c, i, k[1]);
+        long ti = tens_find(r, name);
+        if (ti < 0) {
+            st = amp_fail(AMP_EFORMAT, "%s:%zu: tensor '%s' is not in tensors.csv", p, c.line[i], name);
+            goto out;
+        }
+        rp_tens *t = &r->t[ti];
+        t->in_hist = 1;
+        if (s != last) {
+            if (s < last) {
+                st = amp_fail(AMP_EFORMAT, "%s:%zu: step %ld after step %ld (rows must be in step order)", p, c.line[i], s, last);
+                goto out;
+            }
+            r->hist_steps++;
+            if (r->hist_first < 0) r->hist_first = s;
+            r->hist_last = s;
+            last = s;
+        }
+        double dc = (double)cnt;
+        if (special == 1) t->zero += dc;
+        else if (special == 2) t->inf += dc;
+        else if (special == 3) t->nan += dc;
+        else {
+            t->hs[b - RP_BLO] += dc;
+            long sh = 0;
+            double S = scale_at(r, s);
+            if (t->grad && S > 0 && isfinite(S)) sh = lround(log2(S));
+            long bu = b - sh;
+            if (bu < RP_BLO) bu = RP_BLO;
+            if (bu > RP_BHI) bu = RP_BHI;
+            t->hu[bu - RP_BLO] += dc;
+        }
+    }
+out:
+    amp_csv_free(&c);
+    return st;
+}
+
+static amp_status load_events(rp_run *r)
+{
+    char p[RP_PATH + 32];
+    snprintf(p, sizeof p, "%s/events.csv", r->dir);
+    amp_status st = amp_csv_read(p, &r->ev);
+    if (st) return st;
+    static const char *const need[] = { "step", "event", "tensor", "detail" };
+    int k[4];
+    if ((st = amp_csv_require(&r->ev, need, 4, k))) return st;
+    r->ev_step = k[0]; r->ev_event = k[1]; r->ev_tensor = k[2]; r->ev_detail = k[3];
+    for (size_t i = 0; i < r->ev.nrows; i++) {
+        long s;
+        if ((st = amp_csv_long(&r->ev, i, k[0], -1, 1L << 40, &s))) return st;
+    }
+    return AMP_OK;
+}
+
+static amp_status load_run(rp_run *r, const char *dir, const char *label)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    snprintf(r->label, sizeof r->label, "%s", label);
+    slugify(label, r->slug, sizeof r->slug);
+    char p[RP_PATH + 32];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    cJSON *j;
+    amp_status st = read_json(p, &r->config_text, &j);
+    if (st) return st;
+    const char *prec = json_find_str(j, "precision");
+    const char *sc = json_find_str(j, "scaler");
+    snprintf(r->precision, sizeof r->precision, "%s", prec ? prec : "?");
+    snprintf(r->scaler, sizeof r->scaler, "%s", sc ? sc : "none");
+    cJSON_Delete(j);
+    snprintf(p, sizeof p, "%s/summary.json", dir);
+    if (is_file(p)) {
+        if ((st = read_json(p, &r->summary_text, &j))) return st;
+        cJSON_Delete(j);
+    }
+    if ((st = load_metrics(r))) return st;
+    if ((st = load_tensors(r))) return st;
+    if ((st = load_hist(r))) return st;
+    return load_events(r);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static amp_status load_compare(rp_ctx *ctx)
+{
+    char p[RP_PATH + 600];
+    snprintf(p, sizeof p, "%s/summary.csv", ctx->dir);
+    amp_status st = amp_csv_read(p, &ctx->summary);
+    if (st) return st;
+    DIR *d = opendir(ctx->dir);
+    if (!d) return amp_fail(AMP_EIO, "%s: cannot list: %s", ctx->dir, strerror(errno));
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "report")) continue;
+        snprintf(p, sizeof p, "%s/%s", ctx->dir, e->d_name);
+        if (!is_dir(p)) continue;
+        snprintf(p, sizeof p, "%s/%s/config.json", ctx->dir, e->d_name);
+        char q[RP_PATH + 600];
+        snprintf(q, sizeof q, "%s/%s/metrics.csv", ctx->dir, e->d_name);
+        if (!is_file(p) && !is_file(q)) continue;
+        char **nn = realloc(names, (n + 1) * sizeof *nn);
+        if (!nn || !(nn[n] = strdup(e->d_name))) { free(nn ? nn : names); closedir(d); return amp_fail(AMP_ENOMEM, "out of memory"); }
+        names = nn;
+        n++;
+    }
+    closedir(d);
+    if (!n) { free(names); return amp_fail(AMP_EFORMAT, "%s: has summary.csv but no run folders (each needs config.json and metrics.csv)", ctx->dir); }
+    qsort(names, n, sizeof *names, cmp_str);
+    ctx->r = calloc(n, sizeof *ctx->r);
+    if (!ctx->r) { for (size_t i = 0; i < n; i++) free(names[i]); free(names); return amp_fail(AMP_ENOMEM, "out of memory"); }
+    for (size_t i = 0; i < n && !st; i++) {
+        snprintf(p, sizeof p, "%s/%s", ctx->dir, names[i]);
+        st = load_run(&ctx->r[i], p, names[i]);
+        ctx->nr = i + 1;
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (st) return st;
+    /* the reference: precision fp32; prefer "ref", then "fp32", then the first */
+    ctx->ref = -1;
+    for (size_t i = 0; i < ctx->nr; i++) {
+        if (strcmp(ctx->r[i].precision, "fp32")) continue;
+        if (ctx->ref < 0) ctx->ref = (int)i;
+        if (!strcmp(ctx->r[i].label, "ref")) { ctx->ref = (int)i; break; }
+        if (!strcmp(ctx->r[i].label, "fp32") && strcmp(ctx->r[ctx->ref].label, "ref")) ctx->ref = (int)i;
+    }
+    if (ctx->ref > 0) {   /* the reference first, the others by name */
+        rp_run tmp = ctx->r[ctx->ref];
+        memmove(&ctx->r[1], &ctx->r[0], (size_t)ctx->ref * sizeof *ctx->r);
+        ctx->r[0] = tmp;
+        ctx->ref = 0;
+    }
+    return AMP_OK;
+}
+
+/* accum.csv (figure 6): the columns amp_bench_accum writes, numbers checked. */
+static amp_status load_accum(rp_ctx *ctx, const char *p)
+{
+    amp_status st = amp_csv_read(p, &ctx->accum);
+    if (st) return st;
+    static const char *const need[] = { "K", "operands", "accumulator", "rounding", "promote_every",
+                                        "mean_rel_err", "max_rel_err" };
+    int k[7];
+    if ((st = amp_csv_require(&ctx->accum, need, 7, k))) return st;
+    if (!ctx->accum.nrows) return amp_fail(AMP_EFORMAT, "%s:2: no data rows", p);
+    for (size_t i = 0; i < ctx->accum.nrows; i++) {
+        long v;
+        double m, mx;
+        if ((st = amp_csv_long(&ctx->accum, i, k[0], 1, 1L << 40, &v))) return st;
+        if ((st = amp_csv_long(&ctx->accum, i, k[4], 0, 1L << 40, &v))) return st;
+        if ((st = amp_csv_num(&ctx->accum, i, k[5], &m))) return st;
+        if ((st = amp_csv_num(&ctx->accum, i, k[6], &mx))) return st;
+        if (!(m >= 0) || !(mx >= 0) || isinf(m) || isinf(mx))
+            return amp_fail(AMP_EFORMAT, "%s:%zu: relative errors must be finite and >= 0", p, ctx->accum.line[i]);
+    }
+    return AMP_OK;
+}
+
+/* ---- the page ----------------------------------------------------------- */
+
+static void html_table_csv(FILE *fp, const amp_csv *c, size_t maxrows)
+{
+    fputs("<table><tr>", fp);
+    for (int k = 0; k < c->ncol; k++) { fputs("<th>", fp); rp_html_escape(fp, c->head[k]); fputs("</th>", fp); }
+    fputs("</tr>\n", fp);
+    for (size_t i = 0; i < c->nrows && i < maxrows; i++) {
+        fputs("<tr>", fp);
+        for (int k = 0; k < c->ncol; k++) { fputs("<td>", fp); rp_html_escape(fp, amp_csv_get(c, i, k)); fputs("</td>", fp); }
+        fputs("</tr>\n", fp);
+    }
+    fputs("</table>\n", fp);
+    if (c->nrows > maxrows) fprintf(fp, "<p>… %zu more rows in the file.</p>\n", c->nrows - maxrows);
+}
+
+static int event_is_nonfinite(const char *ev)
+{
+    return strstr(ev, "finite") || strstr(ev, "nan") || strstr(ev, "NaN") || strstr(ev, "inf");
+}
+
+static void html_events(FILE *fp, const rp_run *r, const char *rel)
+{
+    const amp_csv *c = &r->ev;
+    fprintf(fp, "<p>From <a href=\"%s/events.csv\">", rel);
+    rp_html_escape(fp, rel);
+    fprintf(fp, "/events.csv</a>: %zu events.", c->nrows);
+    for (size_t i = 0; i < c->nrows; i++) {
+        if (!event_is_nonfinite(amp_csv_get(c, i, r->ev_event))) continue;
+        fputs(" <b class=warn>First non-finite: step ", fp);
+        rp_html_escape(fp, amp_csv_get(c, i, r->ev_step));
+        fputs(", ", fp);
+        rp_html_escape(fp, amp_csv_get(c, i, r->ev_event));
+        fputs(", tensor ", fp);
+        rp_html_escape(fp, amp_csv_get(c, i, r->ev_tensor));
+        fputs(" (", fp);
+        rp_html_escape(fp, amp_csv_get(c, i, r->ev_detail));
+        fputs(").</b>", fp);
+        break;
+    }
+    if (r->scale_zero_step >= 0)
+        fprintf(fp, " <b class=warn>The loss scale reached 0 at step %ld (it cannot recover).</b>", r->scale_zero_step);
+    fputs("</p>\n", fp);
+    if (c->nrows) html_table_csv(fp, c, 60);
+}
+
+static void html_pre(FILE *fp, const char *text)
+{
+    fputs("<pre>", fp);
+    rp_html_escape(fp, text);
+    fputs("</pre>\n", fp);
+}
+
+static void html_figure(FILE *fp, const rp_fig *f)
+{
+    fprintf(fp, "<div class=fig id=\"%s\"><h3>", f->id);
+    rp_html_escape(fp, f->title);
+    fprintf(fp, "</h3>\n<a href=\"%s.png\"><img src=\"%s.png\" alt=\"", f->id, f->id);
+    rp_html_escape(fp, f->title);
+    fputs("\"></a>\n<p class=cap>", fp);
+    fputs(f->caption, fp);
+    fputs("</p>\n<p class=src>Download:", fp);
+    fprintf(fp, " <a href=\"%s.png\">PNG</a>", f->id);
+    if (f->made & AMP_REPORT_PDF) fprintf(fp, " · <a href=\"%s.pdf\">PDF</a>", f->id);
+    if (f->made & AMP_REPORT_SVG) fprintf(fp, " · <a href=\"%s.svg\">SVG</a>", f->id);
+    fprintf(fp, ". Drawn from %s by <a href=\"scripts/%s\">scripts/%s</a> with "
+            "<a href=\"data/%s.gp\">data/%s.gp</a> (to redraw, in the report folder: <code>gnuplot -e "
+            "\"set terminal pdfcairo; set output 'x.pdf'; load 'data/%s.gp'\" scripts/%s</code>).</p></div>\n",
+            f->sources, f->script, f->script, f->id, f->id, f->id, f->script);
+}
+
+static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
+{
+    char p[RP_PATH + 32];
+    snprintf(p, sizeof p, "%s/index.html", ctx->out);
+    amp_afile af;
+    amp_status st = amp_afile_open(&af, p);
+    if (st) return st;
+    FILE *fp = af.fp;
+    fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>\n<title>ampsim report: ", fp);
+    rp_html_escape(fp, ctx->dir);
+    fputs("</title>\n<style>\n"
+          "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\n"
+          "img{max-width:100%;height:auto;border:1px solid #ddd}\n"
+          "table{border-collapse:collapse;font-size:90%;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\n"
+          "th{background:#f0f0f0}pre{background:#f7f7f7;padding:.5em;overflow:auto;max-height:24em;font-size:85%}\n"
+          ".cap{font-size:95%}.src{font-size:85%;color:#555}.warn{color:#b00}code{font-size:90%}\n"
+          "</style></head><body>\n<h1>ampsim report</h1>\n<p>", fp);
+    fprintf(fp, "%s directory <code>", ctx->compare ? "Compare" : "Run");
+    rp_html_escape(fp, ctx->dir);
+    fprintf(fp, "</code>, written by ampsim %s. ", amp_version());
+    if (ctx->compare) {
+        fprintf(fp, "%zu runs; FP32 reference: ", ctx->nr);
+        if (ctx->ref >= 0) { fputs("<code>", fp); rp_html_escape(fp, ctx->r[ctx->ref].label); fputs("</code>", fp); }
+        else fputs("<b class=warn>none found</b> (no run has precision fp32)", fp);
+        fputs(" (the run whose config.json has precision fp32; among several, the one named ref, then fp32, then the first by name).", fp);
+    }
+    fputs("</p>\n<ul>\n", fp);
+    for (int i = 0; i < ctx->nfig; i++) {
+        fprintf(fp, "<li><a href=\"#%s\">", ctx->figs[i].id);
+        rp_html_escape(fp, ctx->figs[i].title);
+        fputs("</a></li>\n", fp);
+    }
+    fputs("<li><a href=\"#summary\">Summary</a></li><li><a href=\"#events\">Events</a></li>"
+          "<li><a href=\"#config\">Configuration</a></li></ul>\n", fp);
+    for (int i = 0; i < ctx->nnotes; i++) fprintf(fp, "<p class=src>%s</p>\n", ctx->notes[i]);
+    fputs("<h2>Figures</h2>\n", fp);
+    for (int i = 0; i < ctx->nfig; i++) html_figure(fp, &ctx->figs[i]);
+
+    fputs("<h2 id=summary>Summary</h2>\n", fp);
+    if (ctx->compare) {
+        fputs("<p>From <a href=\"../summary.csv\">summary.csv</a>.</p>\n", fp);
+        html_table_csv(fp, &ctx->summary, 1000);
+    }
+    for (size_t i = 0; i < ctx->nr; i++) {
+        const rp_run *r = &ctx->r[i];
+        char rel[300];
+        snprintf(rel, sizeof rel, ctx->compare ? "../%s" : "..", r->label);
+        if (ctx->compare) { fputs("<h3>", fp); rp_html_escape(fp, r->label); fputs("</h3>\n", fp); }
+        fputs("<table><tr><th>precision</th><th>scaler</th><th>steps</th><th>final loss</th><th>skipped steps</th><th>loss scale at the end</th></tr><tr><td>", fp);
+        rp_html_escape(fp, r->precision);
+        fputs("</td><td>", fp);
+        rp_html_escape(fp, r->scaler);
+        long skipped = 0;
+        for (size_t s = 0; s < r->nm; s++) skipped += r->skipped[s];
+        fprintf(fp, "</td><td>%zu</td><td>%.6g</td><td>%ld</td><td>%.6g</td></tr></table>\n",
+                r->nm, r->loss[r->nm - 1], skipped, r->scale[r->nm - 1]);
+        if (r->summary_text) {
+            fprintf(fp, "<p>From <a href=\"%s/summary.json\">%s/summary.json</a>:</p>\n", rel, rel);
+            html_pre(fp, r->summary_text);
+        }
+    }
+    fputs("<h2 id=events>Events</h2>\n", fp);
+    for (size_t i = 0; i < ctx->nr; i++) {
+        char rel[300];
+        snprintf(rel, sizeof rel, ctx->compare ? "../%s" : "..", ctx->r[i].label);
+        if (ctx->compare) { fputs("<h3>", fp); rp_html_escape(fp, ctx->r[i].label); fputs("</h3>\n", fp); }
+        html_events(fp, &ctx->r[i], rel);
+    }
+    fputs("<h2 id=config>Configuration</h2>\n", fp);
+    for (size_t i = 0; i < ctx->nr; i++) {
+        char rel[300];
+        snprintf(rel, sizeof rel, ctx->compare ? "../%s" : "..", ctx->r[i].label);
+        fprintf(fp, "<p>From <a href=\"%s/config.json\">%s/config.json</a>:</p>\n", rel, rel);
+        html_pre(fp, ctx->r[i].config_text);
+    }
+    fputs("<p class=src>Conventions: metrics.csv's loss_scale at step s is the scale used in step s; "
+          "hist.csv counts the values given to each tensor's format (gradients after multiplication by the "
+          "loss scale); the unscaled histograms shift them by −round(log2 S) binades, exact for power-of-two scales.</p>\n"
+          "</body></html>\n", fp);
+    if ((st = amp_afile_commit(&af))) return st;
+    if (index_path) snprintf(index_path, len, "%s", p);
+    return AMP_OK;
+}
+
+/* After the new page is in place: removes figures and data files of an
+ * earlier report that this one did not write, so the folder holds only
+ * what index.html describes. Files not named like ours are left alone. */
+static void prune_stale(rp_ctx *ctx)
+{
+    static const char *const sub[2] = { "", "/data" };
+    for (int k = 0; k < 2; k++) {
+        char dp[RP_PATH + 16];
+        snprintf(dp, sizeof dp, "%s%s", ctx->out, sub[k]);
+        DIR *d = opendir(dp);
+        if (!d) continue;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            const char *nm = e->d_name, *dot = strrchr(nm, '.');
+            if (strncmp(nm, "fig", 3) || !dot) continue;
+            unsigned flag = !strcmp(dot, ".png") ? AMP_REPORT_PNG : !strcmp(dot, ".pdf") ? AMP_REPORT_PDF
+                          : !strcmp(dot, ".svg") ? AMP_REPORT_SVG : 0;
+            int is_data = !strcmp(dot, ".dat") || !strcmp(dot, ".gp");
+            if (k == 0 ? !flag : !is_data) continue;
+            int keep = 0;
+            for (int i = 0; i < ctx->nfig && !keep; i++) {
+                size_t n = strlen(ctx->figs[i].id);
+                keep = (size_t)(dot - nm) == n && !strncmp(nm, ctx->figs[i].id, n) &&
+                       (k == 1 || (ctx->figs[i].made & flag));
+            }
+            if (!keep) {
+                char p[RP_PATH + 300];
+                snprintf(p, sizeof p, "%s/%.255s", dp, nm);
+                unlink(p);
+            }
+        }
+        closedir(d);
+    }
+}
+
+amp_status amp_report_parse_formats(const char *s, unsigned *out)
+{
+    unsigned f = 0;
+    char buf[256];
+    if (!s || !*s || strlen(s) >= sizeof buf) return amp_fail(AMP_EINVAL, "--formats: empty or too long");
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "png")) f |= AMP_REPORT_PNG;
+        else if (!strcmp(t, "pdf")) f |= AMP_REPORT_PDF;
+        else if (!strcmp(t, "svg")) f |= AMP_REPORT_SVG;
+        else return amp_fail(AMP_EINVAL, "--formats: unknown format '%s' (png, pdf, svg)", t);
+    }
+    if (!f) return amp_fail(AMP_EINVAL, "--formats: no format given");
+    *out = f;
+    return AMP_OK;
+}
+
+/* Finds the folder holding the gnuplot scripts (see amp_report_write). */
+static amp_status find_scripts(rp_ctx *ctx)
+{
+    char cand[6][RP_PATH];
+    int n = 0;
+    if (ctx->opts->scripts_dir) snprintf(cand[n++], RP_PATH, "%s", ctx->opts->scripts_dir);
+    const char *e = getenv("AMPSIM_REPORT_SCRIPTS");
+    if (e && *e) snprintf(cand[n++], RP_PATH, "%s", e);
+    char exe[RP_PATH];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = 0;
+        char *sl = strrchr(exe, '/');
+        if (sl) *sl = 0;
+        snprintf(cand[n++], RP_PATH, "%.4000s/../reports", exe);
+        snprintf(cand[n++], RP_PATH, "%.4000s/../share/ampsim/reports", exe);
+    }
+    e = getenv("AMP_SRCDIR");
+    if (e && *e) snprintf(cand[n++], RP_PATH, "%.4000s/reports", e);
+    for (int i = 0; i < n; i++) {
+        char p[RP_PATH + 32];
+        snprintf(p, sizeof p, "%.4000s/fig1_hist.gp", cand[i]);
+        if (is_file(p)) { snprintf(ctx->scripts, sizeof ctx->scripts, "%.4000s", cand[i]); return AMP_OK; }
+        if (i == 0 && ctx->opts->scripts_dir)
+            return amp_fail(AMP_EINVAL, "%s: no fig1_hist.gp there (--scripts)", cand[i]);
+    }
+    return amp_fail(AMP_EIO, "the report's gnuplot scripts (reports/fig*.gp) were not found; "
+                    "set AMPSIM_REPORT_SCRIPTS to the folder that holds them");
+}
+
+amp_status amp_report_write(const char *dir, const amp_report_opts *opts, char *index_path, size_t len)
+{
+    rp_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return amp_fail(AMP_ENOMEM, "out of memory");
+    amp_report_opts defo = { .formats = AMP_REPORT_PNG | AMP_REPORT_PDF | AMP_REPORT_SVG };
+    ctx->opts = opts ? opts : &defo;
+    amp_status st = AMP_OK;
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
+    if (dl + 64 >= sizeof ctx->dir) { st = amp_fail(AMP_EINVAL, "%s: path too long", dir); goto out; }
+    memcpy(ctx->dir, dir, dl);
+    ctx->dir[dl] = 0;
+    if (!is_dir(ctx->dir)) { st = amp_fail(AMP_EIO, "%s: not a directory", ctx->dir); goto out; }
+    char p[RP_PATH + 32];
+    snprintf(p, sizeof p, "%s/summary.csv", ctx->dir);
+    ctx->ref = -1;
+    if (is_file(p)) {
+        ctx->compare = 1;
+        if ((st = load_compare(ctx))) goto out;
+    } else {
+        snprintf(p, sizeof p, "%s/metrics.csv", ctx->dir);
+        char q[RP_PATH + 32];
+        snprintf(q, sizeof q, "%s/config.json", ctx->dir);
+        if (!is_file(p) && !is_file(q)) {
+            st = amp_fail(AMP_EIO, "%s: neither a run directory (no metrics.csv) nor a compare directory (no summary.csv)", ctx->dir);
+            goto out;
+        }
+        ctx->r = calloc(1, sizeof *ctx->r);
+        if (!ctx->r) { st = amp_fail(AMP_ENOMEM, "out of memory"); goto out; }
+        const char *base = strrchr(ctx->dir, '/');
+        ctx->nr = 1;
+        if ((st = load_run(&ctx->r[0], ctx->dir, base ? base + 1 : ctx->dir))) goto out;
+        if (!strcmp(ctx->r[0].precision, "fp32")) ctx->ref = 0;
+    }
+    snprintf(p, sizeof p, "%s/accum.csv", ctx->dir);
+    ctx->has_accum = is_file(p);
+    if (ctx->has_accum && (st = load_accum(ctx, p))) goto out;
+    if ((st = find_scripts(ctx))) goto out;
+    snprintf(ctx->out, sizeof ctx->out, "%.4000s/report", ctx->dir);
+    snprintf(p, sizeof p, "%s/data", ctx->out);
+    if ((st = amp_mkdir_p(p))) goto out;
+    snprintf(p, sizeof p, "%s/scripts", ctx->out);
+    if ((st = amp_mkdir_p(p))) goto out;
+    if ((st = rp_draw_all(ctx))) goto out;
+    if (!(st = write_index(ctx, index_path, len))) prune_stale(ctx);
+out:
+    for (size_t i = 0; i < ctx->nr; i++) run_free(&ctx->r[i]);
+    free(ctx->r);
+    amp_csv_free(&ctx->summary);
+    amp_csv_free(&ctx->accum);
+    free(ctx);
+    return st;
+}

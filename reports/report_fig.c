@@ -1,0 +1,958 @@
+/* The report's figures: for each one, a data file (data/<id>.dat) and a
+ * parameter file (data/<id>.gp: sizes, labels, format bands) computed here,
+ * drawn by one of the scripts reports/fig*.gp through gnuplot, once per
+ * output format. gnuplot writes to a temporary name that is checked
+ * (PNG/PDF/SVG signature) and renamed, so a figure is either complete or
+ * absent. The scripts are copied to report/scripts/ so the folder redraws
+ * on its own. */
+#include "report_internal.h"
+#include "amp_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FIG_W 1000
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* Writes a gnuplot double-quoted string literal. */
+static void gp_str(FILE *fp, const char *s)
+{
+    fputc('"', fp);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', fp);
+        if ((unsigned char)*s >= 32) fputc(*s, fp);
+    }
+    fputc('"', fp);
+}
+
+static void gp_str_array(FILE *fp, const char *name, const char *const *v, int n)
+{
+    fprintf(fp, "array %s[%d] = [", name, n);
+    for (int i = 0; i < n; i++) { if (i) fputs(", ", fp); gp_str(fp, v[i]); }
+    fputs("]\n", fp);
+}
+
+static void gp_num_array(FILE *fp, const char *name, const double *v, int n)
+{
+    fprintf(fp, "array %s[%d] = [", name, n);
+    for (int i = 0; i < n; i++) fprintf(fp, "%s%.9g", i ? ", " : "", v[i]);
+    fputs("]\n", fp);
+}
+
+static void gp_num(FILE *fp, double v)
+{
+    if (isnan(v) || isinf(v)) fputs("NaN", fp);
+    else fprintf(fp, "%.9g", v);
+}
+
+static void add_note(rp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(rp_ctx *ctx, const char *fmt, ...)
+{
+    if (ctx->nnotes >= (int)(sizeof ctx->notes / sizeof ctx->notes[0])) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->notes[ctx->nnotes++], sizeof ctx->notes[0], fmt, ap);
+    va_end(ap);
+}
+
+static int file_has_signature(const char *path, unsigned fmt)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    char b[512];
+    size_t n = fread(b, 1, sizeof b - 1, fp);
+    fclose(fp);
+    b[n] = 0;
+    if (fmt == AMP_REPORT_PNG) return n > 24 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8) && !memcmp(b + 12, "IHDR", 4);
+    if (fmt == AMP_REPORT_PDF) return n > 8 && !memcmp(b, "%PDF-", 5);
+    return n > 0 && strstr(b, "<svg") != NULL;
+}
+
+/* Copies reports/<script> to report/scripts/<script> (atomically). */
+static amp_status copy_script(rp_ctx *ctx, const char *script)
+{
+    char src[RP_PATH + 64], dst[RP_PATH + 64];
+    snprintf(src, sizeof src, "%s/%s", ctx->scripts, script);
+    snprintf(dst, sizeof dst, "%s/scripts/%s", ctx->out, script);
+    char *data;
+    size_t len;
+    amp_status st = amp_read_file(src, 1 << 20, &data, &len);
+    if (st) return st;
+    st = amp_write_file_atomic(dst, data, len);
+    free(data);
+    return st;
+}
+
+/* Runs gnuplot in ctx->out for figure f: once per requested format, with
+ * data/<id>.gp loaded before scripts/<script>. Checks and renames each file. */
+static amp_status gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
+{
+    amp_status st = copy_script(ctx, f->script);
+    if (st) return st;
+    unsigned want = ctx->opts->formats | AMP_REPORT_PNG;
+    static const struct { unsigned flag; const char *ext; } fm[] = {
+        { AMP_REPORT_PNG, "png" }, { AMP_REPORT_PDF, "pdf" }, { AMP_REPORT_SVG, "svg" } };
+    const char *gnuplot = ctx->opts->gnuplot ? ctx->opts->gnuplot : "gnuplot";
+    for (int k = 0; k < 3; k++) {
+        if (!(want & fm[k].flag)) continue;
+        char term[256], cmd[1024], tmp[256], fin[RP_PATH + 256], tmpabs[RP_PATH + 256], logp[RP_PATH + 64];
+        if (fm[k].flag == AMP_REPORT_PNG)
+            snprintf(term, sizeof term, "pngcairo size %d,%d font \"DejaVu Sans,11\" noenhanced", w, h);
+        else if (fm[k].flag == AMP_REPORT_PDF)
+            snprintf(term, sizeof term, "pdfcairo size %.2fin,%.2fin font \"DejaVu Sans,8\" noenhanced",
+                     w / 100.0, h / 100.0);
+        else
+            snprintf(term, sizeof term, "svg size %d,%d font \"DejaVu Sans,11\" noenhanced background \"#ffffff\"", w, h);
+        snprintf(tmp, sizeof tmp, "%s.%s.tmp.%ld", f->id, fm[k].ext, (long)getpid());
+        snprintf(cmd, sizeof cmd, "set terminal %s; set output \"%s\"; load \"data/%s.gp\"", term, tmp, f->id);
+        snprintf(fin, sizeof fin, "%s/%s.%s", ctx->out, f->id, fm[k].ext);
+        snprintf(tmpabs, sizeof tmpabs, "%s/%s", ctx->out, tmp);
+        snprintf(logp, sizeof logp, "%s/data/.gnuplot.%ld.log", ctx->out, (long)getpid());
+        char script[96];
+        snprintf(script, sizeof script, "scripts/%s", f->script);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0) return amp_fail(AMP_EIO, "cannot start gnuplot: %s", strerror(errno));
+        if (pid == 0) {
+            int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            int nul = open("/dev/null", O_RDWR);
+            if (fd < 0 || nul < 0 || chdir(ctx->out) != 0) _exit(126);
+            dup2(nul, 0);
+            dup2(nul, 1);
+            dup2(fd, 2);
+            execlp(gnuplot, gnuplot, "-e", cmd, script, (char *)NULL);
+            _exit(127);
+        }
+        int wst = 0;
+        while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {}
+        char *log = NULL;
+        size_t ll = 0;
+        if (amp_read_file(logp, 1 << 20, &log, &ll)) log = NULL;
+        unlink(logp);
+        int code = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128;
+        if (code != 0 || !file_has_signature(tmpabs, fm[k].flag)) {
+            unlink(tmpabs);
+            char first[300] = "";
+            if (log) {
+                /* the line that says what went wrong ("...line N: message") */
+                char *e = strstr(log, "line ");
+                char *s = e ? e : log;
+                size_t n = strcspn(s, "\n");
+                while (*s && n == 0) { s++; n = strcspn(s, "\n"); }
+                snprintf(first, sizeof first, "%.*s", (int)(n < 280 ? n : 280), s);
+            }
+            free(log);
+            if (code == 127)
+                return amp_fail(AMP_EIO, "gnuplot not found ('%s'): install gnuplot-nox (apt-get install gnuplot-nox)", gnuplot);
+            return amp_fail(AMP_EIO, "%s: gnuplot failed drawing %s.%s (exit %d)%s%s", ctx->dir, f->id, fm[k].ext,
+                            code, *first ? ": " : "", first);
+        }
+        if (log && ll && !ctx->opts->quiet) fprintf(stderr, "ampsim report: gnuplot said, drawing %s.%s:\n%s", f->id, fm[k].ext, log);
+        free(log);
+        if (rename(tmpabs, fin) != 0) {
+            int e = errno;
+            unlink(tmpabs);
+            return amp_fail(AMP_EIO, "%s: cannot rename: %s", fin, strerror(e));
+        }
+        f->made |= fm[k].flag;
+    }
+    return AMP_OK;
+}
+
+/* Opens data/<id>.<ext> atomically. */
+static amp_status open_data(rp_ctx *ctx, const char *id, const char *ext, amp_afile *af)
+{
+    char p[RP_PATH + 160];
+    snprintf(p, sizeof p, "%s/data/%s.%s", ctx->out, id, ext);
+    return amp_afile_open(af, p);
+}
+
+static rp_fig *new_fig(rp_ctx *ctx, const char *id, const char *script, const char *title)
+{
+    if (ctx->nfig >= (int)(sizeof ctx->figs / sizeof ctx->figs[0])) return NULL;
+    rp_fig *f = &ctx->figs[ctx->nfig];
+    memset(f, 0, sizeof *f);
+    snprintf(f->id, sizeof f->id, "%s", id);
+    snprintf(f->script, sizeof f->script, "%s", script);
+    snprintf(f->title, sizeof f->title, "%s", title);
+    return f;
+}
+
+/* Appends "<a href=REL/FILE>LABEL/FILE</a>" entries to f->sources. */
+static void add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file)
+{
+    size_t o = strlen(f->sources);
+    char rel[200];
+    if (!r) snprintf(rel, sizeof rel, "..");
+    else if (ctx->compare) snprintf(rel, sizeof rel, "../%.150s", r->label);
+    else snprintf(rel, sizeof rel, "..");
+    const char *shown = r && ctx->compare ? r->label : "";
+    if (o + 300 < sizeof f->sources)
+        snprintf(f->sources + o, sizeof f->sources - o, "%s<a href=\"%s/%s\">%s%s%s</a>", o ? ", " : "",
+                 rel, file, shown, *shown ? "/" : "", file);
+}
+
+static void add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ctx->nr; i++) {
+        if (skip_ref && (int)i == ctx->ref && ctx->nr > 1) continue;
+        if (n++ >= 12) {
+            size_t o = strlen(f->sources);
+            snprintf(f->sources + o, sizeof f->sources - o, ", …");
+            return;
+        }
+        add_source(ctx, f, &ctx->r[i], file);
+    }
+}
+
+static amp_status commit2(amp_afile *a, amp_afile *b)
+{
+    amp_status st = amp_afile_commit(a);
+    if (st) { amp_afile_abort(b); return st; }
+    return amp_afile_commit(b);
+}
+
+/* ---- figure 1: gradient histograms with format bands -------------------- */
+
+typedef struct hpanel {
+    char title[200];
+    const double *hu, *hs;   /* RP_NB counts */
+    double zero, infnan, total;
+    amp_format f;
+    int scaled;
+} hpanel;
+
+/* Draws np panels (cols x rows) into figure `id`. */
+static amp_status hist_figure(rp_ctx *ctx, rp_fig *fig, const hpanel *pn, int np, int cols,
+                              int h, const char *maintitle)
+{
+    int dmin = RP_BHI, dmax = RP_BLO;
+    double pmin = 100;
+    int any_infnan = 0;
+    for (int i = 0; i < np; i++) {
+        for (int b = 0; b < RP_NB; b++) {
+            double c = (pn[i].scaled ? pn[i].hu[b] + pn[i].hs[b] : pn[i].hu[b]);
+            if (c > 0) {
+                if (b + RP_BLO < dmin) dmin = b + RP_BLO;
+                if (b + RP_BLO > dmax) dmax = b + RP_BLO;
+            }
+            if (pn[i].hu[b] > 0 && 100 * pn[i].hu[b] / pn[i].total < pmin) pmin = 100 * pn[i].hu[b] / pn[i].total;
+            if (pn[i].scaled && pn[i].hs[b] > 0 && 100 * pn[i].hs[b] / pn[i].total < pmin) pmin = 100 * pn[i].hs[b] / pn[i].total;
+        }
+        if (pn[i].zero > 0 && 100 * pn[i].zero / pn[i].total < pmin) pmin = 100 * pn[i].zero / pn[i].total;
+        if (pn[i].infnan > 0) {
+            any_infnan = 1;
+            if (100 * pn[i].infnan / pn[i].total < pmin) pmin = 100 * pn[i].infnan / pn[i].total;
+        }
+    }
+    if (dmin > dmax) { dmin = -1; dmax = 0; }   /* only zeros: an empty magnitude axis */
+    double xlo = dmin - 2, xhi = dmax + 3;
+    for (int i = 0; i < np; i++) {
+        double esub = pn[i].f.has_subnormals ? log2(pn[i].f.min_subnormal) : pn[i].f.emin;
+        double eov = log2(pn[i].f.max_finite);
+        if (esub - 1 >= dmin - 16 && esub - 3 < xlo) xlo = esub - 3;
+        if (pn[i].f.emin >= dmin - 16 && pn[i].f.emin - 2 < xlo) xlo = pn[i].f.emin - 2;
+        if (eov <= dmax + 16 && eov + 2 > xhi) xhi = ceil(eov + 2);
+    }
+    double xz = xlo - 2.5, xin = xhi + 3;
+    double ylo = pow(10, floor(log10(pmin)));
+    if (ylo < 1e-9) ylo = 1e-9;
+    if (ylo > 1) ylo = 1;
+
+    amp_afile d, g;
+    amp_status st = open_data(ctx, fig->id, "dat", &d);
+    if (st) return st;
+    if ((st = open_data(ctx, fig->id, "gp", &g))) { amp_afile_abort(&d); return st; }
+    fprintf(d.fp, "# %s: per panel three blocks: unscaled, as logged (x S), special bins\n"
+                  "# columns: log2|x| bin centre, percent of the panel's values\n", fig->id);
+    for (int i = 0; i < np; i++) {
+        for (int blk = 0; blk < 2; blk++) {
+            const double *c = blk == 0 ? pn[i].hu : pn[i].hs;
+            int rows = 0;
+            if (blk == 0 || pn[i].scaled)
+                for (int b = 0; b < RP_NB; b++)
+                    if (c[b] > 0) { fprintf(d.fp, "%g %.9g\n", b + RP_BLO + 0.5, 100 * c[b] / pn[i].total); rows++; }
+            if (!rows) fputs("NaN NaN\n", d.fp);
+            fputs("\n\n", d.fp);
+        }
+        fprintf(d.fp, "%g ", xz); gp_num(d.fp, pn[i].zero > 0 ? 100 * pn[i].zero / pn[i].total : NAN);
+        fprintf(d.fp, "\n%g ", xin); gp_num(d.fp, pn[i].infnan > 0 ? 100 * pn[i].infnan / pn[i].total : NAN);
+        fputs("\n\n\n", d.fp);
+    }
+    FILE *fp = g.fp;
+    int rows = (np + cols - 1) / cols;
+    fprintf(fp, "# parameters of %s (written by ampsim report)\ndatafile = \"data/%s.dat\"\n", fig->id, fig->id);
+    double xstep = xhi - xlo <= 24 ? 2 : xhi - xlo <= 48 ? 5 : xhi - xlo <= 100 ? 10 : 20;
+    if (cols > 2) xstep *= 2;
+    fprintf(fp, "W = %d\nH = %d\n", FIG_W, h);
+    fprintf(fp, "N = %d\ncols = %d\nrows = %d\nxz = %g\nxin = %g\nxlo = %g\nxhi = %g\nylo = %g\nany_infnan = %d\n"
+                "xstep = %g\nxstart = %g\n",
+            np, cols, rows, xz, xin, xlo, xhi, ylo, any_infnan, xstep, ceil((xlo + 0.35 * xstep) / xstep) * xstep);
+    fprintf(fp, "xend = %g\n", floor((xhi - (any_infnan ? 0.35 * xstep : 0)) / xstep) * xstep);
+    fputs("maintitle = ", fp); gp_str(fp, maintitle); fputc('\n', fp);
+    const char *tt[np > 0 ? np : 1];
+    const char *fn[np > 0 ? np : 1];
+    double esub[np > 0 ? np : 1], emin[np > 0 ? np : 1], eov[np > 0 ? np : 1], sc[np > 0 ? np : 1];
+    for (int i = 0; i < np; i++) {
+        tt[i] = pn[i].title;
+        fn[i] = pn[i].f.name;
+        esub[i] = pn[i].f.has_subnormals ? log2(pn[i].f.min_subnormal) - 1 : pn[i].f.emin;
+        emin[i] = pn[i].f.emin;
+        eov[i] = log2(pn[i].f.max_finite);
+        sc[i] = pn[i].scaled;
+    }
+    gp_str_array(fp, "ttl", tt, np);
+    gp_str_array(fp, "fmtname", fn, np);
+    gp_num_array(fp, "eflush", esub, np);
+    gp_num_array(fp, "enorm", emin, np);
+    gp_num_array(fp, "eover", eov, np);
+    gp_num_array(fp, "scaled", sc, np);
+    if ((st = commit2(&d, &g))) return st;
+    return gp_draw(ctx, fig, FIG_W, h);
+}
+
+/* Most common format among a run's gradient tensors (weighted by n). */
+static const char *grad_format(const rp_run *r)
+{
+    const char *best = NULL;
+    double bw = -1;
+    for (size_t i = 0; i < r->nt; i++) {
+        if (!r->t[i].grad || !r->t[i].in_hist) continue;
+        double w = 0;
+        for (size_t j = 0; j < r->nt; j++)
+            if (r->t[j].grad && r->t[j].in_hist && !strcmp(r->t[j].fmt, r->t[i].fmt)) w += r->t[j].n_total + 1;
+        if (w > bw) { bw = w; best = r->t[i].fmt; }
+    }
+    return best;
+}
+
+/* Pools a run's gradient tensors into p (arrays allocated into hu and hs). */
+static int pool_grads(const rp_run *r, hpanel *p, double **hu, double **hs)
+{
+    const char *fmt = grad_format(r);
+    if (!fmt) return 0;
+    *hu = calloc(RP_NB, sizeof **hu);
+    *hs = calloc(RP_NB, sizeof **hs);
+    if (!*hu || !*hs) return -1;
+    memset(p, 0, sizeof *p);
+    int nt = 0;
+    for (size_t i = 0; i < r->nt; i++) {
+        const rp_tens *t = &r->t[i];
+        if (!t->grad || !t->in_hist) continue;
+        nt++;
+        for (int b = 0; b < RP_NB; b++) { (*hu)[b] += t->hu[b]; (*hs)[b] += t->hs[b]; p->total += t->hu[b]; }
+        p->zero += t->zero;
+        p->infnan += t->inf + t->nan;
+    }
+    p->total += p->zero + p->infnan;
+    p->hu = *hu;
+    p->hs = *hs;
+    AMP_ASSERT(amp_format_parse(fmt, &p->f) == AMP_OK);   /* validated when tensors.csv was read */
+    p->scaled = r->scale_used;
+    snprintf(p->title, sizeof p->title, "%s: %d gradient tensors, bands of %s", r->label, nt, fmt);
+    return p->total > 0 ? 1 : 0;
+}
+
+static void hist_caption(rp_ctx *ctx, rp_fig *f, const rp_run *r)
+{
+    size_t o = strlen(f->caption);
+    snprintf(f->caption + o, sizeof f->caption - o,
+             "Share of values per binade of log<sub>2</sub>|g| (one bar per binade; log scale), pooled over the logged steps%s; "
+             "the bar left of the axis break counts exact zeros, the one at the right inf/NaN. Bands: the format's normal range (green), "
+             "subnormal range (yellow), flushed to zero (red, below half the smallest subnormal) and overflow (grey). "
+             "Grey bars: unscaled gradients; blue bars: as given to the format, after multiplication by the run's loss scale "
+             "(shown only where a loss scale other than 1 was used)%s.",
+             r && r->hist_steps ? "" : "", r && r->scale_nonpow2 ? "; the scale is not a power of two, so the shift is rounded to whole binades" : "");
+    (void)ctx;
+}
+
+static amp_status fig_hist(rp_ctx *ctx)
+{
+    amp_status st = AMP_OK;
+    if (!ctx->compare) {
+        rp_run *r = &ctx->r[0];
+        hpanel p;
+        double *hu = NULL, *hs = NULL;
+        int ok = pool_grads(r, &p, &hu, &hs);
+        if (ok < 0) { free(hu); free(hs); return amp_fail(AMP_ENOMEM, "out of memory"); }
+        if (ok == 0) {
+            free(hu); free(hs);
+            add_note(ctx, "Figure 1 (gradient histograms) not drawn: hist.csv has no weight_grad or act_grad tensor.");
+            return AMP_OK;
+        }
+        rp_fig *f = new_fig(ctx, "fig1_hist", "fig1_hist.gp", "Gradient magnitudes, pooled over all gradient tensors");
+        char mt[600];
+        snprintf(mt, sizeof mt, "Gradient magnitudes of %s (%s, scaler %s), %ld logged steps (%ld..%ld)",
+                 r->label, r->precision, r->scaler, r->hist_steps, r->hist_first, r->hist_last);
+        hist_caption(ctx, f, r);
+        add_source(ctx, f, r, "hist.csv"); add_source(ctx, f, r, "tensors.csv"); add_source(ctx, f, r, "metrics.csv");
+        st = hist_figure(ctx, f, &p, 1, 1, 560, mt);
+        free(hu); free(hs);
+        if (st) return st;
+        ctx->nfig++;
+        /* per tensor, 12 panels a page */
+        hpanel *pp = calloc(r->nt ? r->nt : 1, sizeof *pp);
+        if (!pp) return amp_fail(AMP_ENOMEM, "out of memory");
+        int n = 0;
+        for (size_t i = 0; i < r->nt; i++) {
+            const rp_tens *t = &r->t[i];
+            if (!t->grad || !t->in_hist) continue;
+            hpanel *q = &pp[n];
+            q->hu = t->hu; q->hs = t->hs; q->zero = t->zero; q->infnan = t->inf + t->nan;
+            for (int b = 0; b < RP_NB; b++) q->total += t->hu[b];
+            q->total += q->zero + q->infnan;
+            if (q->total <= 0) continue;
+            AMP_ASSERT(amp_format_parse(t->fmt, &q->f) == AMP_OK);
+            q->scaled = r->scale_used;
+            snprintf(q->title, sizeof q->title, "%s (%s)", t->name, t->fmt);
+            n++;
+        }
+        int per = 12, pages = (n + per - 1) / per;
+        for (int pg = 0; pg < pages && !st; pg++) {
+            int k = n - pg * per < per ? n - pg * per : per;
+            char id[64], title[200];
+            snprintf(id, sizeof id, "fig1_hist_tensors_%d", pg + 1);
+            snprintf(title, sizeof title, "Gradient magnitudes per tensor (%d of %d)", pg + 1, pages);
+            f = new_fig(ctx, id, "fig1_hist.gp", title);
+            if (!f) break;
+            hist_caption(ctx, f, r);
+            add_source(ctx, f, r, "hist.csv"); add_source(ctx, f, r, "tensors.csv"); add_source(ctx, f, r, "metrics.csv");
+            int cols = k <= 4 ? 2 : 3, rows = (k + cols - 1) / cols;
+            snprintf(mt, sizeof mt, "Gradient magnitudes per tensor of %s, page %d of %d", r->label, pg + 1, pages);
+            st = hist_figure(ctx, f, pp + pg * per, k, cols, 160 + 240 * rows, mt);
+            if (!st) ctx->nfig++;
+        }
+        free(pp);
+        return st;
+    }
+    /* compare: one pooled panel per run, 9 a page */
+    hpanel *pp = calloc(ctx->nr, sizeof *pp);
+    double **bufs = calloc(2 * ctx->nr, sizeof *bufs);
+    if (!pp || !bufs) { free(pp); free(bufs); return amp_fail(AMP_ENOMEM, "out of memory"); }
+    int n = 0;
+    for (size_t i = 0; i < ctx->nr; i++) {
+        int ok = pool_grads(&ctx->r[i], &pp[n], &bufs[2 * i], &bufs[2 * i + 1]);
+        if (ok < 0) { st = amp_fail(AMP_ENOMEM, "out of memory"); goto out; }
+        if (ok) {
+            snprintf(pp[n].title, sizeof pp[n].title, "%s (%s)", ctx->r[i].label, pp[n].f.name);
+            n++;
+        }
+    }
+    if (!n) {
+        add_note(ctx, "Figure 1 (gradient histograms) not drawn: no run's hist.csv has a weight_grad or act_grad tensor.");
+        goto out;
+    }
+    int per = 9, pages = (n + per - 1) / per;
+    for (int pg = 0; pg < pages && !st; pg++) {
+        int k = n - pg * per < per ? n - pg * per : per;
+        char id[64], title[200], mt[200];
+        snprintf(id, sizeof id, "fig1_hist_runs_%d", pg + 1);
+        snprintf(title, sizeof title, "Gradient magnitudes of each run, pooled over gradient tensors (%d of %d)", pg + 1, pages);
+        rp_fig *f = new_fig(ctx, id, "fig1_hist.gp", title);
+        if (!f) break;
+        hist_caption(ctx, f, NULL);
+        add_sources_all(ctx, f, "hist.csv", 0);
+        int cols = k == 1 ? 1 : k <= 4 ? 2 : 3, rows = (k + cols - 1) / cols;
+        snprintf(mt, sizeof mt, "Gradient magnitudes per run (all gradient tensors, all logged steps)");
+        st = hist_figure(ctx, f, pp + pg * per, k, cols, 160 + 250 * rows, mt);
+        if (!st) ctx->nfig++;
+    }
+out:
+    for (size_t i = 0; i < 2 * ctx->nr; i++) free(bufs[i]);
+    free(bufs);
+    free(pp);
+    return st;
+}
+
+/* ---- figure 2: loss curves against the reference ------------------------ */
+
+/* Centred running mean of v[0..n) over w points, skipping NaN; NaN where a
+ * window has no finite value. */
+static void running_mean(const double *v, size_t n, size_t w, double *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t lo = i >= w / 2 ? i - w / 2 : 0, hi = i + w / 2 + 1 < n ? i + w / 2 + 1 : n;
+        double sum = 0;
+        size_t k = 0;
+        for (size_t j = lo; j < hi; j++)
+            if (isfinite(v[j])) { sum += v[j]; k++; }
+        out[i] = k ? sum / (double)k : NAN;
+    }
+}
+
+static amp_status fig_loss(rp_ctx *ctx)
+{
+    rp_fig *f = new_fig(ctx, "fig2_loss", "fig2_loss.gp",
+                        ctx->compare ? "Loss of each run against the FP32 reference" : "Training loss");
+    if (!f) return AMP_OK;
+    const rp_run *ref = ctx->compare && ctx->ref >= 0 ? &ctx->r[ctx->ref] : NULL;
+    size_t maxn = 0;
+    for (size_t i = 0; i < ctx->nr; i++) if (ctx->r[i].nm > maxn) maxn = ctx->r[i].nm;
+    size_t w = maxn / 40 < 1 ? 1 : maxn / 40;
+    if (!(w & 1)) w++;
+    double *buf = malloc(4 * maxn * sizeof *buf);
+    if (!buf) return amp_fail(AMP_ENOMEM, "out of memory");
+    double *loss = buf, *dif = buf + maxn, *ls = buf + 2 * maxn, *ds = buf + 3 * maxn;
+    amp_afile d, g;
+    amp_status st = open_data(ctx, f->id, "dat", &d);
+    if (st) { free(buf); return st; }
+    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); free(buf); return st; }
+    fprintf(d.fp, "# %s: one block per run (reference first): step loss |loss - reference loss| "
+                  "and their running means over %zu steps\n", f->id, w);
+    int n = 0, anydiff = 0;
+    const char *lbl[ctx->nr ? ctx->nr : 1];
+    double isref[ctx->nr ? ctx->nr : 1];
+    double lmin = INFINITY, lmax = 0;
+    for (size_t pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < ctx->nr; i++) {
+            const rp_run *r = &ctx->r[i];
+            if ((pass == 0) != (r == ref)) continue;
+            lbl[n] = r->label;
+            isref[n] = r == ref;
+            n++;
+            for (size_t s = 0; s < r->nm; s++) {
+                loss[s] = isfinite(r->loss[s]) ? r->loss[s] : NAN;
+                dif[s] = NAN;
+                if (ref && r != ref) {
+                    size_t lo = 0, hi = ref->nm;
+                    while (lo < hi) { size_t m = (lo + hi) / 2; if (ref->mstep[m] < r->mstep[s]) lo = m + 1; else hi = m; }
+                    if (lo < ref->nm && ref->mstep[lo] == r->mstep[s]) dif[s] = fabs(r->loss[s] - ref->loss[lo]);
+                    if (!isfinite(dif[s])) dif[s] = NAN;
+                }
+            }
+            running_mean(loss, r->nm, w, ls);
+            running_mean(dif, r->nm, w, ds);
+            for (size_t s = 0; s < r->nm; s++) {
+                if (ls[s] > 0) { if (ls[s] < lmin) lmin = ls[s]; if (ls[s] > lmax) lmax = ls[s]; }
+                if (ds[s] > 0) anydiff = 1;
+                if (!(dif[s] > 0)) dif[s] = NAN;
+                if (!(ds[s] > 0)) ds[s] = NAN;
+                fprintf(d.fp, "%ld", r->mstep[s]);
+                double col[4] = { loss[s], dif[s], ls[s], ds[s] };
+                for (int c = 0; c < 4; c++) { fputc(' ', d.fp); gp_num(d.fp, col[c]); }
+                fputc('\n', d.fp);
+            }
+            fputs("\n\n", d.fp);
+        }
+    free(buf);
+    long x0 = ctx->r[0].mstep[0], x1 = ctx->r[0].mstep[ctx->r[0].nm - 1];
+    for (size_t i = 0; i < ctx->nr; i++) {
+        if (ctx->r[i].mstep[0] < x0) x0 = ctx->r[i].mstep[0];
+        if (ctx->r[i].mstep[ctx->r[i].nm - 1] > x1) x1 = ctx->r[i].mstep[ctx->r[i].nm - 1];
+    }
+    if (x1 == x0) x1 = x0 + 1;
+    if (!(lmax > 0)) { lmin = 1; lmax = 2; }
+    int logloss = lmin > 0 && lmax / lmin > 20;
+    double ylo = logloss ? lmin / 1.3 : lmin - 0.05 * (lmax - lmin + 1e-9);
+    double yhi = logloss ? lmax * 1.3 : lmax + 0.05 * (lmax - lmin + 1e-9);
+    fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nhasref = %d\nanydiff = %d\n"
+                  "logloss = %d\nxmin = %ld\nxmax = %ld\nylo = %.9g\nyhi = %.9g\nwin = %zu\n", f->id, f->id, n,
+            ref != NULL, anydiff, logloss, x0, x1, ylo, yhi, w);
+    gp_str_array(g.fp, "lbl", lbl, n);
+    gp_num_array(g.fp, "isref", isref, n);
+    if ((st = commit2(&d, &g))) return st;
+    add_sources_all(ctx, f, "metrics.csv", 0);
+    char win[160] = "";
+    if (w > 1) snprintf(win, sizeof win, " Lines are running means over %zu steps (the per-step values are in data/fig2_loss.dat)%s.", w,
+                        ref ? "; the reference's per-step loss is drawn in light grey" : "");
+    snprintf(f->caption, sizeof f->caption, "%s%s",
+             ref ? "Upper panel: training loss of each run; the FP32 reference is the thick black line. Lower panel: "
+                   "|loss − reference loss| at the same step (log scale)."
+                 : ctx->compare ? "Training loss of each run (no FP32 reference in this compare: no divergence panel)."
+                                : "Training loss (a run directory has no reference; <code>ampsim report</code> on a compare directory adds the divergence panel).",
+             win);
+    if ((st = gp_draw(ctx, f, FIG_W, ref ? 680 : 480))) return st;
+    ctx->nfig++;
+    return AMP_OK;
+}
+
+/* ---- figure 3: loss-scale trajectories ---------------------------------- */
+
+static amp_status fig_scale(rp_ctx *ctx)
+{
+    int n = 0;
+    for (size_t i = 0; i < ctx->nr; i++) n += ctx->r[i].scale_used;
+    if (!n) {
+        add_note(ctx, "Figure 3 (loss-scale trajectories) not drawn: the loss scale is 1 at every step of %s.",
+                 ctx->compare ? "every run" : "this run");
+        return AMP_OK;
+    }
+    rp_fig *f = new_fig(ctx, "fig3_scale", "fig3_scale.gp", "Loss-scale trajectories");
+    if (!f) return AMP_OK;
+    amp_afile d, g;
+    amp_status st = open_data(ctx, f->id, "dat", &d);
+    if (st) return st;
+    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); return st; }
+    fprintf(d.fp, "# %s: per run two blocks: step log2(scale); skipped steps: step log2(scale)\n", f->id);
+    const char *lbl[ctx->nr];
+    double ymin = INFINITY, ymax = -INFINITY;
+    long x0 = 0, x1 = 1, nskip_total = 0;
+    int k = 0;
+    char zeros[600] = "";
+    for (size_t i = 0; i < ctx->nr; i++) {
+        const rp_run *r = &ctx->r[i];
+        if (!r->scale_used) continue;
+        lbl[k] = r->label;
+        if (k == 0 || r->mstep[0] < x0) x0 = r->mstep[0];
+        if (k == 0 || r->mstep[r->nm - 1] > x1) x1 = r->mstep[r->nm - 1];
+        k++;
+        for (int blk = 0; blk < 2; blk++) {
+            int rows = 0;
+            for (size_t s = 0; s < r->nm; s++) {
+                if (blk == 1 && !r->skipped[s]) continue;
+                double y = r->scale[s] > 0 && isfinite(r->scale[s]) ? log2(r->scale[s]) : NAN;
+                if (isfinite(y)) { if (y < ymin) ymin = y; if (y > ymax) ymax = y; }
+                fprintf(d.fp, "%ld ", r->mstep[s]);
+                gp_num(d.fp, y);
+                fputc('\n', d.fp);
+                rows++;
+                nskip_total += blk;
+            }
+            if (!rows) fputs("NaN NaN\n", d.fp);
+            fputs("\n\n", d.fp);
+        }
+        if (r->scale_zero_step >= 0) {
+            size_t o = strlen(zeros);
+            snprintf(zeros + o, sizeof zeros - o, " <b class=warn>%.100s: the scale reached 0 at step %ld</b> (not drawn on a log axis).",
+                     r->label, r->scale_zero_step);
+        }
+    }
+    if (!isfinite(ymin)) { ymin = 0; ymax = 1; }
+    if (x1 == x0) x1 = x0 + 1;
+    fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nymin = %g\nymax = %g\nxmin = %ld\nxmax = %ld\n",
+            f->id, f->id, k, floor(ymin) - 1, ceil(ymax) + 1, x0, x1);
+    gp_str_array(g.fp, "lbl", lbl, k);
+    if ((st = commit2(&d, &g))) return st;
+    add_sources_all(ctx, f, "metrics.csv", 1);
+    snprintf(f->caption, sizeof f->caption,
+             "log<sub>2</sub> of the loss scale used at each step (metrics.csv, loss_scale), one line per run that scales; "
+             "filled circles mark skipped steps (%ld in all), drawn at the scale used in that step.%s", nskip_total, zeros);
+    if ((st = gp_draw(ctx, f, FIG_W, 480))) return st;
+    ctx->nfig++;
+    return AMP_OK;
+}
+
+/* ---- figure 4: heat maps tensor x step ---------------------------------- */
+
+/* Whether tensor t gets a row in the heat map: logged, and (when filtering)
+ * flushed, saturated or overflowed at some logged step. */
+static int heat_row(const rp_tens *t, size_t nls, int filter)
+{
+    if (t->n_total <= 0) return 0;
+    if (!filter) return 1;
+    for (size_t j = 0; j < nls; j++)
+        if (t->fl[j] > 0 || t->so[j] > 0) return 1;
+    return 0;
+}
+
+static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
+{
+    char id[200];
+    snprintf(id, sizeof id, ctx->compare ? "fig4_heat_%s" : "fig4_heat", r->slug);
+    char title[300];
+    snprintf(title, sizeof title, "Underflow and overflow per tensor and step%s%s", ctx->compare ? ": " : "", ctx->compare ? r->label : "");
+    rp_fig *f = new_fig(ctx, id, "fig4_heat.gp", title);
+    if (!f) return AMP_OK;
+    amp_afile d, g;
+    amp_status st = open_data(ctx, f->id, "dat", &d);
+    if (st) return st;
+    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); return st; }
+    int nt = 0, nlogged = 0;
+    size_t maxlen = 4;
+    double vmin = 1;
+    for (size_t i = 0; i < r->nt; i++) nlogged += r->t[i].n_total > 0;
+    int filter = nlogged > 80;   /* big models: only the tensors where something happened */
+    for (size_t i = 0; i < r->nt; i++)
+        if (heat_row(&r->t[i], r->nls, filter)) {
+            nt++;
+            if (strlen(r->t[i].name) + strlen(r->t[i].fmt) + 3 > maxlen) maxlen = strlen(r->t[i].name) + strlen(r->t[i].fmt) + 3;
+        }
+    if (!nt) {
+        amp_afile_abort(&d); amp_afile_abort(&g);
+        add_note(ctx, "Figure 4 for %.100s not drawn: none of its %d logged tensors was flushed, saturated or overflowed at any logged step.",
+                 r->label, nlogged);
+        return AMP_OK;
+    }
+    /* at most 240 columns: wider runs average neighbouring logged steps */
+    size_t G = r->nls < 240 ? r->nls : 240;
+    double lo0 = r->nls > 1 ? (r->lstep[1] - r->lstep[0]) / 2.0 : 0.5;
+    double hiN = r->nls > 1 ? (r->lstep[r->nls - 1] - r->lstep[r->nls - 2]) / 2.0 : 0.5;
+    fprintf(d.fp, "# %s: two blocks (flushed/n; (saturated+overflow)/n): step row half_width half_height value\n", f->id);
+    for (int blk = 0; blk < 2; blk++) {
+        int row = 0;
+        for (size_t i = 0; i < r->nt; i++) {
+            const rp_tens *t = &r->t[i];
+            if (!heat_row(t, r->nls, filter)) continue;
+            double y = nt - 1 - row++;
+            for (size_t c = 0; c < G; c++) {
+                size_t j0 = c * r->nls / G, j1 = (c + 1) * r->nls / G;   /* steps [j0, j1) */
+                double v = 0;
+                int k = 0;
+                for (size_t j = j0; j < j1; j++) {
+                    double q = blk ? t->so[j] : t->fl[j];
+                    if (!isnan(q)) { v += q; k++; }
+                }
+                if (!k) continue;
+                v /= k;
+                double left = j0 ? (r->lstep[j0] + r->lstep[j0 - 1]) / 2.0 : r->lstep[0] - lo0;
+                double right = j1 < r->nls ? (r->lstep[j1] + r->lstep[j1 - 1]) / 2.0 : r->lstep[r->nls - 1] + hiN;
+                if (v > 0 && v < vmin) vmin = v;
+                fprintf(d.fp, "%g %g %g 0.5 %.9g\n", (left + right) / 2, y, (right - left) / 2, v);
+            }
+        }
+        fputs("NaN NaN NaN NaN NaN\n\n\n", d.fp);
+    }
+    double cbmin = pow(10, floor(log10(vmin)));
+    if (cbmin < 1e-7) cbmin = 1e-7;
+    if (cbmin > 1e-2) cbmin = 1e-2;
+    int hpx = 170 + 18 * (nt < 12 ? 12 : nt);
+    fprintf(g.fp, "W = %d\nH = %d\n", FIG_W, hpx);
+    fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nNT = %d\nxmin = %g\nxmax = %g\ncbmin = %g\n"
+                  "lmargin_px = %d\n", f->id, f->id, nt, r->lstep[0] - lo0, r->lstep[r->nls - 1] + hiN, cbmin,
+            (int)(maxlen * 7 + 30));
+    fputs("maintitle = ", g.fp);
+    char mt[600];
+    snprintf(mt, sizeof mt, "%s (%s, scaler %s): share of each tensor's values", r->label, r->precision, r->scaler);
+    gp_str(g.fp, mt);
+    fputs("\nset ytics (", g.fp);
+    int row = 0;
+    for (size_t i = 0; i < r->nt; i++) {
+        if (!heat_row(&r->t[i], r->nls, filter)) continue;
+        char nm[220];
+        snprintf(nm, sizeof nm, "%s (%s)", r->t[i].name, r->t[i].fmt);
+        if (row) fputs(", ", g.fp);
+        gp_str(g.fp, nm);
+        fprintf(g.fp, " %d", nt - 1 - row++);
+    }
+    fputs(")\n", g.fp);
+    if ((st = commit2(&d, &g))) return st;
+    add_source(ctx, f, r, "tensors.csv");
+    snprintf(f->caption, sizeof f->caption,
+             "Left: fraction of each tensor's values flushed to zero by its format (nonzero input, zero result) at each logged step. "
+             "Right: fraction saturated to the maximum or overflowed to inf/NaN. Log colour scale; light grey cells: none; "
+             "white: not logged. Rows in the order the tensors first appear in tensors.csv.%s", G < r->nls ? " Each column averages about " : "");
+    if (G < r->nls) {
+        size_t o = strlen(f->caption);
+        snprintf(f->caption + o, sizeof f->caption - o, "%zu logged steps.", (r->nls + G - 1) / G);
+    }
+    if (filter) {
+        size_t o = strlen(f->caption);
+        snprintf(f->caption + o, sizeof f->caption - o, " Of the %d logged tensors, the %d with no flushed, saturated or "
+                 "overflowed value at any logged step are left out.", nlogged, nlogged - nt);
+    }
+    if ((st = gp_draw(ctx, f, FIG_W, hpx))) return st;
+    ctx->nfig++;
+    return AMP_OK;
+}
+
+/* ---- figure 5: per-layer underflow rate of the weight gradients --------- */
+
+/* The layer of a weight-gradient tensor: its name without a ".grad" suffix
+ * and without the last component (fc1.weight.grad, fc1.bias.grad -> fc1). */
+static void layer_of(const char *tensor, char *out, size_t len)
+{
+    snprintf(out, len, "%s", tensor);
+    size_t n = strlen(out);
+    if (n > 5 && !strcmp(out + n - 5, ".grad")) out[n - 5] = 0;   /* fc1.weight.grad -> fc1.weight */
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out) *dot = 0;
+}
+
+static amp_status fig_layers(rp_ctx *ctx)
+{
+    /* layers in order of first appearance over the runs */
+    char (*lay)[160] = NULL;
+    int nl = 0;
+    for (size_t i = 0; i < ctx->nr; i++)
+        for (size_t t = 0; t < ctx->r[i].nt; t++) {
+            if (!ctx->r[i].t[t].wgrad || ctx->r[i].t[t].n_total <= 0) continue;
+            char l[160];
+            layer_of(ctx->r[i].t[t].name, l, sizeof l);
+            int found = 0;
+            for (int k = 0; k < nl && !found; k++) found = !strcmp(lay[k], l);
+            if (found) continue;
+            char (*nlay)[160] = realloc(lay, (size_t)(nl + 1) * sizeof *lay);
+            if (!nlay) { free(lay); return amp_fail(AMP_ENOMEM, "out of memory"); }
+            lay = nlay;
+            snprintf(lay[nl++], 160, "%s", l);
+        }
+    if (!nl) {
+        free(lay);
+        add_note(ctx, "Figure 5 (per-layer underflow) not drawn: tensors.csv has no weight_grad tensor.");
+        return AMP_OK;
+    }
+    rp_fig *f = new_fig(ctx, "fig5_layers", "fig5_layers.gp", "Per-layer underflow rate of the weight gradients");
+    if (!f) { free(lay); return AMP_OK; }
+    amp_afile d, g;
+    amp_status st = open_data(ctx, f->id, "dat", &d);
+    if (st) { free(lay); return st; }
+    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); free(lay); return st; }
+    fprintf(d.fp, "# %s: one block per run: layer_index flushed/n (summed over the layer's weight_grad tensors and logged steps)\n", f->id);
+    const char *lbl[ctx->nr];
+    int k = 0;
+    double ymin = 1, ymax = 0, fl[nl], nn[nl];
+    for (size_t i = 0; i < ctx->nr; i++) {
+        const rp_run *r = &ctx->r[i];
+        if (ctx->compare && (int)i == ctx->ref) continue;
+        lbl[k++] = r->label;
+        for (int q = 0; q < nl; q++) fl[q] = nn[q] = 0;
+        for (size_t t = 0; t < r->nt; t++) {
+            if (!r->t[t].wgrad) continue;
+            char l[160];
+            layer_of(r->t[t].name, l, sizeof l);
+            for (int q = 0; q < nl; q++)
+                if (!strcmp(lay[q], l)) { fl[q] += r->t[t].flushed_total; nn[q] += r->t[t].n_total; }
+        }
+        for (int q = 0; q < nl; q++) {
+            if (nn[q] <= 0) continue;
+            double v = fl[q] / nn[q];
+            if (v > 0 && v < ymin) ymin = v;
+            if (v > ymax) ymax = v;
+            fprintf(d.fp, "%d %.9g\n", q + 1, v);
+        }
+        fputs("NaN NaN\n\n\n", d.fp);
+    }
+    if (!k) {  /* only the reference: draw it */
+        amp_afile_abort(&d); amp_afile_abort(&g); free(lay);
+        add_note(ctx, "Figure 5 (per-layer underflow) not drawn: the compare has only the FP32 reference.");
+        return AMP_OK;
+    }
+    double yfloor = pow(10, floor(log10(ymin)) - 1);
+    if (yfloor < 1e-9) yfloor = 1e-9;
+    double ymaxv = ymax > 0 ? pow(10, ceil(log10(ymax)) + 0.2) : yfloor * 100;
+    if (ymaxv > 1.5) ymaxv = 1.5;
+    fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nNL = %d\nyfloor = %g\nymaxv = %g\nallzero = %d\n",
+            f->id, f->id, k, nl, yfloor, ymaxv, !(ymax > 0));
+    size_t maxlen = 0;
+    for (int q = 0; q < nl; q++) if (strlen(lay[q]) > maxlen) maxlen = strlen(lay[q]);
+    gp_str_array(g.fp, "lbl", lbl, k);
+    fputs("set xtics (", g.fp);
+    for (int q = 0; q < nl; q++) {
+        char t[200];
+        const char *nm = lay[q];
+        if (!strncmp(nm, "transformer.", 12) && nm[12]) nm += 12;   /* nanoGPT names: h.0.attn.c_attn */
+        if (nl > 12) snprintf(t, sizeof t, "%s", nm);
+        else snprintf(t, sizeof t, "%d %s", q + 1, nm);
+        if (q) fputs(", ", g.fp);
+        gp_str(g.fp, t);
+        fprintf(g.fp, " %d", q + 1);
+    }
+    fputs(nl > 12 ? ") rotate by 90 right font \",9\"\n" : maxlen > 8 ? ") rotate by -30\n" : ")\n", g.fp);
+    free(lay);
+    if ((st = commit2(&d, &g))) return st;
+    add_sources_all(ctx, f, "tensors.csv", 1);
+    snprintf(f->caption, sizeof f->caption,
+             "Share of weight-gradient values flushed to zero (flushed / n in tensors.csv, summed over each layer's weight and bias "
+             "gradients and over the logged steps) against the layer's position in the network, one line per %s. "
+             "Points on the bottom line (labelled 0) are layers where nothing was flushed.%s",
+             ctx->compare ? "run (the FP32 reference is left out)" : "run",
+             ctx->compare ? "" : " Run <code>ampsim report</code> on a compare directory for one line per scaler.");
+    if ((st = gp_draw(ctx, f, FIG_W, 520 + (int)(nl > 12 ? maxlen * 6 : maxlen > 12 ? (maxlen - 12) * 4 : 0)))) return st;
+    ctx->nfig++;
+    return AMP_OK;
+}
+
+/* ---- figure 6: accumulation error vs K ---------------------------------- */
+
+static amp_status fig_accum(rp_ctx *ctx)
+{
+    if (!ctx->has_accum) {
+        add_note(ctx, "Figure 6 (accumulation error vs K) not drawn: no accum.csv in this directory "
+                      "(make one with <code>ampsim bench accum --csv &gt; DIR/accum.csv</code>).");
+        return AMP_OK;
+    }
+    const amp_csv c = ctx->accum;   /* validated by load_accum */
+    amp_status st = AMP_OK;
+    static const char *const need[] = { "K", "accumulator", "rounding", "promote_every", "mean_rel_err", "max_rel_err", "operands" };
+    int k[7];
+    if ((st = amp_csv_require(&c, need, 7, k))) return st;
+    /* groups in order of appearance; rows of a group in K order as written */
+    int ng = 0;
+    int *grp = malloc(c.nrows * sizeof *grp);
+    char (*gname)[160] = malloc(c.nrows * sizeof *gname);
+    double *gcol = malloc(c.nrows * sizeof *gcol), *gdash = malloc(c.nrows * sizeof *gdash);
+    const char **lbl = malloc(c.nrows * sizeof *lbl);
+    if (!grp || !gname || !gcol || !gdash || !lbl) { st = amp_fail(AMP_ENOMEM, "out of memory"); goto out; }
+    char accs[16][64];
+    int nacc = 0;
+    double emin = 1;
+    for (size_t i = 0; i < c.nrows; i++) {
+        long K, pe;
+        double m, mx;
+        if ((st = amp_csv_long(&c, i, k[0], 1, 1L << 40, &K))) goto out;
+        if ((st = amp_csv_long(&c, i, k[3], 0, 1L << 40, &pe))) goto out;
+        if ((st = amp_csv_num(&c, i, k[4], &m))) goto out;
+        if ((st = amp_csv_num(&c, i, k[5], &mx))) goto out;
+        if (m > 0 && m < emin) emin = m;
+        char nm[160], acc[64];
+        snprintf(acc, sizeof acc, "%.30s %.20s", amp_csv_get(&c, i, k[1]), amp_csv_get(&c, i, k[2]));
+        if (pe) snprintf(nm, sizeof nm, "%.60s accumulator, promoted every %ld", acc, pe);
+        else snprintf(nm, sizeof nm, "%.60s accumulator", acc);
+        int gi = -1;
+        for (int q = 0; q < ng && gi < 0; q++) if (!strcmp(gname[q], nm)) gi = q;
+        if (gi < 0) {
+            gi = ng++;
+            snprintf(gname[gi], 160, "%s", nm);
+            int ai = -1;
+            for (int q = 0; q < nacc && ai < 0; q++) if (!strcmp(accs[q], acc)) ai = q;
+            if (ai < 0 && nacc < 16) { ai = nacc; snprintf(accs[nacc++], 64, "%s", acc); }
+            gcol[gi] = ai < 0 ? 15 : ai;
+            gdash[gi] = pe ? 2 : 1;
+        }
+        grp[i] = gi;
+    }
+    rp_fig *f = new_fig(ctx, "fig6_accum", "fig6_accum.gp", "Dot-product error of narrow accumulators vs length K");
+    if (!f) goto out;
+    amp_afile d, g;
+    if ((st = open_data(ctx, f->id, "dat", &d))) goto out;
+    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); goto out; }
+    fprintf(d.fp, "# %s: one block per accumulator configuration: K mean_rel_err max_rel_err\n", f->id);
+    for (int q = 0; q < ng; q++) {
+        lbl[q] = gname[q];
+        for (size_t i = 0; i < c.nrows; i++) {
+            if (grp[i] != q) continue;
+            fprintf(d.fp, "%s %s %s\n", amp_csv_get(&c, i, k[0]), amp_csv_get(&c, i, k[4]), amp_csv_get(&c, i, k[5]));
+        }
+        fputs("\n\n", d.fp);
+    }
+    fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nymin = %g\n", f->id, f->id, ng,
+            pow(10, floor(log10(emin))));
+    gp_str_array(g.fp, "lbl", lbl, ng);
+    gp_num_array(g.fp, "col", gcol, ng);
+    gp_num_array(g.fp, "dash", gdash, ng);
+    fputs("operands = ", g.fp);
+    gp_str(g.fp, amp_csv_get(&c, 0, k[6]));
+    fputc('\n', g.fp);
+    if ((st = commit2(&d, &g))) goto out;
+    add_source(ctx, f, NULL, "accum.csv");
+    snprintf(f->caption, sizeof f->caption,
+             "Mean relative error (lines; the shaded points are the maximum over the trials) of a dot product of K products of "
+             "random values in [0,1) rounded to %s, summed in a narrow accumulator, against the exact sum. Dashed: the partial sum "
+             "is promoted into an FP32 accumulator every N<sub>C</sub> products (DeepSeek-V3). Made by <code>ampsim bench accum --csv</code>.",
+             amp_csv_get(&c, 0, k[6]));
+    if ((st = gp_draw(ctx, f, FIG_W, 560))) goto out;
+    ctx->nfig++;
+out:
+    free(grp); free(gname); free(gcol); free(gdash); free(lbl);
+    return st;
+}
+
+amp_status rp_draw_all(rp_ctx *ctx)
+{
+    amp_status st;
+    if ((st = fig_hist(ctx))) return st;
+    if ((st = fig_loss(ctx))) return st;
+    if ((st = fig_scale(ctx))) return st;
+    for (size_t i = 0; i < ctx->nr; i++)
+        if ((st = fig_heat_run(ctx, &ctx->r[i]))) return st;
+    if ((st = fig_layers(ctx))) return st;
+    return fig_accum(ctx);
+}

@@ -1,0 +1,35 @@
+/* GELU with the tanh approximation (GPT-2, llm.c, PyTorch
+ * F.gelu(x, approximate='tanh')). nanoGPT's nn.GELU() is the erf form; the two
+ * differ by at most ~5e-4 absolute. We follow GPT-2. */
+#include <math.h>
+#include "amp_layers_gpt.h"
+#include "amp_round.h"
+
+#define GELU_K 0.7978845608028654f  /* sqrt(2/pi) */
+#define GELU_A 0.044715f
+
+/* out (n) = 0.5 x (1 + tanh(k (x + a x^3))), in float32 arithmetic (as
+ * PyTorch's float kernel): within a few float ulps of the exact value. */
+void amp_gelu_forward(float *out, const float *inp, size_t n)
+{
+    #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_A * x * x * x)));
+    }
+}
+
+/* dinp (n) += gelu'(x) dout, in float32 arithmetic, with
+ * gelu'(x) = 0.5 (1 + th) + 0.5 x (1 - th^2) k (1 + 3 a x^2), th = tanh(k (x + a x^3)).
+ * Large |x|: th = +-1 exactly, and gelu' is taken as 1 or 0. */
+void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
+{
+    #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float th = tanhf(GELU_K * (x + GELU_A * x * x * x));
+        float d = th == 1.0f || th == -1.0f ? 0.5f * (1.0f + th)   /* (no 0 * inf for huge x) */
+                : 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
+        dinp[i] += d * dout[i];
+    }
+}

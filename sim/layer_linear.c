@@ -1,0 +1,136 @@
+/* Linear layer under a precision policy, autocast style:
+ *   forward   out = round_act( X_op W^T + b )      X_op = round_fwd_in(in), W = cast cache
+ *   backward  dW  = round_wgrad( G^T X_op )        G = round_bwd_in(dout)
+ *             db  = round_wgrad( sum_rows G )
+ *             dX  = round_grad( G W )      (when in_op is a cast of in, dX is rounded
+ *                                         to the policy's grad format first, then
+ *                                         accumulated into in->grad's format)
+ * Products are exact, accumulation FP32 (or the policy's narrow accumulator),
+ * bias added in FP32 before the single output rounding. Gradients accumulate
+ * (amp_tensor_accum): a tensor's first write this step is a plain rounding.
+ * Shapes: in [B,I] (any leading dims: rows B = n / I), w [O,I], b [O], out [B,O]. */
+#include "ampsim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int same_fmt(const amp_format *a, const amp_format *b) { return !strcmp(a->name, b->name); }
+
+/* A weight tensor with its gradient, grad32 and (amp policies) FP32 master. */
+static amp_status add_weight(amp_ctx *cx, const char *name, const amp_format *fmt, int ndim,
+                             const size_t *shape, amp_tensor **out)
+{
+    const amp_policy *p = cx->pol;
+    amp_tensor *w, *g, *m = NULL;
+    char buf[AMP_TENSOR_NAME + 16];
+    amp_status s = amp_tensors_add(cx->reg, name, AMP_ROLE_WEIGHT, fmt, ndim, shape, &w);
+    if (s) return s;
+    w->rnd_flags = fmt->bits <= 8 ? p->op_flags : 0;
+    if (p->has_master) {
+        snprintf(buf, sizeof buf, "%s.master", name);
+        if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_MASTER, &p->master, ndim, shape, &m))) return s;
+        w->master = m;
+    }
+    snprintf(buf, sizeof buf, "%s.grad", name);
+    if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_WEIGHT_GRAD, &p->wgrad, ndim, shape, &g))) return s;
+    w->grad = g;
+    w->grad32 = calloc(w->n, sizeof(float));
+    if (!w->grad32) return amp_fail(AMP_ENOMEM, "out of memory for %s", buf);
+    *out = w;
+    return AMP_OK;
+}
+
+amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_tensor *in, int O, int bias)
+{
+    const amp_policy *p = cx->pol;
+    char buf[AMP_TENSOR_NAME + 16];
+    amp_status s;
+    memset(l, 0, sizeof *l);
+    l->in = in;
+    l->I = (int)in->shape[in->ndim - 1];
+    l->B = (int)(in->n / (size_t)l->I);
+    l->O = O;
+    size_t wshape[2] = { (size_t)O, (size_t)l->I }, bshape[1] = { (size_t)O }, oshape[2] = { (size_t)l->B, (size_t)O };
+
+    snprintf(buf, sizeof buf, "%s.weight", name);
+    if ((s = add_weight(cx, buf, &p->weight, 2, wshape, &l->w))) return s;
+    if (bias) {
+        /* the bias is cast like the weight, except that FP8 weights keep their
+         * bias in the activation format (as Transformer Engine does) */
+        const amp_format *bf = p->weight.bits <= 8 ? &p->act : &p->weight;
+        snprintf(buf, sizeof buf, "%s.bias", name);
+        if ((s = add_weight(cx, buf, bf, 1, bshape, &l->b))) return s;
+    }
+    if (same_fmt(&in->fmt, &p->fwd_in)) l->in_op = in;
+    else {
+        snprintf(buf, sizeof buf, "%s.input", name);
+        if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_ACT, &p->fwd_in, 2, (size_t[]){ (size_t)l->B, (size_t)l->I },
+                                 &l->in_op))) return s;
+        l->in_op->rnd_flags = p->op_flags;
+    }
+    amp_tensor *g;
+    snprintf(buf, sizeof buf, "%s.out", name);
+    if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_ACT, &p->act, 2, oshape, &l->out))) return s;
+    snprintf(buf, sizeof buf, "%s.out.grad", name);
+    if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_ACT_GRAD, &p->grad, 2, oshape, &g))) return s;
+    l->out->grad = g;
+    if (!same_fmt(&p->grad, &p->bwd_in)) {
+        snprintf(buf, sizeof buf, "%s.out.grad.input", name);
+        if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_ACT_GRAD, &p->bwd_in, 2, oshape, &l->gout_op))) return s;
+        l->gout_op->rnd_flags = p->op_flags;
+    }
+    return AMP_OK;
+}
+
+// out [B,O] = in_op [B,I] @ w [O,I]^T + b [O]
+amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
+{
+    amp_status s;
+    float *acc;
+    if (l->in_op != l->in && (s = amp_tensor_round(cx->reg, l->in_op, l->in->data))) return s;
+    if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
+    if (l->b)
+        for (int r = 0; r < l->B; r++) memcpy(acc + (size_t)r * l->O, l->b->data, (size_t)l->O * sizeof(float));
+    amp_gemm(&cx->gemm, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,
+             l->b ? 1.0f : 0.0f, acc, l->O);
+    return amp_tensor_round(cx->reg, l->out, acc);
+}
+
+amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
+{
+    amp_status s;
+    float *acc;
+    const amp_tensor *G = l->out->grad;
+    if (l->gout_op) {
+        if ((s = amp_tensor_round(cx->reg, l->gout_op, G->data))) return s;
+        G = l->gout_op;
+    }
+    size_t nw = (size_t)l->O * l->I, nx = (size_t)l->B * l->I;
+    if ((s = amp_ctx_scratch(cx, nw > nx ? nw : nx, &acc))) return s;
+    // dW [O,I] = G^T [O,B] @ X [B,I]
+    amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, acc, l->I);
+    if ((s = amp_tensor_accum(cx->reg, l->w->grad, acc))) return s;
+    if (l->b) {
+        // db [O] = sum over rows of G, in double, rounded once to float
+        for (int o = 0; o < l->O; o++) {
+            double sum = 0;
+            for (int r = 0; r < l->B; r++) sum += G->data[(size_t)r * l->O + o];
+            acc[o] = (float)sum;
+        }
+        if ((s = amp_tensor_accum(cx->reg, l->b->grad, acc))) return s;
+    }
+    if (l->in->grad) {
+        // dX [B,I] = G [B,O] @ W [O,I]
+        amp_gemm(&cx->gemm, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, acc, l->I);
+        if (l->in_op != l->in && !same_fmt(&l->in->grad->fmt, &cx->pol->grad)) {
+            /* the GEMM ran on a cast of `in`: autograd produces dX in the cast's
+             * (gradient) dtype first, and the cast's backward widens it */
+            amp_round_opts o = amp_tensor_opts(cx->reg, l->in->grad);
+            o.stream |= 1ull << 33;
+            if ((s = amp_round_f32(&cx->pol->grad, &o, acc, acc, nx, NULL))) return s;
+        }
+        if ((s = amp_tensor_accum(cx->reg, l->in->grad, acc))) return s;
+    }
+    return AMP_OK;
+}

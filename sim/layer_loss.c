@@ -1,0 +1,44 @@
+/* Softmax cross-entropy with mean reduction. Every loss runs in FP32 under
+ * autocast (both the CUDA and the CPU lists): the logits are widened, the
+ * log-sum-exp and the mean are formed in double and rounded once to float, so
+ * the loss is within a few float ulps of PyTorch's float32 result.
+ * Shapes: logits [B,C], probs [B,C], y [B] with 0 <= y < C. */
+#include "ampsim.h"
+
+#include <math.h>
+
+amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits, const int32_t *y, int B, int C)
+{
+    AMP_ASSERT(logits->n == (size_t)B * C);
+    double total = 0.0;
+    for (int b = 0; b < B; b++) {
+        const float *z = logits->data + (size_t)b * C;
+        float *p = probs + (size_t)b * C;
+        if (y[b] < 0 || y[b] >= C) return amp_fail(AMP_EINVAL, "label %d out of range 0..%d", (int)y[b], C - 1);
+        double m = -INFINITY;
+        for (int c = 0; c < C; c++) if (z[c] > m) m = z[c];
+        double sum = 0.0;
+        for (int c = 0; c < C; c++) sum += exp((double)z[c] - m);
+        double lse = m + log(sum);
+        for (int c = 0; c < C; c++) p[c] = (float)exp((double)z[c] - lse);
+        total += lse - (double)z[y[b]];
+    }
+    *loss = (float)(total / B);
+    return AMP_OK;
+}
+
+// dlogits [B,C] = (probs - onehot(y)) * (scale / B), rounded into dlogits->fmt
+amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const float *probs, const int32_t *y,
+                             int B, int C, float scale)
+{
+    float *g;
+    amp_status s = amp_ctx_scratch(cx, (size_t)B * C, &g);
+    if (s) return s;
+    float w = scale / (float)B;              /* autograd: grad of mean = scale / B in float32 */
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++) {
+            size_t i = (size_t)b * C + c;
+            g[i] = (c == y[b]) ? (probs[i] - 1.0f) * w : probs[i] * w;
+        }
+    return amp_tensor_accum(cx->reg, dlogits, g);
+}

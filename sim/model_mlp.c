@@ -1,0 +1,205 @@
+/* The MLP model (64-H-...-H-10, ReLU between linear layers) and the model
+ * helpers every model shares: weight casts, --init / --save.
+ * Tensor names follow PyTorch's nn.Sequential-free naming used by
+ * tests/ref/mlp_torch.py: fc1.weight [H,64], fc1.bias [H], ..., fcL.weight [10,H];
+ * activations input, fc1.out, relu1.out, ...; gradients <name>.grad. */
+#include "ampsim.h"
+#include "amp_tensorio.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MLP_MAX_LAYERS 64
+
+typedef struct mlp {
+    int L, C;
+    amp_tensor *input;              /* [B,D] the batch in the forward operand format */
+    amp_linear fc[MLP_MAX_LAYERS];
+    amp_tensor *relu[MLP_MAX_LAYERS];
+    float *probs;                   /* [B,C] softmax for the loss backward */
+} mlp;
+
+static amp_status mlp_forward(amp_model *m, const amp_batch *b, float *loss)
+{
+    mlp *p = m->impl;
+    amp_status s;
+    AMP_ASSERT(b->B == m->B && b->x);
+    m->reg.phase = AMP_PHASE_FORWARD;
+    if ((s = amp_tensor_round(&m->reg, p->input, b->x))) return s;
+    for (int l = 0; l < p->L; l++) {
+        if ((s = amp_linear_forward(&m->cx, &p->fc[l]))) return s;
+        if (l < p->L - 1 && (s = amp_relu_forward(&m->cx, p->relu[l], p->fc[l].out))) return s;
+    }
+    return amp_xent_forward(loss, p->probs, p->fc[p->L - 1].out, b->y, m->B, p->C);
+}
+
+static amp_status mlp_backward(amp_model *m, const amp_batch *b, float loss_scale)
+{
+    mlp *p = m->impl;
+    amp_status s;
+    m->reg.phase = AMP_PHASE_BACKWARD;
+    if ((s = amp_xent_backward(&m->cx, p->fc[p->L - 1].out->grad, p->probs, b->y, m->B, p->C, loss_scale))) return s;
+    for (int l = p->L - 1; l >= 0; l--) {
+        if ((s = amp_linear_backward(&m->cx, &p->fc[l]))) return s;
+        if (l > 0 && (s = amp_relu_backward(&m->cx, p->fc[l - 1].out->grad, p->relu[l - 1]->grad, p->relu[l - 1])))
+            return s;
+    }
+    return AMP_OK;
+}
+
+static void mlp_destroy(amp_model *m)
+{
+    mlp *p = m->impl;
+    if (p) free(p->probs);
+    free(p);
+    m->impl = NULL;
+}
+
+void amp_model_free(amp_model *m)
+{
+    if (m->destroy) m->destroy(m);
+    amp_ctx_free(&m->cx);
+    amp_tensors_free(&m->reg);
+}
+
+/* Stores init values v (float32) into weight w: into its master (FP32) and the
+ * cast, or rounded into the weight's own format when there is no master. */
+static amp_status set_weight(amp_model *m, amp_tensor *w, const float *v)
+{
+    amp_round_opts o = amp_tensor_opts(&m->reg, w);
+    if (w->master) {
+        memcpy(w->master->data, v, w->n * sizeof(float));
+        return amp_round_f32(&w->fmt, &o, v, w->data, w->n, NULL);
+    }
+    return amp_round_f32(&w->fmt, &o, v, w->data, w->n, NULL);
+}
+
+amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
+                          int classes, uint64_t seed)
+{
+    memset(m, 0, sizeof *m);
+    if (layers < 1 || layers > MLP_MAX_LAYERS) return amp_fail(AMP_EINVAL, "--layers must be 1..%d", MLP_MAX_LAYERS);
+    if (B < 1 || hidden < 1 || in < 1 || classes < 2) return amp_fail(AMP_EINVAL, "bad MLP sizes");
+    snprintf(m->kind, sizeof m->kind, "mlp");
+    m->pol = *pol;
+    m->B = B;
+    amp_tensors_init(&m->reg, seed, pol->mode, pol->sr_bits);
+    amp_ctx_init(&m->cx, &m->reg, &m->pol);
+    mlp *p = calloc(1, sizeof *p);
+    if (!p) return amp_fail(AMP_ENOMEM, "out of memory for the model");
+    m->impl = p;
+    m->forward = mlp_forward;
+    m->backward = mlp_backward;
+    m->destroy = mlp_destroy;
+    p->L = layers;
+    p->C = classes;
+    p->probs = malloc((size_t)B * classes * sizeof(float));
+    amp_status s = p->probs ? AMP_OK : amp_fail(AMP_ENOMEM, "out of memory for the model");
+    if (!s) s = amp_tensors_add(&m->reg, "input", AMP_ROLE_ACT, &m->pol.fwd_in, 2, (size_t[]){ (size_t)B, (size_t)in }, &p->input);
+    if (!s) p->input->rnd_flags = m->pol.op_flags;
+    amp_tensor *x = p->input;
+    char name[64];
+    for (int l = 0; l < layers && !s; l++) {
+        snprintf(name, sizeof name, "fc%d", l + 1);
+        s = amp_linear_init(&m->cx, &p->fc[l], name, x, l == layers - 1 ? classes : hidden, 1);
+        if (s || l == layers - 1) break;
+        amp_tensor *r, *g;
+        const amp_tensor *o = p->fc[l].out;
+        snprintf(name, sizeof name, "relu%d.out", l + 1);
+        if ((s = amp_tensors_add(&m->reg, name, AMP_ROLE_ACT, &o->fmt, 2, o->shape, &r))) break;
+        snprintf(name, sizeof name, "relu%d.out.grad", l + 1);
+        if ((s = amp_tensors_add(&m->reg, name, AMP_ROLE_ACT_GRAD, &o->grad->fmt, 2, o->shape, &g))) break;
+        r->grad = g;
+        p->relu[l] = x = r;
+    }
+    /* nn.Linear's default init: weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) */
+    for (int l = 0; l < layers && !s; l++) {
+        amp_tensor *ws[2] = { p->fc[l].w, p->fc[l].b };
+        float bound = (float)(1.0 / sqrt((double)p->fc[l].I));
+        for (int k = 0; k < 2 && !s; k++) {
+            float *v = malloc(ws[k]->n * sizeof(float));
+            if (!v) { s = amp_fail(AMP_ENOMEM, "out of memory"); break; }
+            for (size_t i = 0; i < ws[k]->n; i++)
+                v[i] = (float)(2.0 * amp_rand_uniform(seed, 0x696e697400000000ull | (uint64_t)ws[k]->id, i) - 1.0) * bound;
+            s = set_weight(m, ws[k], v);
+            free(v);
+        }
+    }
+    if (s) amp_model_free(m);
+    return s;
+}
+
+amp_status amp_model_cast_weights(amp_model *m)
+{
+    for (int i = 0; i < m->reg.n; i++) {
+        amp_tensor *w = m->reg.t[i];
+        if (w->role != AMP_ROLE_WEIGHT) continue;
+        amp_status s = w->master ? amp_tensor_round(&m->reg, w, w->master->data) : amp_tensor_observe(&m->reg, w);
+        if (s) return s;
+    }
+    return AMP_OK;
+}
+
+amp_status amp_model_load(amp_model *m, const char *path)
+{
+    amp_tensor_file tf;
+    amp_status s = amp_tensor_file_open(path, &tf);
+    if (s) return s;
+    int used = 0;
+    for (int i = 0; i < m->reg.n && !s; i++) {
+        amp_tensor *w = m->reg.t[i];
+        if (w->role != AMP_ROLE_WEIGHT) continue;
+        const amp_tensor_view *v = NULL;
+        for (int k = 0; k < tf.n_tensors; k++)
+            if (!strcmp(tf.tensors[k].name, w->name)) v = &tf.tensors[k];
+        if (!v) { s = amp_fail(AMP_EINVAL, "%s: tensor %s missing", path, w->name); break; }
+        used++;
+        int ok = v->ndim == w->ndim;
+        for (int d = 0; ok && d < w->ndim; d++) ok = v->shape[d] == w->shape[d];
+        if (!ok) {
+            char want[64] = "", got[64] = "";
+            for (int d = 0; d < w->ndim; d++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%zu", d ? "," : "", w->shape[d]);
+            for (int d = 0; d < v->ndim && d < AMP_MAX_DIMS; d++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", d ? "," : "", v->shape[d]);
+            s = amp_fail(AMP_EINVAL, "%s: tensor %s has shape [%s], expected [%s]", path, w->name, got, want);
+            break;
+        }
+        float *buf = malloc(w->n * sizeof(float));
+        if (!buf) { s = amp_fail(AMP_ENOMEM, "out of memory"); break; }
+        amp_tensor_view_to_f32(v, 0, w->n, buf);
+        for (size_t j = 0; j < w->n && !s; j++)
+            if (!isfinite(buf[j])) s = amp_fail(AMP_EINVAL, "%s: tensor %s holds a non-finite value at %zu", path, w->name, j);
+        if (!s) s = set_weight(m, w, buf);
+        free(buf);
+    }
+    if (!s && used != tf.n_tensors)
+        for (int k = 0; k < tf.n_tensors; k++) {
+            amp_tensor *w = amp_tensors_find(&m->reg, tf.tensors[k].name);
+            if (!w || w->role != AMP_ROLE_WEIGHT) {
+                s = amp_fail(AMP_EINVAL, "%s: tensor %s is not a weight of this model", path, tf.tensors[k].name);
+                break;
+            }
+        }
+    amp_tensor_file_close(&tf);
+    return s;
+}
+
+amp_status amp_model_save(const amp_model *m, const char *path)
+{
+    amp_st_entry *e = calloc((size_t)m->reg.n, sizeof *e);
+    if (!e) return amp_fail(AMP_ENOMEM, "out of memory");
+    int n = 0;
+    for (int i = 0; i < m->reg.n; i++) {
+        const amp_tensor *w = m->reg.t[i];
+        if (w->role != AMP_ROLE_WEIGHT) continue;
+        e[n].name = w->name;
+        e[n].ndim = w->ndim;
+        for (int d = 0; d < w->ndim; d++) e[n].shape[d] = w->shape[d];
+        e[n].data = w->master ? w->master->data : w->data;
+        n++;
+    }
+    amp_status s = amp_safetensors_write_f32(path, e, n);
+    free(e);
+    return s;
+}

@@ -1,0 +1,162 @@
+/* The run directory of DESIGN §5. config.json is written atomically at open;
+ * metrics.csv, tensors.csv, hist.csv and events.csv are streamed into
+ * temporary files (amp_afile: NAME.tmp.<pid>) and renamed only by
+ * amp_runlog_close, so a killed run never leaves a half-written file under a
+ * final name; summary.json is written (atomically) last.
+ *
+ * tensors.csv columns: step,tensor,role,format,n,zero_in,flushed,subnormal,
+ * saturated,overflow,nan,amax,amin_nonzero,rel_err -- the fused counters of
+ * the tensor's roundings at that step (amp_stats): zero_in, flushed,
+ * subnormal, saturated are the classes of the same name; overflow counts
+ * finite inputs that became inf/NaN plus infinite inputs; nan counts NaN
+ * inputs; amax / amin_nonzero are of the rounding's input (amin_nonzero 0 when
+ * no nonzero finite input); rel_err is the RMS relative rounding error.
+ * metrics.csv: step,loss,loss_scale,skipped,grad_norm,lr,vanished,nonfinite,val_loss;
+ * grad_norm is the L2 norm of the unscaled FP32 weight gradients; vanished the
+ * updates lost in the weight's format; nonfinite the count of non-finite values
+ * in the first tensor of the step that had any (0: none); val_loss empty unless
+ * evaluated at that step.
+ * hist.csv: step,tensor,binade,count, sparse, binade = floor(log2|x|) of the
+ * input or zero / inf / nan. */
+#include "ampsim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { F_METRICS, F_TENSORS, F_HIST, F_EVENTS, F_COUNT };
+static const char *const file_names[F_COUNT] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv" };
+static const char *const headers[F_COUNT] = {
+    "step,loss,loss_scale,skipped,grad_norm,lr,vanished,nonfinite,val_loss\n",
+    "step,tensor,role,format,n,zero_in,flushed,subnormal,saturated,overflow,nan,amax,amin_nonzero,rel_err\n",
+    "step,tensor,binade,count\n",
+    "step,event,tensor,detail\n",
+};
+
+struct amp_runlog {
+    char dir[3900];
+    amp_afile f[F_COUNT];
+};
+
+static amp_status path_in(const amp_runlog *l, const char *name, char *out, size_t len)
+{
+    if ((size_t)snprintf(out, len, "%s/%s", l->dir, name) >= len)
+        return amp_fail(AMP_EINVAL, "%s: path too long", l->dir);
+    return AMP_OK;
+}
+
+void amp_runlog_abort(amp_runlog *l)
+{
+    if (!l) return;
+    for (int i = 0; i < F_COUNT; i++) amp_afile_abort(&l->f[i]);
+    free(l);
+}
+
+amp_status amp_runlog_open(amp_runlog **out, const char *dir, const char *config_json)
+{
+    *out = NULL;
+    amp_runlog *l = calloc(1, sizeof *l);
+    if (!l) return amp_fail(AMP_ENOMEM, "out of memory");
+    if (strlen(dir) >= sizeof l->dir - 32) { free(l); return amp_fail(AMP_EINVAL, "%s: path too long", dir); }
+    snprintf(l->dir, sizeof l->dir, "%s", dir);
+    amp_status s = amp_mkdir_p(dir);
+    char path[4096];
+    if (!s) s = path_in(l, "config.json", path, sizeof path);
+    if (!s) s = amp_write_file_atomic(path, config_json, strlen(config_json));
+    for (int i = 0; i < F_COUNT && !s; i++) {
+        s = path_in(l, file_names[i], path, sizeof path);
+        if (!s) s = amp_afile_open(&l->f[i], path);
+        if (!s && fputs(headers[i], l->f[i].fp) < 0) s = amp_fail(AMP_EIO, "%s: write failed", path);
+    }
+    if (s) { amp_runlog_abort(l); return s; }
+    *out = l;
+    return AMP_OK;
+}
+
+static amp_status chk(amp_runlog *l, int i)
+{
+    return ferror(l->f[i].fp) ? amp_fail(AMP_EIO, "%s: write failed", l->f[i].path) : AMP_OK;
+}
+
+amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, float scale, int skipped,
+                              double grad_norm, float lr, uint64_t vanished, uint64_t nonfinite,
+                              double val_loss)
+{
+    fprintf(l->f[F_METRICS].fp, "%lld,%.9g,%.9g,%d,%.9g,%.9g,%llu,%llu,", (long long)step, (double)loss,
+            (double)scale, skipped, grad_norm, (double)lr, (unsigned long long)vanished,
+            (unsigned long long)nonfinite);
+    if (!isnan(val_loss)) fprintf(l->f[F_METRICS].fp, "%.9g", val_loss);
+    fputc('\n', l->f[F_METRICS].fp);
+    return chk(l, F_METRICS);
+}
+
+amp_status amp_runlog_tensors(amp_runlog *l, const amp_tensors *r, int64_t step, int tensors, int hist)
+{
+    for (int i = 0; i < r->n; i++) {
+        const amp_tensor *t = r->t[i];
+        if (!t->log || !t->stats_valid || !t->stats) continue;
+        const amp_stats *st = t->stats;
+        if (tensors)
+            fprintf(l->f[F_TENSORS].fp, "%lld,%s,%s,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.9g,%.9g,%.6g\n",
+                    (long long)step, t->name, amp_role_name(t->role), t->fmt.name, (unsigned long long)st->n,
+                    (unsigned long long)st->cls[AMP_CLS_ZERO_IN], (unsigned long long)st->cls[AMP_CLS_FLUSHED],
+                    (unsigned long long)st->cls[AMP_CLS_SUBNORMAL], (unsigned long long)st->cls[AMP_CLS_SATURATED],
+                    (unsigned long long)(st->cls[AMP_CLS_OVERFLOW] + st->cls[AMP_CLS_INF_IN]),
+                    (unsigned long long)st->cls[AMP_CLS_NAN_IN], st->amax,
+                    isinf(st->amin_nonzero) ? 0.0 : st->amin_nonzero, amp_stats_rel_err(st));
+        if (hist) {
+            FILE *fp = l->f[F_HIST].fp;
+            if (st->cls[AMP_CLS_ZERO_IN]) fprintf(fp, "%lld,%s,zero,%llu\n", (long long)step, t->name, (unsigned long long)st->cls[AMP_CLS_ZERO_IN]);
+            for (int b = 0; b < AMP_HIST_BINS; b++)
+                if (st->hist[b]) fprintf(fp, "%lld,%s,%d,%llu\n", (long long)step, t->name, b + AMP_HIST_LO, (unsigned long long)st->hist[b]);
+            if (st->cls[AMP_CLS_INF_IN]) fprintf(fp, "%lld,%s,inf,%llu\n", (long long)step, t->name, (unsigned long long)st->cls[AMP_CLS_INF_IN]);
+            if (st->cls[AMP_CLS_NAN_IN]) fprintf(fp, "%lld,%s,nan,%llu\n", (long long)step, t->name, (unsigned long long)st->cls[AMP_CLS_NAN_IN]);
+        }
+    }
+    amp_status s = chk(l, F_TENSORS);
+    return s ? s : chk(l, F_HIST);
+}
+
+/* CSV field: quoted when it holds a comma, quote or newline. */
+static void put_field(FILE *fp, const char *s)
+{
+    if (!s) return;
+    if (!strpbrk(s, ",\"\n")) { fputs(s, fp); return; }
+    fputc('"', fp);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', fp);
+        fputc(*s == '\n' ? ' ' : *s, fp);
+    }
+    fputc('"', fp);
+}
+
+amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, const char *tensor, const char *detail)
+{
+    FILE *fp = l->f[F_EVENTS].fp;
+    fprintf(fp, "%lld,", (long long)step);
+    put_field(fp, event);
+    fputc(',', fp);
+    put_field(fp, tensor);
+    fputc(',', fp);
+    put_field(fp, detail);
+    fputc('\n', fp);
+    return chk(l, F_EVENTS);
+}
+
+amp_status amp_runlog_close(amp_runlog *l, const char *summary_json)
+{
+    amp_status s = AMP_OK;
+    for (int i = 0; i < F_COUNT; i++) {
+        amp_status si = l->f[i].fp ? amp_afile_commit(&l->f[i]) : AMP_OK;
+        if (si && !s) s = si;
+    }
+    char path[4096];
+    if (!s && summary_json) {
+        s = path_in(l, "summary.json", path, sizeof path);
+        if (!s) s = amp_write_file_atomic(path, summary_json, strlen(summary_json));
+    }
+    if (s) for (int i = 0; i < F_COUNT; i++) amp_afile_abort(&l->f[i]);
+    free(l);
+    return s;
+}

@@ -1,0 +1,345 @@
+/* FP8 scaling strategies (REFERENCE.md "FP8 per-tensor scaling"):
+ *   delayed  Transformer Engine DelayedScaling: amax history, max|most_recent,
+ *            margin, scale from amaxes of earlier steps, TE's edge cases
+ *   current  TE current scaling: fp8_max / amax of the tensor now, optional
+ *            power-of-two scale (float32 mantissa cleared = round down)
+ *   mx       OCP Microscaling: 1 x block runs, E8M0 shared scale; exponent by
+ *            floor (OCP reference, elements above max_finite clamped) or ceil
+ *            (TE/cuBLAS: never saturates)
+ *   block    DeepSeek-V3: 1 x size runs (activations, gradients), size x size
+ *            tiles (weights), FP32 scale s = amax / fp8_max (or a power of two)
+ * Every strategy quantizes with q = cast_sat(x*scale) (RNE, saturating, via
+ * amp_round_f32/f64, statistics fused) and dequantizes with the inverse. */
+#include "ampsim.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+amp_status amp_fp8_init(amp_fp8_scaler *sc, const amp_scaler_spec *spec)
+{
+    if (!amp_scaler_kind_is_fp8(spec->kind))
+        return amp_fail(AMP_EINVAL, "scaler spec '%s': %s is a loss scaler, not an FP8 scaling strategy",
+                        spec->text, amp_scaler_kind_name(spec->kind));
+    memset(sc, 0, sizeof *sc);
+    sc->spec = *spec;
+    return AMP_OK;
+}
+
+amp_status amp_fp8_init_str(amp_fp8_scaler *sc, const char *text)
+{
+    amp_scaler_spec s;
+    amp_status st = amp_scaler_spec_parse(text, &s);
+    if (st) return st;
+    return amp_fp8_init(sc, &s);
+}
+
+void amp_fp8_free(amp_fp8_scaler *sc)
+{
+    for (size_t i = 0; i < sc->n; i++) free(sc->t[i].hist);
+    free(sc->t);
+    sc->t = NULL;
+    sc->n = 0;
+}
+
+const amp_format *amp_fp8_format(const amp_fp8_scaler *sc, amp_fp8_role role)
+{
+    if (!sc->spec.fmt_hybrid) return &sc->spec.fmt;
+    return amp_format_get(role == AMP_FP8_GRAD ? AMP_FMT_E5M2 : AMP_FMT_E4M3);
+}
+
+static size_t cdiv(size_t a, size_t b) { return (a + b - 1) / b; }
+
+static int is_tile(const amp_fp8_scaler *sc, amp_fp8_role role, size_t rows)
+{
+    return sc->spec.kind == AMP_SCALER_BLOCK && role == AMP_FP8_WEIGHT && rows > 1;
+}
+
+size_t amp_fp8_nblocks(const amp_fp8_scaler *sc, amp_fp8_role role, size_t rows, size_t cols)
+{
+    size_t B = (size_t)sc->spec.block;
+    switch (sc->spec.kind) {
+    case AMP_SCALER_MX: case AMP_SCALER_BLOCK:
+        if (is_tile(sc, role, rows)) return cdiv(rows, B) * cdiv(cols, B);
+        return rows * cdiv(cols, B);
+    default: return 1;
+    }
+}
+
+/* ---- scale rules (one amax -> one scale) ----------------------------------- */
+
+/* max |x| with NaN propagation (a NaN anywhere gives NaN). */
+static float amax_nan(const float *x, size_t n)
+{
+    float m = 0;
+    for (size_t i = 0; i < n; i++) {
+        float a = fabsf(x[i]);
+        if (isnan(a)) return NAN;
+        if (a > m) m = a;
+    }
+    return m;
+}
+
+/* TE _default_sf_compute, float32: sf = (fp8_max / amax) / 2^margin; amax <= 0
+ * or non-finite keeps `prev`; sf == +inf -> FLT_MAX. */
+static float te_scale(float fmax, float amax, long margin, float prev, int *kept)
+{
+    float sf = fmax / amax;
+    sf = sf / ldexpf(1.0f, (int)margin);
+    *kept = 0;
+    if (!(amax > 0.0f) || !isfinite(amax)) { sf = prev; *kept = 1; }
+    if (isinf(sf)) sf = FLT_MAX;
+    return sf;
+}
+
+/* Current scaling: fp8_max / amax now; amax 0 or non-finite -> 1; inf -> FLT_MAX;
+ * pow2 clears the float32 mantissa (rounds a normal scale down to 2^k). */
+static float current_scale(float fmax, float amax, int pow2, int *kept)
+{
+    *kept = 0;
+    if (!(amax > 0.0f) || !isfinite(amax)) { *kept = 1; return 1.0f; }
+    float sf = fmax / amax;
+    if (isinf(sf)) sf = FLT_MAX;
+    if (pow2) sf = amp_u2f(amp_f2u(sf) & 0xff800000u);
+    return sf;
+}
+
+/* MX shared exponent X (block scale 2^X) of a block with amax a, or INT32_MIN
+ * for a block with inf/NaN (E8M0 NaN: the whole block is NaN). */
+#define MX_NAN INT32_MIN
+static int mx_exponent(const amp_format *f, double a, int ceil_mode)
+{
+    if (!isfinite(a)) return MX_NAN;
+    int e;
+    if (!ceil_mode) {
+        /* OCP reference: floor(log2(amax)) - emax_elem (amax 0 reads as FP32 min normal) */
+        e = (a == 0 ? -126 : ilogb(a)) - f->emax;
+    } else if (a == 0) {
+        e = -127;
+    } else {
+        /* TE: 2^ceil(log2(amax / max_finite)): the smallest e with amax <= max * 2^e */
+        e = ilogb(a) - ilogb(f->max_finite);
+        while (ldexp(f->max_finite, e) < a) e++;
+        while (ldexp(f->max_finite, e - 1) >= a) e--;
+    }
+    return e < -127 ? -127 : e > 127 ? 127 : e;
+}
+
+/* DeepSeek block scale (the divisor s, q = x / s): amax / fp8_max in float32,
+ * or the smallest power of two >= it; amax 0 or non-finite -> 1; a quotient
+ * that underflows to 0 -> the smallest float32. */
+static float block_divisor(float fmax, float amax, int pow2)
+{
+    if (!(amax > 0.0f) || !isfinite(amax)) return 1.0f;
+    if (pow2) {
+        int e = ilogb(amax) - ilogb(fmax);
+        while (ldexp(fmax, e) < amax) e++;
+        while (ldexp(fmax, e - 1) >= amax) e--;
+        if (e < -149) e = -149;
+        return ldexpf(1.0f, e);
+    }
+    float s = amax / fmax;
+    return s == 0 ? FLT_TRUE_MIN : s;
+}
+
+static amp_status ensure_state(amp_fp8_scaler *sc, size_t tensor)
+{
+    if (tensor >= ((size_t)1 << 24))
+        return amp_fail(AMP_EINVAL, "fp8 scaler: tensor id %zu too large", tensor);
+    if (tensor < sc->n) return AMP_OK;
+    amp_fp8_tstate *nt = realloc(sc->t, (tensor + 1) * sizeof *nt);
+    if (!nt) return amp_fail(AMP_ENOMEM, "fp8 scaler: out of memory for tensor state");
+    for (size_t i = sc->n; i <= tensor; i++) {
+        nt[i].scale = 1.0f;
+        nt[i].hist = NULL;
+        nt[i].count = 0;
+    }
+    sc->t = nt;
+    sc->n = tensor + 1;
+    return AMP_OK;
+}
+
+/* TE delayed scaling for one tensor: amax goes into the history slot of this
+ * step, the scale is computed from max(history) (or this amax), and the
+ * history rolls (the ring's oldest slot is the next one overwritten). */
+static amp_status delayed_record(amp_fp8_scaler *sc, size_t tensor, float fmax, float amax, int *kept)
+{
+    amp_fp8_tstate *ts = &sc->t[tensor];
+    long L = sc->spec.history;
+    if (!ts->hist) {
+        ts->hist = calloc((size_t)L, sizeof *ts->hist);
+        if (!ts->hist) return amp_fail(AMP_ENOMEM, "fp8 scaler: out of memory for amax history");
+    }
+    ts->hist[ts->count % L] = amax;
+    ts->count++;
+    float m = amax;
+    if (sc->spec.algo == AMP_AMAX_MAX) {
+        m = 0;                      /* torch.max over the whole history: NaN propagates */
+        for (long i = 0; i < L; i++) {
+            if (isnan(ts->hist[i])) { m = NAN; break; }
+            if (ts->hist[i] > m) m = ts->hist[i];
+        }
+    }
+    ts->scale = te_scale(fmax, m, sc->spec.margin, ts->scale, kept);
+    return AMP_OK;
+}
+
+amp_status amp_fp8_observe_amax(amp_fp8_scaler *sc, size_t tensor, const amp_format *fmt,
+                                float amax, float *scale_used, float *scale_after)
+{
+    if (!fmt) fmt = amp_fp8_format(sc, AMP_FP8_ACT);
+    float fmax = (float)fmt->max_finite;
+    int kept;
+    switch (sc->spec.kind) {
+    case AMP_SCALER_DELAYED: {
+        amp_status st = ensure_state(sc, tensor);
+        if (st) return st;
+        *scale_used = sc->t[tensor].scale;
+        st = delayed_record(sc, tensor, fmax, amax, &kept);
+        if (st) return st;
+        *scale_after = sc->t[tensor].scale;
+        return AMP_OK;
+    }
+    case AMP_SCALER_CURRENT:
+        *scale_used = *scale_after = current_scale(fmax, amax, sc->spec.pow2, &kept);
+        return AMP_OK;
+    case AMP_SCALER_MX: {
+        int e = mx_exponent(fmt, amax, sc->spec.exp_ceil);
+        *scale_used = *scale_after = e == MX_NAN ? NAN : ldexpf(1.0f, -e);
+        return AMP_OK;
+    }
+    case AMP_SCALER_BLOCK:
+        *scale_used = *scale_after = (float)(1.0 / (double)block_divisor(fmax, amax, sc->spec.pow2));
+        return AMP_OK;
+    default:
+        return amp_fail(AMP_EINVAL, "fp8 scaler: %s is not an FP8 strategy", amp_scaler_kind_name(sc->spec.kind));
+    }
+}
+
+/* ---- quantize ------------------------------------------------------------- */
+
+/* Block index of element (r, c). */
+static size_t block_index(const amp_fp8_scaler *sc, int tile, size_t r, size_t c, size_t cols)
+{
+    size_t B = (size_t)sc->spec.block;
+    if (tile) return (r / B) * cdiv(cols, B) + c / B;
+    return r * cdiv(cols, B) + c / B;
+}
+
+static amp_status quantize_tensor(amp_fp8_scaler *sc, size_t tensor, const amp_format *f,
+                                  const float *x, size_t n, float *tmp, float *y,
+                                  float *scale_inv, amp_stats *st, amp_fp8_info *info)
+{
+    float fmax = (float)f->max_finite, amax = amax_nan(x, n), scale;
+    int kept = 0;
+    if (sc->spec.kind == AMP_SCALER_DELAYED) {
+        amp_status s = ensure_state(sc, tensor);
+        if (s) return s;
+        scale = sc->t[tensor].scale;
+    } else {
+        scale = current_scale(fmax, amax, sc->spec.pow2, &kept);
+    }
+    for (size_t i = 0; i < n; i++) tmp[i] = x[i] * scale;
+    amp_round_opts o = amp_round_defaults();
+    o.flags = AMP_SATURATE;
+    amp_status s = amp_round_f32(f, &o, tmp, tmp, n, st);
+    if (s) return s;
+    float inv = 1.0f / scale;
+    if (y) for (size_t i = 0; i < n; i++) y[i] = tmp[i] * inv;
+    if (scale_inv) scale_inv[0] = inv;
+    info->amax = amax;
+    info->scale = info->scale_next = scale;
+    info->n_blocks = 1;
+    if (sc->spec.kind == AMP_SCALER_DELAYED) {
+        s = delayed_record(sc, tensor, fmax, amax, &kept);
+        if (s) return s;
+        info->scale_next = sc->t[tensor].scale;
+    }
+    info->kept = kept;
+    return AMP_OK;
+}
+
+static amp_status quantize_blocks(amp_fp8_scaler *sc, amp_fp8_role role, const amp_format *f,
+                                  const float *x, size_t rows, size_t cols, float *q, float *y,
+                                  float *scale_inv, amp_stats *st, amp_fp8_info *info)
+{
+    size_t n = rows * cols, nb = amp_fp8_nblocks(sc, role, rows, cols);
+    int tile = is_tile(sc, role, rows), mx = sc->spec.kind == AMP_SCALER_MX;
+    float *bamax = calloc(nb, sizeof *bamax);
+    int *bexp = mx ? malloc(nb * sizeof *bexp) : NULL;       /* mx: 2^bexp, MX_NAN */
+    float *bdiv = mx ? NULL : malloc(nb * sizeof *bdiv);     /* block: divisor s */
+    double *t64 = mx ? malloc(n * sizeof *t64) : NULL;
+    float *t32 = q ? q : malloc(n * sizeof *t32);
+    amp_status s = AMP_OK;
+    info->amax = amax_nan(x, n);
+    if (!bamax || (mx && (!bexp || !t64)) || (!mx && !bdiv) || !t32) {
+        s = amp_fail(AMP_ENOMEM, "fp8 scaler: out of memory for %zu values", n);
+        goto out;
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            size_t b = block_index(sc, tile, r, c, cols);
+            float a = fabsf(x[r * cols + c]);
+            if (isnan(a) || isnan(bamax[b])) bamax[b] = NAN;
+            else if (a > bamax[b]) bamax[b] = a;
+        }
+    for (size_t b = 0; b < nb; b++) {
+        if (mx) bexp[b] = mx_exponent(f, bamax[b], sc->spec.exp_ceil);
+        else bdiv[b] = block_divisor((float)f->max_finite, bamax[b], sc->spec.pow2);
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            size_t i = r * cols + c, b = block_index(sc, tile, r, c, cols);
+            if (mx) t64[i] = bexp[b] == MX_NAN ? (double)x[i] : ldexp((double)x[i], -bexp[b]);
+            else t32[i] = x[i] / bdiv[b];
+        }
+    amp_round_opts o = amp_round_defaults();
+    o.flags = AMP_SATURATE;
+    s = mx ? amp_round_f64(f, &o, t64, t32, n, st) : amp_round_f32(f, &o, t32, t32, n, st);
+    if (s) goto out;
+    if (y)
+        for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < cols; c++) {
+                size_t i = r * cols + c, b = block_index(sc, tile, r, c, cols);
+                if (mx) y[i] = bexp[b] == MX_NAN ? NAN : (float)ldexp((double)t32[i], bexp[b]);
+                else y[i] = t32[i] * bdiv[b];
+            }
+    if (scale_inv)
+        for (size_t b = 0; b < nb; b++)
+            scale_inv[b] = mx ? (bexp[b] == MX_NAN ? NAN : ldexpf(1.0f, bexp[b])) : bdiv[b];
+    info->n_blocks = nb;
+    if (nb) info->scale = mx ? (bexp[0] == MX_NAN ? NAN : ldexpf(1.0f, -bexp[0]))
+                             : (float)(1.0 / (double)bdiv[0]);
+    info->scale_next = info->scale;
+out:
+    free(bamax);
+    free(bexp);
+    free(bdiv);
+    free(t64);
+    if (t32 != q) free(t32);
+    return s;
+}
+
+amp_status amp_fp8_quantize(amp_fp8_scaler *sc, size_t tensor, amp_fp8_role role,
+                            const float *x, size_t rows, size_t cols, float *q, float *y,
+                            float *scale_inv, amp_stats *st, amp_fp8_info *info)
+{
+    amp_fp8_info dummy;
+    if (!info) info = &dummy;
+    memset(info, 0, sizeof *info);
+    size_t n;
+    if (!amp_mul_size(rows, cols, &n)) return amp_fail(AMP_ERANGE, "fp8 scaler: %zu x %zu too large", rows, cols);
+    if (role < AMP_FP8_ACT || role > AMP_FP8_GRAD) return amp_fail(AMP_EINVAL, "fp8 scaler: bad role %d", (int)role);
+    const amp_format *f = amp_fp8_format(sc, role);
+    info->fmt = f;
+    if (sc->spec.kind == AMP_SCALER_MX || sc->spec.kind == AMP_SCALER_BLOCK)
+        return quantize_blocks(sc, role, f, x, rows, cols, q, y, scale_inv, st, info);
+    if (!amp_scaler_kind_is_fp8(sc->spec.kind))
+        return amp_fail(AMP_EINVAL, "fp8 scaler: %s is not an FP8 strategy", amp_scaler_kind_name(sc->spec.kind));
+    float *tmp = q ? q : malloc((n ? n : 1) * sizeof *tmp);
+    if (!tmp) return amp_fail(AMP_ENOMEM, "fp8 scaler: out of memory for %zu values", n);
+    amp_status s = quantize_tensor(sc, tensor, f, x, n, tmp, y, scale_inv, st, info);
+    if (tmp != q) free(tmp);
+    return s;
+}

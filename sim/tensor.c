@@ -1,0 +1,213 @@
+/* The tensor registry: the one list of a model's tensors, and the single place
+ * where values are rounded into a tensor's format (with fused statistics). */
+#include "ampsim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const role_names[AMP_ROLE_COUNT] = {
+    "weight", "act", "act_grad", "weight_grad", "master", "optim_state", "update",
+};
+_Static_assert(AMP_ROLE_COUNT == 7, "role_names covers every role");
+
+const char *amp_role_name(amp_role r) { return (r >= 0 && r < AMP_ROLE_COUNT) ? role_names[r] : "?"; }
+
+const char *amp_phase_name(amp_phase p)
+{
+    return p == AMP_PHASE_FORWARD ? "forward" : p == AMP_PHASE_BACKWARD ? "backward" : "update";
+}
+
+void amp_tensors_init(amp_tensors *r, uint64_t seed, amp_rounding mode, int sr_bits)
+{
+    memset(r, 0, sizeof *r);
+    r->seed = seed;
+    r->mode = mode;
+    r->sr_bits = sr_bits;
+}
+
+void amp_tensors_free(amp_tensors *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        amp_tensor *t = r->t[i];
+        free(t->data);
+        free(t->stats);
+        free(t->grad32);
+        free(t);
+    }
+    free(r->t);
+    r->t = NULL;
+    r->n = r->cap = 0;
+}
+
+amp_tensor *amp_tensors_find(const amp_tensors *r, const char *name)
+{
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->t[i]->name, name)) return r->t[i];
+    return NULL;
+}
+
+amp_status amp_tensors_add(amp_tensors *r, const char *name, amp_role role, const amp_format *fmt,
+                           int ndim, const size_t *shape, amp_tensor **out)
+{
+    if (strlen(name) >= AMP_TENSOR_NAME) return amp_fail(AMP_EINVAL, "tensor name too long: %s", name);
+    if (amp_tensors_find(r, name)) return amp_fail(AMP_EINVAL, "tensor %s registered twice", name);
+    if (ndim < 1 || ndim > AMP_TENSOR_MAXDIM) return amp_fail(AMP_EINVAL, "tensor %s: %d dimensions", name, ndim);
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        if (!shape[d] || !amp_mul_size(n, shape[d], &n) || n > ((size_t)1 << 34))
+            return amp_fail(AMP_ERANGE, "tensor %s: bad shape", name);
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 32;
+        amp_tensor **nt = realloc(r->t, (size_t)cap * sizeof *nt);
+        if (!nt) return amp_fail(AMP_ENOMEM, "out of memory for the tensor list");
+        r->t = nt;
+        r->cap = cap;
+    }
+    amp_tensor *t = calloc(1, sizeof *t);
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *data = t ? aligned_alloc(64, bytes) : NULL;
+    if (!data) {
+        free(t);
+        return amp_fail(AMP_ENOMEM, "out of memory for tensor %s (%zu values)", name, n);
+    }
+    memset(data, 0, bytes);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->role = role;
+    t->id = r->n;
+    t->ndim = ndim;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    t->n = n;
+    t->fmt = *fmt;
+    t->data = data;
+    t->scale = 1.0f;
+    t->log = role != AMP_ROLE_MASTER && role != AMP_ROLE_OPTIM_STATE;
+    r->t[r->n++] = t;
+    if (out) *out = t;
+    return AMP_OK;
+}
+
+void amp_tensors_begin_step(amp_tensors *r, int64_t step, unsigned stats_roles)
+{
+    r->step = step;
+    r->stats_roles = stats_roles;
+    r->phase = AMP_PHASE_FORWARD;
+    r->nonfinite_tensor = NULL;
+    r->nonfinite_count = 0;
+    for (int i = 0; i < r->n; i++) {
+        r->t[i]->written = 0;
+        r->t[i]->stats_valid = 0;
+    }
+}
+
+int amp_tensor_stats_due(const amp_tensors *r, const amp_tensor *t)
+{
+    return (r->stats_roles >> t->role) & 1u;
+}
+
+amp_round_opts amp_tensor_opts(const amp_tensors *r, const amp_tensor *t)
+{
+    amp_round_opts o = amp_round_defaults();
+    o.mode = r->mode;
+    o.sr_bits = r->sr_bits;
+    o.flags = t->rnd_flags;
+    /* SR key: the step is mixed into the seed, the tensor id is the stream and
+     * the element index the counter, so no draw depends on thread count. */
+    o.seed = amp_rand64(r->seed, 0x7374657000000000ull ^ (uint64_t)r->step, 0);
+    o.stream = (uint64_t)t->id;
+    o.index0 = 0;
+    return o;
+}
+
+static amp_stats *stats_of(amp_tensors *r, amp_tensor *t)
+{
+    if (!amp_tensor_stats_due(r, t)) return NULL;
+    if (!t->stats) {
+        t->stats = malloc(sizeof *t->stats);
+        if (!t->stats) return NULL;
+    }
+    if (!t->stats_valid) {
+        amp_stats_init(t->stats);
+        t->stats_valid = 1;
+    }
+    return t->stats;
+}
+
+/* Counts non-finite values of t and records the first non-finite tensor of the step. */
+static void check_finite(amp_tensors *r, amp_tensor *t)
+{
+    const uint32_t *u = (const uint32_t *)t->data;
+    uint64_t bad = 0;
+    for (size_t i = 0; i < t->n; i++) bad += (u[i] & 0x7f800000u) == 0x7f800000u;
+    if (bad && !r->nonfinite_tensor) {
+        r->nonfinite_tensor = t;
+        r->nonfinite_phase = r->phase;
+        r->nonfinite_count = bad;
+    }
+}
+
+amp_status amp_tensor_round(amp_tensors *r, amp_tensor *t, const float *src)
+{
+    amp_stats *st = stats_of(r, t);
+    if (amp_tensor_stats_due(r, t) && !st) return amp_fail(AMP_ENOMEM, "out of memory for statistics");
+    amp_round_opts o = amp_tensor_opts(r, t);
+    amp_status s;
+    if (r->fp8 && t->fmt.bits <= 8) {
+        amp_fp8_role role = t->role == AMP_ROLE_WEIGHT ? AMP_FP8_WEIGHT
+                          : t->role == AMP_ROLE_ACT_GRAD ? AMP_FP8_GRAD : AMP_FP8_ACT;
+        const amp_format *qf = amp_fp8_format(r->fp8, role);
+        if (strcmp(qf->name, t->fmt.name))
+            return amp_fail(AMP_EINVAL, "FP8 scaler puts %s into %s, but the policy says %s", t->name, qf->name, t->fmt.name);
+        size_t rows = t->ndim >= 2 ? t->n / t->shape[t->ndim - 1] : 1;
+        amp_fp8_info info;
+        s = amp_fp8_quantize(r->fp8, (size_t)t->id, role, src, rows, t->n / rows, NULL, t->data, NULL, st, &info);
+        t->scale = info.scale;
+    } else if (t->fmt.id == AMP_FMT_FP32 && !st && !t->rnd_flags) {
+        s = AMP_OK;                          /* identity: float32 values are fp32 values */
+        if (src != t->data) memcpy(t->data, src, t->n * sizeof(float));
+    } else {
+        s = amp_round_f32(&t->fmt, &o, src, t->data, t->n, st);
+    }
+    if (s) return s;
+    t->written = 1;
+    check_finite(r, t);
+    return AMP_OK;
+}
+
+amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
+{
+    if (!t->written) return amp_tensor_round(r, t, src);
+    /* second contribution: round it into the format, add in double, round again */
+    float *tmp = malloc(t->n * sizeof(float));
+    if (!tmp) return amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name);
+    amp_round_opts o = amp_tensor_opts(r, t);
+    o.index0 = t->n;                         /* a different SR draw from the first write */
+    amp_status s = amp_round_f32(&t->fmt, &o, src, tmp, t->n, NULL);
+    if (!s) {
+        double *sum = malloc(t->n * sizeof(double));
+        if (!sum) s = amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name);
+        else {
+            for (size_t i = 0; i < t->n; i++) sum[i] = (double)t->data[i] + (double)tmp[i];
+            amp_stats *st = stats_of(r, t);
+            s = amp_round_f64(&t->fmt, &o, sum, t->data, t->n, st);
+            free(sum);
+        }
+    }
+    free(tmp);
+    if (!s) check_finite(r, t);
+    return s;
+}
+
+amp_status amp_tensor_observe(amp_tensors *r, amp_tensor *t)
+{
+    amp_stats *st = stats_of(r, t);
+    if (st) {
+        amp_round_opts o = amp_tensor_opts(r, t);
+        o.mode = AMP_RND_NE;                 /* values are in the format: the rounding is exact */
+        amp_status s = amp_round_f32(&t->fmt, &o, t->data, t->data, t->n, st);
+        if (s) return s;
+    }
+    t->written = 1;
+    check_finite(r, t);
+    return AMP_OK;
+}

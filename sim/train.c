@@ -1,0 +1,375 @@
+/* The training step (forward -> zero_grad -> backward -> unscale/check ->
+ * update -> scaler update) and the whole run of `ampsim train`. */
+#include "ampsim.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void amp_train_opts_defaults(amp_train_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->model = "mlp";
+    o->data = NULL;
+    o->precision = "fp32";
+    o->scaler = "none";
+    o->steps = 200;
+    o->batch = 32;
+    o->lr = 0.1;
+    o->optim = "sgd";
+    o->seed = 1;
+    o->shuffle = 1;
+    o->log_every = 10;
+    o->hist_every = 50;
+    o->threads = 1;
+    o->hidden = 32;
+    o->layers = 0;
+    o->heads = 4;
+    o->dim = 128;
+    o->ctx = 64;
+    o->eval_every = 0;
+    o->eval_batches = 8;
+    o->out = "ampsim-run";
+}
+
+#define GRAD_ROLES ((1u << AMP_ROLE_WEIGHT_GRAD) | (1u << AMP_ROLE_ACT_GRAD))
+
+amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const amp_batch *b,
+                          int64_t step, unsigned stats_roles, amp_step_info *info, amp_scaler_result *res)
+{
+    amp_tensors *r = &m->reg;
+    amp_status s;
+    memset(info, 0, sizeof *info);
+    memset(res, 0, sizeof *res);
+    float scale = sc ? amp_scaler_scale(sc) : 1.0f;
+    if (sc && amp_scaler_needs_stats(sc)) stats_roles |= GRAD_ROLES;
+    amp_tensors_begin_step(r, step, stats_roles);
+    info->scale = scale;
+
+    /* forward (weights cast once from their masters: the cast cache) */
+    r->phase = AMP_PHASE_FORWARD;
+    if ((s = amp_model_cast_weights(m))) return s;
+    if ((s = m->forward(m, b, &info->loss))) return s;
+    /* zero_grad: begin_step cleared every 'written' flag, so the first backward
+     * write of each gradient is a plain rounding (amp_tensor_accum) */
+    if ((s = m->backward(m, b, scale))) return s;
+
+    /* unscale in FP32 and check */
+    float inv = sc ? amp_scaler_inv(scale) : 1.0f;
+    int found_inf = 0;
+    double sq = 0.0;
+    size_t ngrads = 0;
+    for (int i = 0; i < r->n; i++) {
+        amp_tensor *w = r->t[i];
+        if (w->role == AMP_ROLE_WEIGHT_GRAD || w->role == AMP_ROLE_ACT_GRAD) ngrads++;
+        if (w->role != AMP_ROLE_WEIGHT) continue;
+        const float *g = w->grad->data;
+        for (size_t k = 0; k < w->n; k++) {
+            float v = inv == 1.0f ? g[k] : g[k] * inv;
+            w->grad32[k] = v;
+            found_inf |= !isfinite(v);
+            sq += (double)v * v;
+        }
+    }
+    info->grad_norm = sqrt(sq);
+    info->nonfinite = r->nonfinite_tensor ? r->nonfinite_count : 0;
+
+    /* the scaler decides whether the step is skipped */
+    res->skipped = 0;
+    amp_status srun = AMP_OK;
+    if (sc) {
+        amp_scaler_tensor *ts = calloc(ngrads ? ngrads : 1, sizeof *ts);
+        if (!ts) return amp_fail(AMP_ENOMEM, "out of memory");
+        size_t k = 0;
+        for (int i = 0; i < r->n; i++) {
+            amp_tensor *t = r->t[i];
+            if (t->role != AMP_ROLE_WEIGHT_GRAD && t->role != AMP_ROLE_ACT_GRAD) continue;
+            ts[k].name = t->name;
+            ts[k].is_act = t->role == AMP_ROLE_ACT_GRAD;
+            ts[k].fmt = &t->fmt;
+            ts[k].st = t->stats_valid ? t->stats : NULL;
+            k++;
+        }
+        amp_scaler_obs obs = { .found_inf = found_inf, .n_tensors = ngrads, .tensors = ts };
+        srun = amp_scaler_update(sc, &obs, res);
+        free(ts);
+        if (srun && srun != AMP_ERUN) return srun;
+    }
+    info->skipped = res->skipped;
+    if (!res->skipped && !srun && (s = amp_optim_step(opt, m, &info->vanished))) return s;
+    return srun;
+}
+
+/* ---- the run -------------------------------------------------------------- */
+static char *config_json(const amp_train_opts *o, const amp_policy *pol, const amp_scaler *sc,
+                         const amp_fp8_scaler *fp8, const char *data_path, const char *sha, int layers)
+{
+    cJSON *c = cJSON_CreateObject();
+    char spec[512];
+    cJSON_AddStringToObject(c, "ampsim_version", amp_version());
+    cJSON_AddStringToObject(c, "command", "train");
+    cJSON_AddStringToObject(c, "model", o->model);
+    cJSON_AddStringToObject(c, "data", o->data ? o->data : !strcmp(o->model, "gpt") ? "austen" : "digits");
+    cJSON_AddStringToObject(c, "data_path", data_path);
+    cJSON_AddStringToObject(c, "data_sha256", sha);
+    cJSON_AddStringToObject(c, "precision", pol->name);
+    cJSON_AddStringToObject(c, "policy_file", o->policy_file ? o->policy_file : "");
+    char *pj = amp_policy_to_json(pol);
+    cJSON_AddItemToObject(c, "policy", pj ? cJSON_Parse(pj) : cJSON_CreateNull());
+    free(pj);
+    amp_scaler_spec_str(&sc->spec, spec, sizeof spec);
+    cJSON_AddStringToObject(c, "scaler", spec);
+    if (fp8) {
+        amp_scaler_spec_str(&fp8->spec, spec, sizeof spec);
+        cJSON_AddStringToObject(c, "fp8_scaler", spec);
+    }
+    cJSON_AddNumberToObject(c, "steps", (double)o->steps);
+    cJSON_AddNumberToObject(c, "batch", o->batch);
+    cJSON_AddNumberToObject(c, "lr", o->lr);
+    cJSON_AddStringToObject(c, "optim", o->optim);
+    snprintf(spec, sizeof spec, "%llu", (unsigned long long)o->seed);
+    cJSON_AddStringToObject(c, "seed", spec);
+    cJSON_AddStringToObject(c, "init", o->init ? o->init : "");
+    cJSON_AddStringToObject(c, "save", o->save ? o->save : "");
+    cJSON_AddBoolToObject(c, "shuffle", o->shuffle);
+    cJSON_AddNumberToObject(c, "log_every", (double)o->log_every);
+    cJSON_AddNumberToObject(c, "hist_every", (double)o->hist_every);
+    cJSON_AddNumberToObject(c, "threads", o->threads);
+    cJSON_AddNumberToObject(c, "hidden", o->hidden);
+    cJSON_AddNumberToObject(c, "layers", layers);
+    if (!strcmp(o->model, "gpt")) {
+        cJSON_AddNumberToObject(c, "heads", o->heads);
+        cJSON_AddNumberToObject(c, "dim", o->dim);
+        cJSON_AddNumberToObject(c, "ctx", o->ctx);
+        cJSON_AddNumberToObject(c, "eval_every", (double)o->eval_every);
+        cJSON_AddNumberToObject(c, "eval_batches", o->eval_batches);
+    }
+    char *s = cJSON_Print(c);
+    cJSON_Delete(c);
+    return s;
+}
+
+static amp_status log_step_events(amp_runlog *log, const amp_model *m, int64_t step, const amp_step_info *info,
+                                  const amp_scaler_result *res, int *first_seen, cJSON *summary)
+{
+    const amp_tensors *r = &m->reg;
+    char detail[160];
+    amp_status s = AMP_OK;
+    if (r->nonfinite_tensor) {
+        snprintf(detail, sizeof detail, "%s; %llu values", amp_phase_name(r->nonfinite_phase),
+                 (unsigned long long)r->nonfinite_count);
+        if (!*first_seen) {
+            *first_seen = 1;
+            s = amp_runlog_event(log, step, "first_nonfinite", r->nonfinite_tensor->name, detail);
+            cJSON *f = cJSON_AddObjectToObject(summary, "first_nonfinite");
+            cJSON_AddNumberToObject(f, "step", (double)step);
+            cJSON_AddStringToObject(f, "phase", amp_phase_name(r->nonfinite_phase));
+            cJSON_AddStringToObject(f, "tensor", r->nonfinite_tensor->name);
+        } else {
+            s = amp_runlog_event(log, step, "nonfinite", r->nonfinite_tensor->name, detail);
+        }
+    }
+    if (!s && info->skipped) {
+        snprintf(detail, sizeof detail, "scale %.9g", (double)info->scale);
+        s = amp_runlog_event(log, step, "skip", "", detail);
+    }
+    for (int e = 0; e < res->n_events && !s; e++) {
+        const amp_scaler_event *ev = &res->events[e];
+        const char *tn = "";
+        if (ev->tensor >= 0) {
+            long k = 0;
+            for (int i = 0; i < r->n; i++) {
+                const amp_tensor *t = r->t[i];
+                if (t->role != AMP_ROLE_WEIGHT_GRAD && t->role != AMP_ROLE_ACT_GRAD) continue;
+                if (k++ == ev->tensor) { tn = t->name; break; }
+            }
+        }
+        s = amp_runlog_event(log, step, amp_scaler_event_name(ev->kind), tn, ev->detail);
+    }
+    return s;
+}
+
+/* The data of a run: digits for the MLP, Austen bytes for the GPT. */
+typedef struct run_data {
+    int gpt;
+    amp_digits dig;
+    amp_austen aus;
+    int32_t *tok, *y;
+    char path[4096];
+    char sha256[65];
+} run_data;
+
+static amp_status data_open(run_data *d, const amp_train_opts *o)
+{
+    const char *name = o->data ? o->data : d->gpt ? "austen" : "digits";
+    amp_status s = AMP_OK;
+    if (!strcmp(name, "digits")) s = amp_data_find("digits.csv.gz", d->path, sizeof d->path);
+    else if (!strcmp(name, "austen")) s = amp_data_find("austen.txt", d->path, sizeof d->path);
+    else snprintf(d->path, sizeof d->path, "%s", name);
+    if (s) return s;
+    if (!d->gpt) {
+        if ((s = amp_digits_load(d->path, &d->dig))) return s;
+        memcpy(d->sha256, d->dig.sha256, sizeof d->sha256);
+        return AMP_OK;
+    }
+    if ((s = amp_sha256_file(d->path, d->sha256))) return s;
+    if ((s = amp_austen_load(&d->aus, d->path))) return s;
+    size_t n = (size_t)o->batch * (size_t)o->ctx;
+    d->tok = malloc(n * sizeof *d->tok);
+    d->y = malloc(n * sizeof *d->y);
+    if (!d->tok || !d->y) return amp_fail(AMP_ENOMEM, "out of memory for batches");
+    return AMP_OK;
+}
+
+static amp_status data_batch(run_data *d, const amp_train_opts *o, int64_t step, amp_batch *b)
+{
+    if (!d->gpt) return amp_digits_batch(&d->dig, step, o->batch, o->shuffle, o->seed, b);
+    amp_status s = amp_austen_batch(&d->aus, AMP_SPLIT_TRAIN, o->seed, step, o->batch, o->ctx, d->tok, d->y);
+    if (s) return s;
+    memset(b, 0, sizeof *b);
+    b->B = o->batch;
+    b->D = o->ctx;
+    b->tok = d->tok;
+    b->y = d->y;
+    return AMP_OK;
+}
+
+static void data_close(run_data *d)
+{
+    amp_digits_free(&d->dig);
+    if (d->gpt) amp_austen_free(&d->aus);
+    free(d->tok);
+    free(d->y);
+}
+
+amp_status amp_train_run(const amp_train_opts *o)
+{
+    amp_status s;
+    amp_policy pol;
+    amp_scaler sc;
+    amp_fp8_scaler fp8;
+    int has_fp8 = 0;
+    run_data data;
+    amp_model m;
+    amp_optim opt;
+    amp_runlog *log = NULL;
+    char stopmsg[512] = "";
+    memset(&sc, 0, sizeof sc);
+    memset(&data, 0, sizeof data);
+    memset(&m, 0, sizeof m);
+
+    if (o->steps < 1) return amp_fail(AMP_EINVAL, "--steps must be positive");
+    if (o->batch < 1) return amp_fail(AMP_EINVAL, "--batch must be positive");
+    if (!(o->lr >= 0) || !isfinite(o->lr)) return amp_fail(AMP_EINVAL, "--lr must be a finite number >= 0");
+    if (strcmp(o->model, "mlp") && strcmp(o->model, "gpt"))
+        return amp_fail(AMP_EINVAL, "--model %s: unknown model (mlp, gpt)", o->model);
+    data.gpt = !strcmp(o->model, "gpt");
+    int layers = o->layers > 0 ? o->layers : data.gpt ? 4 : 2;
+    amp_set_threads(o->threads);
+    amp_gemm_init();
+    s = o->policy_file ? amp_policy_load(o->policy_file, &pol) : amp_policy_preset(o->precision, &pol);
+    if (s) return s;
+    amp_optim_kind ok;
+    if ((s = amp_optim_parse(o->optim, &ok))) return s;
+    /* --scaler: a loss scaler, or an FP8 strategy (delayed, current, mx, block)
+     * for a policy with FP8 scaling; fp8-hybrid defaults to delayed scaling */
+    amp_scaler_spec spec;
+    if ((s = amp_scaler_spec_parse(o->scaler, &spec))) return s;
+    if (amp_scaler_kind_is_fp8(spec.kind)) {
+        if (!pol.fp8_scaling)
+            return amp_fail(AMP_EINVAL, "--scaler %s is an FP8 scaling strategy: use it with --precision fp8-hybrid", o->scaler);
+        if ((s = amp_fp8_init(&fp8, &spec))) return s;
+        has_fp8 = 1;
+        s = amp_scaler_init_str(&sc, "none");
+    } else {
+        s = amp_scaler_init(&sc, &spec);
+        if (!s && pol.fp8_scaling) {
+            if ((s = amp_fp8_init_str(&fp8, "delayed"))) { amp_scaler_free(&sc); return s; }
+            has_fp8 = 1;
+        }
+    }
+    if (s) { if (has_fp8) amp_fp8_free(&fp8); return s; }
+    if ((s = data_open(&data, o))) goto done;
+    if (data.gpt) s = amp_gpt_create(&m, &pol, o->batch, o->ctx, o->dim, layers, o->heads, o->seed);
+    else s = amp_mlp_create(&m, &pol, o->batch, 64, o->hidden, layers, 10, o->seed);
+    if (s) goto done;
+    if (has_fp8) m.reg.fp8 = &fp8;
+    if (o->init && (s = amp_model_load(&m, o->init))) goto done;
+    amp_optim_defaults(&opt, ok, (float)o->lr);
+    if ((s = amp_optim_attach(&opt, &m))) goto done;
+    char *cfg = config_json(o, &pol, &sc, has_fp8 ? &fp8 : NULL, data.path, data.sha256, layers);
+    if (!cfg) { s = amp_fail(AMP_ENOMEM, "out of memory"); goto done; }
+    s = amp_runlog_open(&log, o->out, cfg);
+    free(cfg);
+    if (s) goto done;
+
+    cJSON *summary = cJSON_CreateObject();
+    int first_seen = 0;
+    int64_t skipped = 0, nonfinite_steps = 0;
+    uint64_t vanished = 0;
+    float last_loss = NAN, min_loss = INFINITY;
+    double val_loss = NAN;
+    amp_step_info info;
+    amp_scaler_result res;
+    for (int64_t step = 0; step < o->steps && !s; step++) {
+        amp_batch b;
+        double v = NAN;
+        if (data.gpt && o->eval_every > 0 && step % o->eval_every == 0 &&
+            (s = amp_gpt_eval(&m, &data.aus, o->seed, step, o->eval_batches, &v))) break;
+        if ((s = data_batch(&data, o, step, &b))) break;
+        int do_t = o->log_every > 0 && step % o->log_every == 0;
+        int do_h = o->hist_every > 0 && step % o->hist_every == 0;
+        s = amp_train_step(&m, &opt, &sc, &b, step, (do_t || do_h) ? AMP_ROLES_LOGGED : 0, &info, &res);
+        if (s == AMP_ERUN) snprintf(stopmsg, sizeof stopmsg, "%s", amp_errmsg());
+        if (s && s != AMP_ERUN) break;
+        amp_status s2 = amp_runlog_metrics(log, step, info.loss, info.scale, info.skipped, info.grad_norm,
+                                           opt.lr, info.vanished, info.nonfinite, v);
+        if (!s2 && (do_t || do_h)) s2 = amp_runlog_tensors(log, &m.reg, step, do_t, do_h);
+        if (!s2) s2 = log_step_events(log, &m, step, &info, &res, &first_seen, summary);
+        if (s2) { s = s2; break; }
+        skipped += info.skipped;
+        nonfinite_steps += info.nonfinite != 0;
+        vanished += info.vanished;
+        last_loss = info.loss;
+        if (info.loss < min_loss) min_loss = info.loss;
+        if (o->progress && (step % 10 == 0 || step == o->steps - 1))
+            fprintf(stderr, "\rstep %lld/%lld loss %.4f scale %g", (long long)step + 1, (long long)o->steps,
+                    (double)info.loss, (double)info.scale);
+    }
+    if (o->progress) fputc('\n', stderr);
+    amp_status srun = s;
+    if (s == AMP_ERUN) s = AMP_OK;           /* the logs of a stopped run are complete up to the stop */
+    if (!s && data.gpt && o->eval_every > 0)
+        s = amp_gpt_eval(&m, &data.aus, o->seed, o->steps, o->eval_batches, &val_loss);
+    if (!s && o->save) s = amp_model_save(&m, o->save);
+    if (!s) {
+        cJSON_AddNumberToObject(summary, "steps", (double)o->steps);
+        cJSON_AddNumberToObject(summary, "final_loss", isfinite(last_loss) ? (double)last_loss : 0.0);
+        cJSON_AddBoolToObject(summary, "final_loss_finite", isfinite(last_loss));
+        cJSON_AddNumberToObject(summary, "min_loss", isfinite(min_loss) ? (double)min_loss : 0.0);
+        if (isfinite(val_loss)) cJSON_AddNumberToObject(summary, "val_loss", val_loss);
+        cJSON_AddNumberToObject(summary, "skipped_steps", (double)skipped);
+        cJSON_AddNumberToObject(summary, "nonfinite_steps", (double)nonfinite_steps);
+        cJSON_AddNumberToObject(summary, "vanished_updates", (double)vanished);
+        cJSON_AddNumberToObject(summary, "final_scale", (double)amp_scaler_scale(&sc));
+        cJSON_AddNullToObject(summary, "divergence_from_reference");
+        cJSON_AddBoolToObject(summary, "stopped", srun == AMP_ERUN);
+        if (srun == AMP_ERUN) cJSON_AddStringToObject(summary, "stop_reason", stopmsg);
+        if (!first_seen) cJSON_AddNullToObject(summary, "first_nonfinite");
+        char *sj = cJSON_Print(summary);
+        s = amp_runlog_close(log, sj);
+        log = NULL;
+        free(sj);
+    }
+    cJSON_Delete(summary);
+    if (!s && srun == AMP_ERUN) s = amp_fail(AMP_ERUN, "%s", stopmsg);
+done:
+    if (log) amp_runlog_abort(log);
+    amp_model_free(&m);
+    data_close(&data);
+    amp_scaler_free(&sc);
+    if (has_fp8) amp_fp8_free(&fp8);
+    return s;
+}

@@ -1,0 +1,509 @@
+/* Check suite: the fused classification counters, stochastic rounding, thread
+ * determinism and the MPFR reference's own hygiene.
+ *  - arrays whose classes, amax, amin and histogram are known by construction;
+ *  - stats of amp_round_f32/f64 equal the sum of the per-element MPFR classes;
+ *  - sr: only the two neighbours come out, the mean is unbiased within 6 sigma
+ *    of the binomial, --sr-bits K quantises P(up) to floor(frac 2^K) / 2^K;
+ *  - 1 and 2 threads give the same bytes (results and statistics);
+ *  - amp_round1_mpfr restores the caller's MPFR exponent range and is
+ *    thread-safe.
+ * Seed: fixed, AMP_TEST_SEED=<n> to change; printed on failure. */
+#include "round_ref.h"
+
+#include <check.h>
+#include <mpfr.h>
+#include <omp.h>
+
+static uint64_t seed;
+static int quick;
+
+/* ---- classes by construction --------------------------------------------------- */
+typedef struct item { float x; amp_class c; int binade; } item;   /* binade: floor(log2|x|) or none */
+#define NO_BIN 9999
+
+/* Fills x (n elements) with copies of the items, item k taking count[k] slots,
+ * in a shuffled order; returns the total. */
+static size_t fill(float *x, const item *it, const size_t *count, size_t nit, rt_rng *r)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < nit; k++)
+        for (size_t j = 0; j < count[k]; j++) x[n++] = it[k].x;
+    for (size_t i = n - 1; i > 0; i--) {          /* Fisher-Yates */
+        size_t j = (size_t)(rt_next(r) % (i + 1));
+        float t = x[i]; x[i] = x[j]; x[j] = t;
+    }
+    return n;
+}
+
+static void expect_stats(const char *what, const amp_stats *st, const item *it, const size_t *count, size_t nit,
+                         double amax, double amin)
+{
+    uint64_t cls[AMP_CLS_COUNT] = { 0 }, hist[AMP_HIST_BINS] = { 0 }, n = 0;
+    for (size_t k = 0; k < nit; k++) {
+        cls[it[k].c] += count[k];
+        n += count[k];
+        if (it[k].binade != NO_BIN) hist[it[k].binade - AMP_HIST_LO] += count[k];
+    }
+    ck_assert_msg(st->n == n, "%s: n %llu, want %llu", what, (unsigned long long)st->n, (unsigned long long)n);
+    for (int c = 0; c < AMP_CLS_COUNT; c++)
+        ck_assert_msg(st->cls[c] == cls[c], "%s: class %s: %llu, want %llu", what, amp_class_name((amp_class)c),
+                      (unsigned long long)st->cls[c], (unsigned long long)cls[c]);
+    for (int b = 0; b < AMP_HIST_BINS; b++)
+        ck_assert_msg(st->hist[b] == hist[b], "%s: histogram binade %d: %llu, want %llu", what, b + AMP_HIST_LO,
+                      (unsigned long long)st->hist[b], (unsigned long long)hist[b]);
+    ck_assert_msg(st->amax == amax, "%s: amax %a, want %a", what, st->amax, amax);
+    ck_assert_msg(st->amin_nonzero == amin, "%s: amin_nonzero %a, want %a", what, st->amin_nonzero, amin);
+}
+
+START_TEST(classes_by_construction_fp16)
+{
+    /* fp16: min subnormal 2^-24, min normal 2^-14, max 65504 */
+    const item it[] = {
+        { NAN, AMP_CLS_NAN_IN, NO_BIN },
+        { -NAN, AMP_CLS_NAN_IN, NO_BIN },
+        { INFINITY, AMP_CLS_INF_IN, NO_BIN },
+        { -INFINITY, AMP_CLS_INF_IN, NO_BIN },
+        { 0.0f, AMP_CLS_ZERO_IN, NO_BIN },
+        { -0.0f, AMP_CLS_ZERO_IN, NO_BIN },
+        { 70000.0f, AMP_CLS_OVERFLOW, 16 },            /* -> inf */
+        { -65520.0f, AMP_CLS_OVERFLOW, 15 },           /* tie -> -inf */
+        { 0x1p-26f, AMP_CLS_FLUSHED, -26 },            /* -> 0 (below half the min subnormal) */
+        { -0x1p-25f, AMP_CLS_FLUSHED, -25 },           /* tie with 0: to even 0 */
+        { 0x1p-20f, AMP_CLS_SUBNORMAL, -20 },          /* exact subnormal */
+        { 0x1.3p-20f, AMP_CLS_SUBNORMAL, -20 },        /* 19 * 2^-24: exact subnormal */
+        { 0x1.31p-20f, AMP_CLS_SUBNORMAL, -20 },       /* rounded subnormal */
+        { 0x1.ffep-15f, AMP_CLS_ROUNDED, -15 },        /* 2^-14 - 2^-26: rounds up to min normal */
+        { 1.5f, AMP_CLS_EXACT, 0 },
+        { -65504.0f, AMP_CLS_EXACT, 15 },
+        { 1.0f + 0x1p-20f, AMP_CLS_ROUNDED, 0 },
+        { 3.0e-3f, AMP_CLS_ROUNDED, -9 },
+    };
+    const size_t nit = sizeof it / sizeof it[0];
+    item w[sizeof it / sizeof it[0]];
+    memcpy(w, it, sizeof w);
+    /* 0x1.ffep-15 = 2^-14 - 2^-26 lies above the midpoint of the largest subnormal
+     * (2^-14 - 2^-24) and min normal: rne gives 2^-14 (normal, inexact) */
+    size_t count[sizeof it / sizeof it[0]];
+    size_t total = 0;
+    for (size_t k = 0; k < nit; k++) {
+        count[k] = (quick ? 100 : 9000) + 1237 * k;
+        total += count[k];
+    }
+    float *x = malloc(total * sizeof *x), *y = malloc(total * sizeof *y);
+    double *xd = malloc(total * sizeof *xd);
+    ck_assert(x && y && xd);
+    rt_rng r = { seed };
+    ck_assert(fill(x, w, count, nit, &r) == total);
+    for (size_t i = 0; i < total; i++) xd[i] = x[i];
+    const amp_format *f = amp_format_get(AMP_FMT_FP16);
+    amp_round_opts o = amp_round_defaults();
+    amp_stats st;
+    amp_stats_init(&st);
+    ck_assert(amp_round_f32(f, &o, x, y, total, &st) == AMP_OK);
+    expect_stats("fp16 rne f32", &st, w, count, nit, INFINITY, 0x1p-26);
+    amp_stats_init(&st);
+    ck_assert(amp_round_f64(f, &o, xd, y, total, &st) == AMP_OK);
+    expect_stats("fp16 rne f64", &st, w, count, nit, INFINITY, 0x1p-26);
+    /* the generic path (sr) classifies the same way for inputs it rounds the same */
+    /* saturate: the overflows become saturated; ftz: subnormals are flushed; daz
+     * (inputs below 2^-14 read as zero): subnormal-range inputs are flushed */
+    item ws[sizeof it / sizeof it[0]];
+    memcpy(ws, w, sizeof ws);
+    ws[6].c = ws[7].c = AMP_CLS_SATURATED;
+    ws[10].c = ws[11].c = ws[12].c = AMP_CLS_FLUSHED;
+    o.flags = AMP_SATURATE | AMP_FTZ;
+    amp_stats_init(&st);
+    ck_assert(amp_round_f32(f, &o, x, y, total, &st) == AMP_OK);
+    expect_stats("fp16 rne sat+ftz", &st, ws, count, nit, INFINITY, 0x1p-26);
+    memcpy(ws, w, sizeof ws);
+    ws[10].c = ws[11].c = ws[12].c = ws[13].c = AMP_CLS_FLUSHED;
+    o.flags = AMP_DAZ;
+    amp_stats_init(&st);
+    ck_assert(amp_round_f32(f, &o, x, y, total, &st) == AMP_OK);
+    expect_stats("fp16 rne daz", &st, ws, count, nit, INFINITY, 0x1p-26);
+    /* rtz: 70000 truncates to 69952 > max: clamped (saturated); -65520 truncates to
+     * -65504 (rounded, in range); 0x1.ffep-15 truncates to the largest subnormal */
+    memcpy(ws, w, sizeof ws);
+    ws[6].c = AMP_CLS_SATURATED;
+    ws[7].c = AMP_CLS_ROUNDED;
+    ws[13].c = AMP_CLS_SUBNORMAL;
+    o.mode = AMP_RND_TZ;
+    o.flags = 0;
+    amp_stats_init(&st);
+    ck_assert(amp_round_f32(f, &o, x, y, total, &st) == AMP_OK);
+    expect_stats("fp16 rtz", &st, ws, count, nit, INFINITY, 0x1p-26);
+    /* stats accumulate: a second call adds */
+    o = amp_round_defaults();
+    amp_stats_init(&st);
+    ck_assert(amp_round_f32(f, &o, x, y, total / 2, &st) == AMP_OK);
+    ck_assert(amp_round_f32(f, &o, x + total / 2, y, total - total / 2, &st) == AMP_OK);
+    expect_stats("fp16 rne in two calls", &st, w, count, nit, INFINITY, 0x1p-26);
+    free(x);
+    free(y);
+    free(xd);
+}
+END_TEST
+
+START_TEST(classes_by_construction_e4m3)
+{
+    /* e4m3: min subnormal 2^-9, min normal 2^-6, max 448, no inf */
+    const item it[] = {
+        { NAN, AMP_CLS_NAN_IN, NO_BIN },
+        { INFINITY, AMP_CLS_INF_IN, NO_BIN },          /* -> NaN, class inf_in */
+        { -0.0f, AMP_CLS_ZERO_IN, NO_BIN },
+        { 465.0f, AMP_CLS_OVERFLOW, 8 },               /* -> NaN */
+        { 464.0f, AMP_CLS_ROUNDED, 8 },                /* -> 448 */
+        { 0x1p-11f, AMP_CLS_FLUSHED, -11 },
+        { 0x1.8p-9f, AMP_CLS_SUBNORMAL, -9 },          /* tie 1.5 * 2^-9 -> 2^-8 (even) */
+        { 0.5f, AMP_CLS_EXACT, -1 },
+        { 0.3f, AMP_CLS_ROUNDED, -2 },
+        { 1e-30f, AMP_CLS_FLUSHED, -100 },
+        { 1e30f, AMP_CLS_OVERFLOW, 99 },
+    };
+    const size_t nit = sizeof it / sizeof it[0];
+    size_t count[sizeof it / sizeof it[0]], total = 0;
+    for (size_t k = 0; k < nit; k++) total += count[k] = (quick ? 50 : 20000) + 777 * k;
+    float *x = malloc(total * sizeof *x), *y = malloc(total * sizeof *y);
+    ck_assert(x && y);
+    rt_rng r = { seed + 1 };
+    fill(x, it, count, nit, &r);
+    const amp_format *f = amp_format_get(AMP_FMT_E4M3);
+    amp_round_opts o = amp_round_defaults();
+    amp_stats st;
+    amp_stats_init(&st);
+    ck_assert(amp_round_f32(f, &o, x, y, total, &st) == AMP_OK);
+    expect_stats("e4m3 rne", &st, it, count, nit, INFINITY, 1e-30f);
+    size_t wrong = 0;   /* (no ck_assert in element loops: each one writes to Check's pipe) */
+    for (size_t i = 0; i < total; i++)
+        if (x[i] == 465.0f || x[i] == 1e30f || isinf(x[i])) wrong += !isnan(y[i]);
+        else if (x[i] == 464.0f) wrong += y[i] != 448.0f;
+    ck_assert_msg(wrong == 0, "e4m3: %zu of 465, 1e30, inf -> NaN and 464 -> 448 wrong", wrong);
+    free(x);
+    free(y);
+}
+END_TEST
+
+/* Statistics of the array paths equal the per-element MPFR classes (random
+ * mixtures, every format and mode, > 1 chunk so chunk merging counts). */
+START_TEST(stats_equal_mpfr_classes)
+{
+    amp_format_id id = (amp_format_id)_i;
+    const amp_format *f = amp_format_get(id);
+    size_t n = quick ? 2000 : ((size_t)1 << 16) + 4321;   /* > 1 chunk */
+    float *x = malloc(n * sizeof *x);
+    double *xd = malloc(n * sizeof *xd);
+    ck_assert(x && xd);
+    rt_rng r = { seed + 31 * (uint64_t)_i };
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = rt_next(&r);
+        if ((u & 15) == 0) xd[i] = amp_u2d(rt_next(&r));                   /* anything, NaN and inf included */
+        else if ((u & 15) == 1) xd[i] = (u & 16) ? 0.0 : -0.0;
+        else xd[i] = ldexp((u & 32) ? -1.0 - rt_unif(&r) : 1.0 + rt_unif(&r),
+                           f->emin - f->mbits - 3 + (int)(rt_next(&r) % (uint64_t)(f->emax - f->emin + f->mbits + 6)));
+        x[i] = (float)xd[i];
+    }
+    size_t bad = 0;
+    for (int m = 0; m < AMP_RND_COUNT; m++) {
+        amp_round_opts o = amp_round_defaults();
+        o.mode = (amp_rounding)m;
+        o.seed = seed;
+        o.flags = (unsigned)(m % 4 == 3 ? AMP_SATURATE | AMP_FTZ : m % 4 == 2 ? AMP_DAZ : 0);
+        rt_batch b = { f, &o, "stats f32", seed, 0 };
+        bad += rt_check_batch(&b, x, 0, n);
+        b.what = "stats f64";
+        bad += rt_check_batch(&b, xd, 1, n);
+    }
+    free(x);
+    free(xd);
+    ck_assert_msg(bad == 0, "%s: %zu statistics/result mismatches (seed 0x%llx)", f->name, bad, (unsigned long long)seed);
+}
+END_TEST
+
+/* ---- stochastic rounding ---------------------------------------------------------- */
+/* The neighbours of x: MPFR toward zero, and away from zero (rup for positive,
+ * rdn for negative x; same overflow policy as sr since neither is toward zero). */
+static void neighbours(const amp_format *f, double x, float *lo, float *hi)
+{
+    amp_round_opts o = amp_round_defaults();
+    o.mode = AMP_RND_TZ;
+    *lo = amp_round1_mpfr(f, &o, x, 0, NULL);
+    o.mode = x < 0 ? AMP_RND_DN : AMP_RND_UP;
+    *hi = amp_round1_mpfr(f, &o, x, 0, NULL);
+}
+
+START_TEST(sr_only_neighbours)
+{
+    const amp_format_id ids[] = { AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3, AMP_FMT_E5M2, AMP_FMT_E2M1,
+                                  AMP_FMT_E4M3FNUZ, AMP_FMT_E8M0, AMP_FMT_TF32 };
+    rt_rng r = { seed + 9 };
+    const size_t draws = quick ? 64 : 1000;
+    float *x = malloc(draws * sizeof *x), *y = malloc(draws * sizeof *y);
+    ck_assert(x && y);
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        const amp_format *f = amp_format_get(ids[k]);
+        for (int t = 0; t < (quick ? 20 : 200); t++) {
+            double v = ldexp(1.0 + rt_unif(&r), f->emin - f->mbits - 1 + (int)(rt_next(&r) % (uint64_t)(f->emax - f->emin + f->mbits + 3)));
+            if (f->is_signed && (t & 1)) v = -v;
+            float xv = (float)v, lo, hi;
+            neighbours(f, xv, &lo, &hi);
+            for (size_t i = 0; i < draws; i++) x[i] = xv;
+            amp_round_opts o = amp_round_defaults();
+            o.mode = AMP_RND_SR;
+            o.seed = rt_next(&r);
+            o.sr_bits = (int)(t % 3 == 0 ? 0 : 1 + rt_next(&r) % 30);
+            ck_assert(amp_round_f32(f, &o, x, y, draws, NULL) == AMP_OK);
+            size_t i = 0;
+            while (i < draws && (rt_same(y[i], lo) || rt_same(y[i], hi))) i++;
+            ck_assert_msg(i == draws,
+                          "%s sr bits %d: input 0x%08x draw %zu: got 0x%08x, neighbours 0x%08x 0x%08x (seed 0x%llx)",
+                          f->name, o.sr_bits, amp_f2u(xv), i, i < draws ? amp_f2u(y[i]) : 0, amp_f2u(lo), amp_f2u(hi),
+                          (unsigned long long)seed);
+        }
+    }
+    free(x);
+    free(y);
+}
+END_TEST
+
+/* Counts how often x rounds up (away from zero) over n draws with sr bits K. */
+static size_t count_up(const amp_format *f, float xv, int K, size_t n, uint64_t s, uint64_t index0)
+{
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), lo, hi;
+    ck_assert(x && y);
+    for (size_t i = 0; i < n; i++) x[i] = xv;
+    neighbours(f, xv, &lo, &hi);
+    amp_round_opts o = amp_round_defaults();
+    o.mode = AMP_RND_SR;
+    o.sr_bits = K;
+    o.seed = s;
+    o.index0 = index0;
+    ck_assert(amp_round_f32(f, &o, x, y, n, NULL) == AMP_OK);
+    size_t up = 0, other = 0;
+    for (size_t i = 0; i < n; i++) {
+        other += !rt_same(y[i], lo) && !rt_same(y[i], hi);
+        up += rt_same(y[i], hi) && !rt_same(lo, hi);
+    }
+    ck_assert_msg(other == 0, "%s sr: %zu results of 0x%08x are neither neighbour", f->name, other, amp_f2u(xv));
+    free(x);
+    free(y);
+    return up;
+}
+
+/* |ups - n p| <= 6 sqrt(n p (1-p)) (+1 for the discreteness at p near 0 or 1):
+ * a correct generator fails this with probability about 2e-9 per check. */
+static void expect_binomial(const char *what, size_t ups, size_t n, double p)
+{
+    double mean = (double)n * p, sd = sqrt((double)n * p * (1 - p));
+    ck_assert_msg(fabs((double)ups - mean) <= 6 * sd + 1, "%s: %zu ups in %zu draws, expected %.1f +- 6*%.1f (seed 0x%llx)",
+                  what, ups, n, mean, sd, (unsigned long long)seed);
+}
+
+START_TEST(sr_unbiased)
+{
+    const size_t n = quick ? 20000 : 1000000;
+    struct { amp_format_id id; float x; } cases[] = {
+        { AMP_FMT_FP16, 1.0f + 77 * 0x1p-18f },        /* frac 77/256 of an ulp 2^-10 */
+        { AMP_FMT_FP16, -(1.0f + 0x1p-11f + 0x1p-13f) },/* frac 0.625 */
+        { AMP_FMT_FP16, 0x1p-24f * 0.1f },             /* below the min subnormal: frac 0.1 (approx) */
+        { AMP_FMT_BF16, 3.0f + 0x1p-8f },              /* frac 0.25 of ulp 2^-6 */
+        { AMP_FMT_E4M3, 0.3f },
+        { AMP_FMT_E5M2, 40000.0f },
+        { AMP_FMT_E2M1, 2.4f },                        /* between 2 and 3: frac 0.4 */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const amp_format *f = amp_format_get(cases[k].id);
+        float lo, hi;
+        neighbours(f, cases[k].x, &lo, &hi);
+        double p = ((double)fabsf(cases[k].x) - fabsf(lo)) / ((double)fabsf(hi) - fabsf(lo));   /* exact here */
+        size_t ups = count_up(f, cases[k].x, 0, n, seed + k, 0);
+        char what[96];
+        snprintf(what, sizeof what, "%s sr x=%a p=%.6f", f->name, (double)cases[k].x, p);
+        expect_binomial(what, ups, n, p);
+        /* the mean of the results is x within the same bound */
+        double mean = fabs(lo) + (fabs(hi) - fabs(lo)) * (double)ups / (double)n;
+        ck_assert_msg(fabs(mean - fabs(cases[k].x)) <= (fabs(hi) - fabs(lo)) * (6 * sqrt(p * (1 - p) / (double)n) + 1.0 / (double)n),
+                      "%s: mean %.9g vs x %.9g", what, mean, (double)fabsf(cases[k].x));
+    }
+}
+END_TEST
+
+START_TEST(sr_bits_quantise_probability)
+{
+    const size_t n = quick ? 20000 : 400000;
+    const amp_format *f = amp_format_get(AMP_FMT_FP16);
+    float x = 1.0f + 77 * 0x1p-18f;                    /* frac = 77/256 exactly */
+    /* K bits: P(up) = floor(frac 2^K) / 2^K */
+    ck_assert_int_eq(count_up(f, x, 1, n, seed, 0), 0);                       /* floor(0.6)/2 = 0 */
+    expect_binomial("fp16 sr K=2", count_up(f, x, 2, n, seed, 0), n, 0.25);   /* floor(1.2)/4 */
+    expect_binomial("fp16 sr K=3", count_up(f, x, 3, n, seed, 0), n, 0.25);   /* floor(2.4)/8 */
+    expect_binomial("fp16 sr K=5", count_up(f, x, 5, n, seed, 0), n, 9.0 / 32);
+    expect_binomial("fp16 sr K=8", count_up(f, x, 8, n, seed, 0), n, 77.0 / 256);
+    expect_binomial("fp16 sr K=0", count_up(f, x, 0, n, seed, 0), n, 77.0 / 256);
+    expect_binomial("fp16 sr K=64", count_up(f, x, 64, n, seed, 0), n, 77.0 / 256);
+    /* K=2 is distinguishable from the unquantised 0.3: the bound excludes it */
+    size_t u2 = count_up(f, x, 2, n, seed + 1, 0);
+    ck_assert_msg(fabs((double)u2 - (double)n * 77 / 256) > 6 * sqrt((double)n * 0.3 * 0.7), "K=2 looks unquantised");
+    /* frac 0.75 with K=1: P = 1/2; frac 1/2^10 of an ulp with K=8: never */
+    float x2 = 1.0f + 0x1p-11f + 0x1p-12f;            /* frac 0.75 */
+    expect_binomial("fp16 sr frac .75 K=1", count_up(f, x2, 1, n, seed, 0), n, 0.5);
+    float x3 = 1.0f + 0x1p-20f;                        /* frac 2^-10 */
+    ck_assert_int_eq(count_up(f, x3, 8, n, seed, 0), 0);
+    expect_binomial("fp16 sr frac 2^-10 K=10", count_up(f, x3, 10, n, seed, 0), n, 0x1p-10);
+    /* sr matches MPFR element by element, with a non-zero index0 */
+    amp_round_opts o = amp_round_defaults();
+    o.mode = AMP_RND_SR;
+    o.sr_bits = 5;
+    o.seed = seed;
+    o.stream = 3;
+    o.index0 = 1000;
+    float xs[64], ys[64];
+    for (int i = 0; i < 64; i++) xs[i] = x;
+    ck_assert(amp_round_f32(f, &o, xs, ys, 64, NULL) == AMP_OK);
+    int i = 0;
+    while (i < 64 && rt_same(ys[i], amp_round1_mpfr(f, &o, x, (uint64_t)i, NULL))) i++;
+    ck_assert_msg(i == 64, "sr with index0: element %d differs from MPFR", i);
+}
+END_TEST
+
+/* ---- thread-count independence ------------------------------------------------------ */
+static int stats_equal(const amp_stats *a, const amp_stats *b)
+{
+    if (a->n != b->n || a->amax != b->amax || a->amin_nonzero != b->amin_nonzero || a->n_rel != b->n_rel) return 0;
+    if (memcmp(&a->sum_sq_err, &b->sum_sq_err, sizeof(double)) || memcmp(&a->sum_sq, &b->sum_sq, sizeof(double)) ||
+        memcmp(&a->sum_rel_sq, &b->sum_rel_sq, sizeof(double)))
+        return 0;
+    return !memcmp(a->cls, b->cls, sizeof a->cls) && !memcmp(a->hist, b->hist, sizeof a->hist);
+}
+
+START_TEST(threads_same_bytes)
+{
+    const size_t n = quick ? (size_t)3 * 65536 + 17 : (size_t)7 * 65536 + 4321;   /* > several chunks (AMP_CHUNK = 2^16) */
+    float *x = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
+    double *xd = malloc(n * sizeof *xd);
+    ck_assert(x && y1 && y2 && xd);
+    rt_rng r = { seed + 4 };
+    for (size_t i = 0; i < n; i++) {
+        xd[i] = ldexp(rt_unif(&r) - 0.5, (int)(rt_next(&r) % 60) - 40);
+        x[i] = (float)xd[i];
+    }
+    const amp_format_id ids[] = { AMP_FMT_FP16, AMP_FMT_E4M3, AMP_FMT_BF16, AMP_FMT_E8M0 };
+    const amp_rounding modes[] = { AMP_RND_SR, AMP_RND_NE, AMP_RND_TO };
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+            for (int is64 = 0; is64 < 2; is64++) {
+                const amp_format *f = amp_format_get(ids[k]);
+                amp_round_opts o = amp_round_defaults();
+                o.mode = modes[m];
+                o.seed = seed;
+                o.stream = 7;
+                amp_stats s1, s2;
+                amp_stats_init(&s1);
+                amp_stats_init(&s2);
+                amp_set_threads(1);
+                ck_assert(is64 ? amp_round_f64(f, &o, xd, y1, n, &s1) == AMP_OK : amp_round_f32(f, &o, x, y1, n, &s1) == AMP_OK);
+                amp_set_threads(2);
+                ck_assert(is64 ? amp_round_f64(f, &o, xd, y2, n, &s2) == AMP_OK : amp_round_f32(f, &o, x, y2, n, &s2) == AMP_OK);
+                amp_set_threads(0);
+                ck_assert_msg(!memcmp(y1, y2, n * sizeof *y1), "%s %s %s: 1 and 2 threads give different bytes",
+                              f->name, amp_rounding_name(o.mode), is64 ? "f64" : "f32");
+                ck_assert_msg(stats_equal(&s1, &s2), "%s %s %s: 1 and 2 threads give different statistics "
+                              "(sum_sq_err %a vs %a)", f->name, amp_rounding_name(o.mode), is64 ? "f64" : "f32",
+                              s1.sum_sq_err, s2.sum_sq_err);
+            }
+    /* sr: chunked calls with index0 give the bytes of one call */
+    const amp_format *f = amp_format_get(AMP_FMT_E5M2);
+    amp_round_opts o = amp_round_defaults();
+    o.mode = AMP_RND_SR;
+    o.seed = seed;
+    ck_assert(amp_round_f32(f, &o, x, y1, n, NULL) == AMP_OK);
+    size_t cut = 100003;
+    ck_assert(amp_round_f32(f, &o, x, y2, cut, NULL) == AMP_OK);
+    o.index0 = cut;
+    ck_assert(amp_round_f32(f, &o, x + cut, y2 + cut, n - cut, NULL) == AMP_OK);
+    ck_assert_msg(!memcmp(y1, y2, n * sizeof *y1), "sr: split call with index0 differs from one call");
+    free(x);
+    free(y1);
+    free(y2);
+    free(xd);
+}
+END_TEST
+
+/* ---- the MPFR reference's hygiene --------------------------------------------------- */
+START_TEST(mpfr_restores_exponent_range)
+{
+    ck_assert_int_eq(mpfr_set_emin(-1000), 0);
+    ck_assert_int_eq(mpfr_set_emax(1000), 0);
+    amp_round_opts o = amp_round_defaults();
+    for (int m = 0; m < AMP_RND_COUNT; m++) {
+        o.mode = (amp_rounding)m;
+        amp_round1_mpfr(amp_format_get(AMP_FMT_FP16), &o, 1e-7, 0, NULL);
+        amp_round1_mpfr(amp_format_get(AMP_FMT_E4M3), &o, 1e300, 0, NULL);
+        amp_round1_mpfr(amp_format_get(AMP_FMT_E8M0), &o, 1e-300, 0, NULL);
+    }
+    ck_assert_int_eq(mpfr_get_emin(), -1000);
+    ck_assert_int_eq(mpfr_get_emax(), 1000);
+}
+END_TEST
+
+START_TEST(mpfr_thread_safe)
+{
+    ck_assert_msg(mpfr_buildopt_tls_p(), "MPFR is not built thread-safe");
+    const size_t n = quick ? 2000 : 40000;
+    double *x = malloc(n * sizeof *x);
+    float *want = malloc(2 * n * sizeof *want), *got = malloc(2 * n * sizeof *got);
+    ck_assert(x && want && got);
+    rt_rng r = { seed + 8 };
+    for (size_t i = 0; i < n; i++) x[i] = ldexp(rt_unif(&r) + 0.5, (int)(rt_next(&r) % 200) - 150);
+    const amp_format *fa = amp_format_get(AMP_FMT_E4M3), *fb = amp_format_get(AMP_FMT_BF16);
+    amp_round_opts o = amp_round_defaults();
+    o.mode = AMP_RND_NA;
+    for (size_t i = 0; i < n; i++) {
+        want[i] = amp_round1_mpfr(fa, &o, x[i], i, NULL);
+        want[n + i] = amp_round1_mpfr(fb, &o, x[i], i, NULL);
+    }
+    /* two threads, different formats (so different exponent ranges) at once */
+    #pragma omp parallel num_threads(2)
+    {
+        int t = omp_get_thread_num();
+        const amp_format *f = t == 0 ? fa : fb;
+        for (size_t i = 0; i < n; i++) got[(size_t)t * n + i] = amp_round1_mpfr(f, &o, x[i], i, NULL);
+    }
+    size_t i = 0;
+    while (i < 2 * n && rt_same(want[i], got[i])) i++;
+    ck_assert_msg(i == 2 * n, "element %zu: serial 0x%08x threaded 0x%08x", i, amp_f2u(want[i]), amp_f2u(got[i]));
+    free(x);
+    free(want);
+    free(got);
+}
+END_TEST
+
+int main(void)
+{
+    seed = rt_default_seed();
+    const char *q = getenv("AMP_QUICK");
+    quick = q && *q && strcmp(q, "0");
+    Suite *s = suite_create("round_stats");
+    TCase *tc = tcase_create("stats");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, classes_by_construction_fp16);
+    tcase_add_test(tc, classes_by_construction_e4m3);
+    tcase_add_loop_test(tc, stats_equal_mpfr_classes, 0, AMP_FMT_COUNT);
+    suite_add_tcase(s, tc);
+    TCase *sr = tcase_create("sr");
+    tcase_set_timeout(sr, 300);
+    tcase_add_test(sr, sr_only_neighbours);
+    tcase_add_test(sr, sr_unbiased);
+    tcase_add_test(sr, sr_bits_quantise_probability);
+    tcase_add_test(sr, threads_same_bytes);
+    suite_add_tcase(s, sr);
+    TCase *mp = tcase_create("mpfr");
+    tcase_add_test(mp, mpfr_restores_exponent_range);
+    tcase_add_test(mp, mpfr_thread_safe);
+    suite_add_tcase(s, mp);
+    SRunner *runner = srunner_create(s);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    if (failed) fprintf(stderr, "check_round_stats: seed 0x%llx (set AMP_TEST_SEED to repeat)\n", (unsigned long long)seed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,298 @@
+/* Units of the training emulator: policies (presets, JSON, unknown keys),
+ * optimizers (PyTorch's single rounding, vanished updates in bf16, Kahan and
+ * stochastic rounding recovering them), the tensor registry (statistics,
+ * non-finite detection, SR keys), the digits data (batches, shuffling,
+ * validation), SHA-256 against a known digest. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ampsim.h"
+
+START_TEST(test_presets)
+{
+    amp_policy p;
+    ck_assert_int_eq(amp_policy_preset("fp16-amp", &p), AMP_OK);
+    ck_assert_str_eq(p.fwd_in.name, "fp16");
+    ck_assert_str_eq(p.act.name, "fp16");
+    ck_assert_str_eq(p.master.name, "fp32");
+    ck_assert(p.has_master && p.acc_fp32);
+    ck_assert(p.fp32_ops & (1u << AMP_OP_SOFTMAX));
+    ck_assert_str_eq(amp_policy_op_format(&p, AMP_OP_LAYER_NORM, &p.act)->name, "fp32");
+    ck_assert_int_eq(amp_policy_preset("bf16-amp-cpu", &p), AMP_OK);
+    ck_assert_str_eq(p.act.name, "bf16");
+    ck_assert(!(p.fp32_ops & (1u << AMP_OP_SOFTMAX)) && !(p.fp32_ops & (1u << AMP_OP_LAYER_NORM)));
+    ck_assert(p.fp32_ops & (1u << AMP_OP_LOSS));
+    ck_assert_str_eq(amp_policy_op_format(&p, AMP_OP_SOFTMAX, &p.act)->name, "bf16");
+    ck_assert_int_eq(amp_policy_preset("bf16-pure", &p), AMP_OK);
+    ck_assert(!p.has_master);
+    ck_assert_str_eq(p.weight.name, "bf16");
+    ck_assert_str_eq(p.optim.name, "bf16");
+    ck_assert_int_eq(amp_policy_preset("fp8-hybrid", &p), AMP_OK);
+    ck_assert_str_eq(p.fwd_in.name, "e4m3");
+    ck_assert_str_eq(p.bwd_in.name, "e5m2");
+    ck_assert_int_eq(amp_policy_preset("fp8-e4m3", &p), AMP_OK);
+    ck_assert_str_eq(p.bwd_in.name, "e4m3");
+    ck_assert_int_eq(amp_policy_preset("fp32", &p), AMP_OK);
+    ck_assert(!p.has_master);
+    ck_assert_int_eq(amp_policy_preset("fp12", &p), AMP_EINVAL);
+    ck_assert_ptr_nonnull(strstr(amp_errmsg(), "fp12"));
+}
+END_TEST
+
+START_TEST(test_policy_json)
+{
+    amp_policy p;
+    const char *j = "{\"base\": \"bf16-pure\", \"roles\": {\"weight\": \"fp16\", \"act\": \"e5m2\"},"
+                    " \"gemm\": {\"accumulator\": \"e5m10\", \"promote_every\": 128},"
+                    " \"fp32_ops\": [\"loss\", \"layer_norm\"], \"rounding\": \"sr\", \"sr_bits\": 8,"
+                    " \"update\": \"kahan\"}";
+    ck_assert_int_eq(amp_policy_from_json(j, "p.json", &p), AMP_OK);
+    ck_assert_str_eq(p.weight.name, "fp16");
+    ck_assert_str_eq(p.act.name, "e5m2");
+    ck_assert(!p.acc_fp32);
+    ck_assert_int_eq(p.acc.mbits, 10);
+    ck_assert_int_eq(p.acc_chunk, 128);
+    ck_assert_uint_eq(p.fp32_ops, (1u << AMP_OP_LOSS) | (1u << AMP_OP_LAYER_NORM));
+    ck_assert_int_eq(p.mode, AMP_RND_SR);
+    ck_assert_int_eq(p.sr_bits, 8);
+    ck_assert_int_eq(p.update, AMP_UPD_KAHAN);
+    ck_assert(!p.has_master);
+    /* master fp32 with a narrow weight = an amp policy */
+    ck_assert_int_eq(amp_policy_from_json("{\"roles\": {\"weight\": \"bf16\", \"master\": \"fp32\"}}", "q", &p), AMP_OK);
+    ck_assert(p.has_master);
+    /* the round trip through amp_policy_to_json gives the same policy */
+    amp_policy p2;
+    ck_assert_int_eq(amp_policy_from_json(j, "p.json", &p), AMP_OK);
+    char *s = amp_policy_to_json(&p);
+    ck_assert_int_eq(amp_policy_from_json(s, "round trip", &p2), AMP_OK);
+    free(s);
+    ck_assert_str_eq(p2.weight.name, p.weight.name);
+    ck_assert_str_eq(p2.act.name, p.act.name);
+    ck_assert_str_eq(p2.acc.name, p.acc.name);
+    ck_assert(p2.acc_chunk == p.acc_chunk && p2.fp32_ops == p.fp32_ops && p2.mode == p.mode &&
+              p2.sr_bits == p.sr_bits && p2.update == p.update && p2.has_master == p.has_master);
+    static const struct { const char *json, *needle; } bad[] = {
+        { "{\"bogus\": 1}", "bogus" },
+        { "{\"roles\": {\"weights\": \"fp16\"}}", "roles.weights" },
+        { "{\"gemm\": {\"acumulator\": \"fp32\"}}", "gemm.acumulator" },
+        { "{\"roles\": {\"act\": \"fp7\"}}", "fp7" },
+        { "{\"fp32_ops\": [\"softmax\", \"gelu\"]}", "gelu" },
+        { "{\"rounding\": \"nearest\"}", "nearest" },
+        { "{\"base\": \"fp64-amp\"}", "fp64-amp" },
+        { "{\"gemm\": {\"promote_every\": -1}}", "promote_every" },
+        { "[1, 2]", "not a JSON object" },
+        { "{\"roles\": ", "not a JSON object" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(amp_policy_from_json(bad[i].json, "bad.json", &p), AMP_EINVAL);
+        ck_assert_msg(strstr(amp_errmsg(), bad[i].needle) && strstr(amp_errmsg(), "bad.json"),
+                      "%s: message '%s' lacks '%s'", bad[i].json, amp_errmsg(), bad[i].needle);
+    }
+}
+END_TEST
+
+/* A one-layer model holding one weight tensor of n values, for optimizer tests. */
+static void one_weight_model(amp_model *m, const char *policy, int n)
+{
+    amp_policy p;
+    ck_assert_int_eq(amp_policy_preset(policy, &p), AMP_OK);
+    ck_assert_int_eq(amp_mlp_create(m, &p, 1, n, 1, 1, 2, 1), AMP_OK);
+}
+
+START_TEST(test_sgd_fp32_single_rounding)
+{
+    amp_model m;
+    one_weight_model(&m, "fp32", 64);
+    amp_optim o;
+    amp_optim_defaults(&o, AMP_OPT_SGD, 0.1f);
+    ck_assert_int_eq(amp_optim_attach(&o, &m), AMP_OK);
+    amp_tensor *w = amp_tensors_find(&m.reg, "fc1.weight");
+    ck_assert_ptr_nonnull(w);
+    float before[128];
+    for (size_t i = 0; i < w->n; i++) {
+        w->data[i] = (float)(amp_rand_uniform(3, 0, i) - 0.5);
+        w->grad32[i] = (float)(amp_rand_uniform(3, 1, i) - 0.5) * 3.0f;
+        before[i] = w->data[i];
+    }
+    amp_tensor *b = amp_tensors_find(&m.reg, "fc1.bias");
+    memset(b->grad32, 0, b->n * sizeof(float));
+    uint64_t van;
+    amp_tensors_begin_step(&m.reg, 0, 0);
+    ck_assert_int_eq(amp_optim_step(&o, &m, &van), AMP_OK);
+    for (size_t i = 0; i < w->n; i++) {
+        /* exact p - lr*g in double (lr*g is exact: 24x24 bits), rounded once */
+        float want = (float)((double)before[i] - (double)0.1f * (double)w->grad32[i]);
+        ck_assert_msg(w->data[i] == want, "w[%zu] = %a, want %a", i, w->data[i], want);
+    }
+    amp_model_free(&m);
+}
+END_TEST
+
+/* bf16 weights at 1.0, updates of -1e-3 per step: rne loses every one (ulp(1) =
+ * 2^-7 in bf16), kahan and sr recover the drift of 100 steps (-0.1). */
+static float drift(const char *update_mode, uint64_t *vanished_total)
+{
+    amp_policy p;
+    char json[128];
+    snprintf(json, sizeof json, "{\"base\": \"bf16-pure\", \"update\": \"%s\"}", update_mode);
+    ck_assert_int_eq(amp_policy_from_json(json, "t", &p), AMP_OK);
+    amp_model m;
+    ck_assert_int_eq(amp_mlp_create(&m, &p, 1, 256, 1, 1, 2, 1), AMP_OK);
+    amp_optim o;
+    amp_optim_defaults(&o, AMP_OPT_SGD, 1e-3f);
+    ck_assert_int_eq(amp_optim_attach(&o, &m), AMP_OK);
+    amp_tensor *w = amp_tensors_find(&m.reg, "fc1.weight"), *b = amp_tensors_find(&m.reg, "fc1.bias");
+    for (size_t i = 0; i < w->n; i++) w->data[i] = 1.0f, w->grad32[i] = 1.0f;
+    memset(b->grad32, 0, b->n * sizeof(float));
+    *vanished_total = 0;
+    for (int s = 0; s < 100; s++) {
+        uint64_t v;
+        amp_tensors_begin_step(&m.reg, s, 0);
+        ck_assert_int_eq(amp_optim_step(&o, &m, &v), AMP_OK);
+        *vanished_total += v;
+    }
+    double mean = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        ck_assert(amp_encode1(&w->fmt, w->data[i]) >= 0);   /* still a bf16 value */
+        mean += w->data[i];
+    }
+    mean /= (double)w->n;
+    amp_model_free(&m);
+    return (float)mean;
+}
+
+START_TEST(test_pure_bf16_updates)
+{
+    uint64_t v;
+    float rne = drift("round", &v);
+    ck_assert_msg(rne == 1.0f, "rne: %g", rne);
+    ck_assert_uint_eq(v, 100 * 512);                      /* every update of fc1.weight [2,256] vanished */
+    float kahan = drift("kahan", &v);
+    ck_assert_msg(fabsf(kahan - 0.9f) < 0.008f, "kahan: %g", kahan);
+    ck_assert_uint_lt(v, 100 * 512);
+    float sr = drift("sr", &v);
+    ck_assert_msg(fabsf(sr - 0.9f) < 0.01f, "sr: mean %g", sr);
+}
+END_TEST
+
+START_TEST(test_registry_stats_and_nonfinite)
+{
+    amp_tensors r;
+    amp_tensors_init(&r, 9, AMP_RND_NE, 0);
+    amp_tensor *t, *u;
+    const amp_format *f16 = amp_format_get(AMP_FMT_FP16);
+    ck_assert_int_eq(amp_tensors_add(&r, "a", AMP_ROLE_ACT, f16, 1, (size_t[]){ 6 }, &t), AMP_OK);
+    ck_assert_int_eq(amp_tensors_add(&r, "a", AMP_ROLE_ACT, f16, 1, (size_t[]){ 6 }, &u), AMP_EINVAL);
+    ck_assert_int_eq(amp_tensors_add(&r, "g", AMP_ROLE_ACT_GRAD, f16, 1, (size_t[]){ 6 }, &u), AMP_OK);
+    ck_assert_ptr_eq(amp_tensors_find(&r, "g"), u);
+    float x[6] = { 1.0f, 1e-9f, 0.0f, 1e5f, 3e-6f, 1.0009765625f };
+    amp_tensors_begin_step(&r, 0, 1u << AMP_ROLE_ACT);
+    ck_assert_int_eq(amp_tensor_round(&r, t, x), AMP_OK);
+    ck_assert(t->stats_valid);
+    ck_assert_uint_eq(t->stats->n, 6);
+    ck_assert_uint_eq(t->stats->cls[AMP_CLS_FLUSHED], 1);
+    ck_assert_uint_eq(t->stats->cls[AMP_CLS_OVERFLOW], 1);
+    ck_assert_uint_eq(t->stats->cls[AMP_CLS_ZERO_IN], 1);
+    ck_assert_uint_eq(t->stats->cls[AMP_CLS_SUBNORMAL], 1);
+    ck_assert(isinf(t->data[3]) && t->data[1] == 0.0f);
+    ck_assert_ptr_eq(r.nonfinite_tensor, t);
+    ck_assert_int_eq(r.nonfinite_phase, AMP_PHASE_FORWARD);
+    /* the gradient role is not due: no statistics, still checked for non-finite */
+    r.phase = AMP_PHASE_BACKWARD;
+    ck_assert_int_eq(amp_tensor_round(&r, u, x), AMP_OK);
+    ck_assert(!u->stats_valid);
+    ck_assert_ptr_eq(r.nonfinite_tensor, t);             /* the first one is kept */
+    /* accumulation: a second write adds (in double) and rounds again */
+    float ones[6] = { 1, 1, 1, 1, 1, 1 };
+    amp_tensors_begin_step(&r, 1, 0);
+    ck_assert_ptr_null(r.nonfinite_tensor);
+    ck_assert_int_eq(amp_tensor_accum(&r, u, ones), AMP_OK);
+    ck_assert_int_eq(amp_tensor_accum(&r, u, x), AMP_OK);
+    ck_assert(u->data[0] == 2.0f && u->data[2] == 1.0f && isinf(u->data[3]) && u->data[5] == 2.0f);
+    /* SR keys: same step same draws, another step other draws */
+    amp_tensors_free(&r);
+    amp_tensors_init(&r, 9, AMP_RND_SR, 0);
+    amp_tensors_add(&r, "s", AMP_ROLE_ACT, f16, 1, (size_t[]){ 4096 }, &t);
+    float *v = malloc(4096 * sizeof(float)), y1[4096], y2[4096];
+    for (int i = 0; i < 4096; i++) v[i] = 1.0f + 0x1p-12f;
+    amp_tensors_begin_step(&r, 5, 0);
+    amp_tensor_round(&r, t, v);
+    memcpy(y1, t->data, sizeof y1);
+    amp_tensors_begin_step(&r, 5, 0);
+    amp_tensor_round(&r, t, v);
+    ck_assert(!memcmp(y1, t->data, sizeof y1));
+    amp_tensors_begin_step(&r, 6, 0);
+    amp_tensor_round(&r, t, v);
+    memcpy(y2, t->data, sizeof y2);
+    ck_assert(memcmp(y1, y2, sizeof y1) != 0);
+    int up = 0;
+    for (int i = 0; i < 4096; i++) up += y1[i] != 1.0f;
+    /* 1 + 2^-12 is a quarter of an fp16 ulp above 1: P(up) = 1/4 */
+    ck_assert_msg(up > 850 && up < 1200, "sr rounded up %d of 4096 (expected ~1024)", up);
+    free(v);
+    amp_tensors_free(&r);
+}
+END_TEST
+
+START_TEST(test_digits_batches)
+{
+    char path[4096];
+    ck_assert_int_eq(amp_data_find("digits.csv.gz", path, sizeof path), AMP_OK);
+    amp_digits d;
+    ck_assert_int_eq(amp_digits_load(path, &d), AMP_OK);
+    ck_assert_int_eq(d.N, 1797);
+    amp_batch b;
+    /* file order: step 56 with B=32 takes rows 1792..1796 then 0..26 */
+    ck_assert_int_eq(amp_digits_batch(&d, 56, 32, 0, 1, &b), AMP_OK);
+    for (int j = 0; j < 32; j++) {
+        int row = (32 * 56 + j) % 1797;
+        ck_assert(!memcmp(b.x + 64 * j, d.x + 64 * row, 64 * sizeof(float)));
+        ck_assert_int_eq(b.y[j], d.y[row]);
+    }
+    ck_assert(d.x[0] == 0.0f && d.x[2] == 5.0f / 16.0f && d.y[0] == 0);   /* first row: 0,0,5,... label 0 */
+    /* shuffled: every epoch visits every row once */
+    int *seen = calloc(1797, sizeof *seen);
+    for (int64_t s = 0; s < 1797; s++) {
+        ck_assert_int_eq(amp_digits_batch(&d, s, 1, 1, 42, &b), AMP_OK);
+        for (int r = 0; r < 1797; r++)
+            if (!memcmp(b.x, d.x + 64 * r, 64 * sizeof(float)) && b.y[0] == d.y[r]) { seen[r]++; break; }
+    }
+    int missing = 0;
+    for (int r = 0; r < 1797; r++) missing += seen[r] == 0;
+    ck_assert_int_lt(missing, 40);                        /* duplicate images exist; most rows matched */
+    free(seen);
+    /* sha256 of "abc" (FIPS 180-2 example) */
+    char tmp[] = "/tmp/check_units.XXXXXX";
+    int fd = mkstemp(tmp);
+    ck_assert(write(fd, "abc", 3) == 3);
+    close(fd);
+    char hex[65];
+    ck_assert_int_eq(amp_sha256_file(tmp, hex), AMP_OK);
+    ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    unlink(tmp);
+    amp_digits_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("train_units");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_presets);
+    tcase_add_test(tc, test_policy_json);
+    tcase_add_test(tc, test_sgd_fp32_single_rounding);
+    tcase_add_test(tc, test_pure_bf16_updates);
+    tcase_add_test(tc, test_registry_stats_and_nonfinite);
+    tcase_add_test(tc, test_digits_batches);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
