@@ -39,6 +39,8 @@ typedef struct kparams {
     uint32_t inf_res[2];              /* result bits of +-inf input */
     uint32_t zsign;                   /* sign mask kept on zero results (0 for fnuz) */
     uint32_t ftz, daz;
+    float cadd;                       /* rne, fixed quantum: 2^23 * min subnormal */
+    int rne_ok;                       /* the specialised rne kernel applies */
 } kparams;
 
 /* Element kernel: result bits of float bits u; if want_cls, adds 1 to the
@@ -167,6 +169,82 @@ DEF_KERNEL(k_up, AMP_RND_UP)
 DEF_KERNEL(k_dn, AMP_RND_DN)
 DEF_KERNEL(k_to, AMP_RND_TO)
 
+/* The common case, specialised: rne without ftz/daz. Round to nearest even
+ * on the bit pattern is one add and one mask (a + half - 1 + lsb, carries
+ * move into the exponent); the target-subnormal range is rounded by the FPU
+ * itself ((f + C) - C with C = 2^23 * min subnormal, exact in the default
+ * rne mode that ampsim never changes), and not computed at all when emin is
+ * float32's (bf16, tf32, fp32: float32 subnormals share the target's quantum).
+ * A +-inf input takes the overflow result (equal for rne, checked in
+ * fast_params) and a zero input rounds to zero by itself. */
+#define RNE_ARGS uint32_t sh, uint32_t mask, uint32_t half_m1, uint32_t one, uint32_t minnorm,   \
+                 uint32_t maxbits, float cadd, uint32_t ovf0, uint32_t ovf1, uint32_t ovfc0,   \
+                 uint32_t ovfc1, uint32_t zsign
+#define RNE_PASS(p) (p)->sh, (p)->mask, (p)->half - 1u, (p)->sh ? 1u : 0u, (p)->minnorm,       \
+                 (p)->maxbits, (p)->cadd, (p)->ovf_res[0], (p)->ovf_res[1], (p)->ovf_cls[0],    \
+                 (p)->ovf_cls[1], (p)->zsign
+#define RNE_NAMES sh, mask, half_m1, one, minnorm, maxbits, cadd, ovf0, ovf1, ovfc0, ovfc1, zsign
+
+static inline __attribute__((always_inline)) uint32_t
+rne_elem(uint32_t u, int int_sub, int want_cls, uint32_t *cnt, RNE_ARGS)
+{
+    uint32_t a = u & 0x7fffffffu, s = u & 0x80000000u, neg = s >> 31;
+    uint32_t r = (a + half_m1 + (((a >> sh) & one))) & ~mask;
+    uint32_t small = (int32_t)a < (int32_t)minnorm;
+    if (!int_sub) {
+        float fs = amp_u2f(a & (0u - small));
+        uint32_t rs = amp_f2u((fs + cadd) - cadd);
+        r = sel(small, rs, r);
+    }
+    uint32_t is_nan = (int32_t)a > 0x7f800000;
+    uint32_t ovf = ((int32_t)r > (int32_t)maxbits) | is_nan;
+    uint32_t flush = r == 0;
+    uint32_t res = sel(flush, s & zsign, r | s);
+    res = sel(ovf, sel(is_nan, u | 0x00400000u, sel(neg, ovf1, ovf0)), res);
+    if (want_cls) {
+        uint32_t is_zero = a == 0, is_inf = a == 0x7f800000u;
+        uint32_t sp = is_nan | is_inf | is_zero;
+        uint32_t ov = ovf & (sp ^ 1u);
+        uint32_t ov_is_ovf = sel(neg, ovfc1, ovfc0) == AMP_CLS_OVERFLOW;
+        uint32_t fl = flush & ((sp | ovf) ^ 1u);
+        uint32_t sb = (uint32_t)((int32_t)r < (int32_t)minnorm) & ((sp | ovf | flush) ^ 1u);
+        cnt[AMP_CLS_NAN_IN] += is_nan;
+        cnt[AMP_CLS_INF_IN] += is_inf;
+        cnt[AMP_CLS_ZERO_IN] += is_zero;
+        cnt[AMP_CLS_OVERFLOW] += ov & ov_is_ovf;
+        cnt[AMP_CLS_SATURATED] += ov & (ov_is_ovf ^ 1u);
+        cnt[AMP_CLS_FLUSHED] += fl;
+        cnt[AMP_CLS_SUBNORMAL] += sb;
+        cnt[AMP_CLS_ROUNDED] += (uint32_t)(r != a) & ((sp | ovf | flush | sb) ^ 1u);
+    }
+    return res;
+}
+
+#define DEF_RNE(NAME, INT_SUB)                                                                  \
+    AMP_CLONES static void NAME##_body(const uint32_t *restrict x, uint32_t *restrict y,       \
+                                       size_t n, RNE_ARGS)                                     \
+    {                                                                                           \
+        uint32_t c_[AMP_CLS_COUNT];                                                             \
+        for (size_t i = 0; i < n; i++) y[i] = rne_elem(x[i], INT_SUB, 0, c_, RNE_NAMES);       \
+    }                                                                                           \
+    AMP_CLONES static void NAME##_cls_body(const uint32_t *restrict x, uint32_t *restrict y,   \
+                                           uint32_t *restrict cnt, size_t n, RNE_ARGS)         \
+    {                                                                                           \
+        uint32_t c[AMP_CLS_COUNT] = { 0 };                                                      \
+        for (size_t i = 0; i < n; i++) y[i] = rne_elem(x[i], INT_SUB, 1, c, RNE_NAMES);        \
+        for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                           \
+    }                                                                                           \
+    static void NAME(const kparams *p, const uint32_t *x, uint32_t *y, size_t n)                \
+    {                                                                                           \
+        NAME##_body(x, y, n, RNE_PASS(p));                                                      \
+    }                                                                                           \
+    static void NAME##_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n) \
+    {                                                                                           \
+        NAME##_cls_body(x, y, cnt, n, RNE_PASS(p));                                             \
+    }
+DEF_RNE(k_rne_sub, 0)
+DEF_RNE(k_rne_int, 1)
+
 typedef void (*kern_fn)(const kparams *, const uint32_t *, uint32_t *, size_t);
 typedef void (*kern_cls_fn)(const kparams *, const uint32_t *, uint32_t *, uint32_t *, size_t);
 static const kern_fn kernels[] = {
@@ -208,44 +286,45 @@ AMP_CLONES static void block_stats(blockacc *acc, const uint32_t *restrict x, co
     }
     acc->amax = amax;
     acc->amin = amin;
-    /* Error sums in double, in 8 fixed lanes (a float sum cannot be reordered,
-     * so the lanes are explicit; the order is fixed, hence deterministic). */
-    double lse[8] = { 0 }, lsq[8] = { 0 }, lsr[8] = { 0 };
-    uint32_t lnr[8] = { 0 };
-    size_t n8 = n & ~(size_t)7;
-    for (size_t i = 0; i < n8; i += 8) {
-        for (int j = 0; j < 8; j++) {
-            uint32_t xu = x[i + j], yu = y[i + j];
-            uint32_t a = xu & 0x7fffffffu, b = yu & 0x7fffffffu;
-            uint32_t ok = (a - 1u < 0x7f7fffffu) & (b < 0x7f800000u);
-            /* masked in the integer domain: no float select (gcc would not speculate it) */
-            float xf = amp_u2f(sel(ok, xu, 0u)), yf = amp_u2f(sel(ok, yu, 0u));
-            float xd = amp_u2f(sel(ok, xu, 0x3f800000u));          /* 1.0f where not ok */
-            double dd = (double)yf - (double)xf;
-            double dr = dd / (double)xd;         /* can exceed FLT_MAX (tiny x rounded up) */
-            lse[j] += dd * dd;
-            lsq[j] += (double)xf * (double)xf;
-            lsr[j] += dr * dr;
-            lnr[j] += ok;
-        }
+    /* Error sums: the per-element terms in float32 (vectorised), then summed in
+     * double in 4 fixed lanes (a float sum cannot be reordered, so the lanes
+     * are explicit; the order is fixed, hence deterministic). d = y - x is
+     * exact except when saturating far above max finite; d / x is divided in
+     * double (in float it overflows for a directed rounding of a tiny x). */
+    float dv[BLOCK], xv[BLOCK], qv[BLOCK];
+    uint32_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t xu = x[i], yu = y[i];
+        uint32_t a = xu & 0x7fffffffu, b = yu & 0x7fffffffu;
+        uint32_t ok = (a - 1u < 0x7f7fffffu) & (b < 0x7f800000u);   /* finite nonzero x, finite y */
+        float xf = amp_u2f(sel(ok, xu, 0u)), yf = amp_u2f(sel(ok, yu, 0u));
+        float xd = amp_u2f(sel(ok, xu, 0x3f800000u));                 /* 1.0f where not ok */
+        float d = yf - xf;
+        dv[i] = d;
+        xv[i] = xf;
+        qv[i] = xd;
+        nr += ok;
     }
-    for (size_t i = n8; i < n; i++) {
-        uint32_t a = x[i] & 0x7fffffffu, b = y[i] & 0x7fffffffu;
-        if (a - 1u < 0x7f7fffffu && b < 0x7f800000u) {
-            double xf = amp_u2f(x[i]), dd = (double)amp_u2f(y[i]) - xf;
-            lse[0] += dd * dd;
-            lsq[0] += xf * xf;
-            lsr[0] += (dd / xf) * (dd / xf);
-            lnr[0]++;
+    size_t n4 = n & ~(size_t)3;
+    double lse[4] = { 0 }, lsq[4] = { 0 }, lsr[4] = { 0 };
+    for (size_t i = 0; i < n4; i += 4)
+        for (int j = 0; j < 4; j++) {
+            double d = dv[i + j], xx = xv[i + j], r = d / (double)qv[i + j];
+            lse[j] += d * d;
+            lsq[j] += xx * xx;
+            lsr[j] += r * r;
         }
+    for (size_t i = n4; i < n; i++) {
+        double d = dv[i], xx = xv[i], r = d / (double)qv[i];
+        lse[0] += d * d;
+        lsq[0] += xx * xx;
+        lsr[0] += r * r;
     }
     double se = 0, sq = 0, sr = 0;
-    uint32_t nr = 0;
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < 4; j++) {
         se += lse[j];
         sq += lsq[j];
         sr += lsr[j];
-        nr += lnr[j];
     }
     acc->sum_sq_err += se;
     acc->sum_sq += sq;
@@ -278,8 +357,8 @@ static void hist_add(amp_stats *st, int binade, uint64_t count)
 static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
 {
     if (o->mode == AMP_RND_SR || (o->flags & AMP_EXACT) || !f->has_subnormals || !f->is_signed ||
-        f->emin < -126 || f->mbits > 23 || (o->mode == AMP_RND_TO && f->mbits == 0))
-        return 0;   /* rto with no mantissa bits: the significand 1 is odd, generic path */
+        f->emin < -126 || f->mbits > 23 || f->mbits == 0)
+        return 0;   /* no mantissa bits: the significand 1 is odd (ties, rto): generic path */
     memset(p, 0, sizeof *p);
     p->sh = (uint32_t)(23 - f->mbits);
     p->mask = (1u << p->sh) - 1;
@@ -299,6 +378,9 @@ static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
         p->inf_res[neg] = amp_f2u(ri);
     }
     p->zsign = f->has_neg_zero ? 0x80000000u : 0;
+    p->cadd = (float)ldexp(f->min_subnormal, 23);
+    p->rne_ok = o->mode == AMP_RND_NE && !(o->flags & (AMP_FTZ | AMP_DAZ)) &&
+                p->inf_res[0] == p->ovf_res[0] && p->inf_res[1] == p->ovf_res[1];
     p->ftz = (o->flags & AMP_FTZ) != 0;
     p->daz = (o->flags & AMP_DAZ) != 0;
     return 1;
@@ -312,13 +394,15 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     const uint32_t *xu = (const uint32_t *)(const void *)x;
     uint32_t *yu = (uint32_t *)(void *)y;
     if (!st) {
-        kernels[o->mode](&p, xu, yu, n);
+        kern_fn k = p.rne_ok ? (p.int_sub ? k_rne_int : k_rne_sub) : kernels[o->mode];
+        k(&p, xu, yu, n);
         return 1;
     }
     blockacc acc;
     memset(&acc, 0, sizeof acc);
     acc.amin = 0x7f800000u;
     uint32_t xin[BLOCK];
+    kern_cls_fn kc = p.rne_ok ? (p.int_sub ? k_rne_int_cls : k_rne_sub_cls) : kernels_cls[o->mode];
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
         const uint32_t *xb = xu + i;
@@ -326,7 +410,7 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
             memcpy(xin, xb, len * sizeof *xin);
             xb = xin;
         }
-        kernels_cls[o->mode](&p, xb, yu + i, acc.cls, len);
+        kc(&p, xb, yu + i, acc.cls, len);
         block_stats(&acc, xb, yu + i, len);
     }
     st->n += n;
