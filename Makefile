@@ -119,7 +119,7 @@ clean:
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d)
 
-# Fuzz the tensor-file readers (libFuzzer + ASan + UBSan, clang), each for
+# Fuzz every reader and parser (libFuzzer + ASan + UBSan, clang), each for
 # FUZZ_SECONDS; new inputs go to $(BUILD)/fuzz/corpus_*, the committed seeds
 # (tests/fuzz/corpus_*, made by tests/fuzz/make_seeds.py) are only read.
 FUZZ_SECONDS ?= 60
@@ -128,7 +128,16 @@ FUZZ_SRC     := sim/base.c sim/io.c analysis/npy.c analysis/safetensors.c analys
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -ffp-contract=off -fno-omit-frame-pointer \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -Isim -Ianalysis -Ireports $(shell pkg-config --cflags libcjson) -DAMP_VERSION=\"fuzz\"
-FUZZERS      := npy safetensors
+FUZZERS      := npy safetensors digits policy scaler_spec csv checkpoint
+# Extra library sources per harness (FUZZ_SRC is linked into every one).
+FUZZ_ROUND   := sim/format.c sim/round.c sim/round_fast.c sim/round_mpfr.c
+FUZZ_SCALERS := sim/scaler.c sim/scaler_loss.c sim/scaler_fp8.c
+FUZZ_SRC_digits      := sim/data_digits.c
+FUZZ_SRC_policy      := $(FUZZ_ROUND) sim/policy.c
+FUZZ_SRC_scaler_spec := $(FUZZ_ROUND) $(FUZZ_SCALERS)
+FUZZ_SRC_csv         := reports/csv.c
+FUZZ_SRC_checkpoint  := $(FUZZ_ROUND) $(FUZZ_SCALERS) sim/tensor.c sim/checkpoint.c
+$(foreach h,$(FUZZERS),$(eval $(BUILD)/fuzz/fuzz_$(h): $(FUZZ_SRC_$(h)) tests/fuzz/fuzz_memfile.h))
 
 fuzz: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 	@for h in $(FUZZERS); do \
@@ -141,7 +150,8 @@ fuzz: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard sim/amp_*.h analysis/amp_*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) $(shell pkg-config --libs libcjson) -lm
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) $(filter-out $(FUZZ_SRC),$(FUZZ_SRC_$*)) \
+	  $(shell pkg-config --libs libcjson zlib mpfr gmp) -fopenmp -lm
 
 # The report's gnuplot scripts, found by an installed ampsim in <prefix>/share/ampsim/reports.
 install: install-report-scripts
@@ -149,3 +159,23 @@ install-report-scripts:
 	install -d $(DESTDIR)$(PREFIX)/share/ampsim/reports
 	install -m 644 reports/fig*.gp $(DESTDIR)$(PREFIX)/share/ampsim/reports/
 .PHONY: install-report-scripts
+
+# The MPI plugin of distributed compare/sweep: sim/cli_dist.c dlopen()s
+# $(BUILD)/ampsim-mpi.so (installed: <prefix>/lib/ampsim/) only under
+# mpirun/srun, so the ampsim binary itself never links or needs MPI. Built only
+# when pkg-config finds Open MPI (ompi-c).
+HAVE_MPI := $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1)
+ifeq ($(HAVE_MPI),1)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c) -Wl,-rpath,$(shell pkg-config --variable=libdir ompi-c)
+all: $(BUILD)/ampsim-mpi.so
+check-run: $(BUILD)/ampsim-mpi.so
+$(BUILD)/ampsim-mpi.so: sim/mpi/mpi_plugin.c sim/mpi/amp_mpi_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
+install: install-mpi-plugin
+install-mpi-plugin: $(BUILD)/ampsim-mpi.so
+	install -d $(DESTDIR)$(PREFIX)/lib/ampsim
+	install -m 755 $(BUILD)/ampsim-mpi.so $(DESTDIR)$(PREFIX)/lib/ampsim/
+.PHONY: install-mpi-plugin
+endif

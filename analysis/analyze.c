@@ -438,8 +438,8 @@ amp_status amp_analyze_view(const amp_tensor_view *v, const amp_analyze_opts *o,
     job *jobs = calloc((size_t)nf * (size_t)ns, sizeof *jobs);
     int *jobidx = calloc((size_t)nf * (size_t)ns, sizeof *jobidx);   /* (format, scale) -> job */
     uint64_t (*h)[HBINS] = o->auto_scale ? calloc(2, sizeof *h) : NULL;
-    job *cj = NULL;
-    int *cf = NULL, *cand = NULL, ncj = 0, *autok = NULL;
+    job *cj = NULL, *autoj = NULL;   /* auto: candidates; the chosen scale per format */
+    int *cf = NULL, *cand = NULL, ncj = 0;
     amp_status st = AMP_OK;
     if (!jobs || !jobidx || (o->auto_scale && !h)) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
     for (int s = 0, j = 0; s < ns; s++)
@@ -464,8 +464,7 @@ amp_status amp_analyze_view(const amp_tensor_view *v, const amp_analyze_opts *o,
         cand = malloc((size_t)nf * NK * sizeof *cand);
         cf = malloc((size_t)nf * NK * sizeof *cf);
         cj = calloc((size_t)nf * NK, sizeof *cj);
-        autok = malloc((size_t)nf * sizeof *autok);
-        if (!cand || !cf || !cj || !autok) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
+        if (!cand || !cf || !cj) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
         for (int fi = 0; fi < nf; fi++) {
             int nc = auto_candidates(&o->formats[fi], h, cand + fi * NK);
             if (nc < 0) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
@@ -480,8 +479,9 @@ amp_status amp_analyze_view(const amp_tensor_view *v, const amp_analyze_opts *o,
          * (one light pass), then one real rounding pass per format at its
          * chosen k: that pass's statistics are the auto row. */
         if ((st = count_pass(v, cj, cf, ncj, o->formats))) goto out;
-        job *chosen = calloc((size_t)nf, sizeof *chosen);
-        if (!chosen) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
+        autoj = calloc((size_t)nf, sizeof *autoj);
+        if (!autoj) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
+        int nreal = 0;
         for (int fi = 0; fi < nf; fi++) {
             int best = -1;
             key bk = { 0, 0, 0 };
@@ -492,17 +492,18 @@ amp_status amp_analyze_view(const amp_tensor_view *v, const amp_analyze_opts *o,
                 if (best < 0 || key_cmp(kk, bk) < 0) { best = j; bk = kk; }
             }
             AMP_ASSERT(best >= 0);
-            chosen[fi].f = &o->formats[fi];
-            chosen[fi].scale = cj[best].scale;
-            amp_stats_init(&chosen[fi].st);
+            autoj[fi].f = &o->formats[fi];
+            autoj[fi].scale = cj[best].scale;
+            amp_stats_init(&autoj[fi].st);
+            int reuse = -1;         /* k = 0: the unscaled row already has the statistics */
+            for (int s = 0; s < ns; s++)
+                if (o->scales[s] == 1.0f && autoj[fi].scale == 1.0f) reuse = s;
+            if (reuse >= 0) autoj[fi].st = jobs[jobidx[reuse * nf + fi]].st;
+            else cj[nreal++] = autoj[fi];   /* cj is free now: the real rounding pass */
         }
-        st = run_pass(v, chosen, nf, NULL);
-        for (int fi = 0; fi < nf; fi++) {
-            autok[fi] = fi;
-            cj[fi] = chosen[fi];
-        }
-        free(chosen);
-        if (st) goto out;
+        if ((st = run_pass(v, cj, nreal, NULL))) goto out;
+        for (int fi = 0, j = 0; fi < nf; fi++)
+            if (j < nreal && cj[j].f == autoj[fi].f) autoj[fi].st = cj[j++].st;
     }
 
     size_t cap = *n_rows;   /* realloc grows from the current size */
@@ -514,7 +515,7 @@ amp_status amp_analyze_view(const amp_tensor_view *v, const amp_analyze_opts *o,
             const job *jb = &jobs[jobidx[s * nf + fi]];
             st = push_row(rows, n_rows, &cap, v, &o->formats[fi], o->scales[s], 0, 0, &jb->st);
             if (!st && o->auto_scale && s == one) {
-                const job *a = &cj[autok[fi]];
+                const job *a = &autoj[fi];
                 st = push_row(rows, n_rows, &cap, v, &o->formats[fi], a->scale, 1, ilogbf(a->scale), &a->st);
             }
         }
@@ -525,7 +526,7 @@ out:
     free(cj);
     free(cf);
     free(cand);
-    free(autok);
+    free(autoj);
     return st;
 }
 

@@ -157,7 +157,7 @@ static amp_status parse_dict(hp *p, amp_tensor_view *v)
         int big = 0;
         for (int i = 0; i < v->ndim; i++) big += v->shape[i] > 1;
         if (big > 1)
-            return amp_fail(AMP_EFORMAT, "%s: fortran_order True not supported (C order only)", p->path);
+            return amp_fail(AMP_EFORMAT, "%s: fortran_order True not supported (C order only; save np.ascontiguousarray(x))", p->path);
     }
     return AMP_OK;
 dup:

@@ -19,7 +19,7 @@ set xtics add ("0" xz)
 if (any_infnan) { set xtics add ("inf/NaN" xin) }
 single = (N == 1)
 if (single) {
-    set lmargin 10; set tmargin 3; set bmargin 4
+    set lmargin 10; set tmargin 4; set bmargin 4
 } else {
     # panels placed by hand (fractions of the canvas of W x H pixels)
     PL = 95.0 / W; PR = 15.0 / W; PT = 95.0 / H; PB = 62.0 / H; GX = 78.0 / W; GY = 72.0 / H
@@ -44,7 +44,7 @@ do for [i=1:N] {
     if (any_infnan) { set arrow 2 from first xhi, graph 0 to first xhi, graph 1 nohead dt 2 lc rgb "#888888" front }
     # the axis break between the zero bar and the magnitudes
     set arrow 1 from first brk, graph 0 to first brk, graph 1 nohead dt 2 lc rgb "#888888" front
-    set title ttl[i] . (scaled[i] ? "" : "  (loss scale 1)") font ",11"
+    set title ttl[i] font (cols > 2 ? ",10" : ",11")
     if (single) {
         set title maintitle . "\n" . ttl[i] font ",12"
     }

@@ -8,9 +8,11 @@
  *   after multiplication by the loss scale; "unscaled" shifts them by
  *   -round(log2 S) binades (exact for power-of-two scales).
  * - Compare directory: a folder with summary.csv; every subfolder holding a
- *   metrics.csv is a run. The FP32 reference is the run whose config.json
- *   says precision "fp32"; among several, the one named "ref", then "fp32",
- *   then the first by name. */
+ *   config.json or metrics.csv is a run, except those summary.csv marks as
+ *   failed (columns name and status, as `ampsim compare` writes them). The
+ *   reference is the run named "ref" (as compare names it); failing that, a
+ *   run whose config.json says precision "fp32" (the one named "fp32", else
+ *   the first by name). */
 #include "ampsim.h"
 #include "report_internal.h"
 #include "amp_io.h"
@@ -209,7 +211,7 @@ static amp_status load_tensors(rp_run *r)
                                         "amin_nonzero", "rel_err" };
     int k[14];
     if ((st = amp_csv_require(&c, need, 14, k))) goto out;
-    if (c.nrows == 0) { st = amp_fail(AMP_EFORMAT, "%s:2: no data rows", p); goto out; }
+    if (c.nrows == 0) goto out;   /* --log-every 0: no per-tensor figures */
     /* pass 1: validate, collect tensors and logged steps */
     long *steps = malloc(c.nrows * sizeof *steps);
     if (!steps) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
@@ -298,7 +300,7 @@ static amp_status load_hist(rp_run *r)
     static const char *const need[] = { "step", "tensor", "binade", "count" };
     int k[4];
     if ((st = amp_csv_require(&c, need, 4, k))) goto out;
-    if (c.nrows == 0) { st = amp_fail(AMP_EFORMAT, "%s:2: no data rows", p); goto out; }
+    if (c.nrows == 0 || r->nt == 0) goto out;   /* --hist-every 0 or --log-every 0: no histograms */
     long last = -1;
     r->hist_first = -1;
     for (size_t i = 0; i < c.nrows; i++) {
@@ -317,7 +319,8 @@ static amp_status load_hist(rp_run *r)
         const char *name = amp_csv_get(&c, i, k[1]);
         long ti = tens_find(r, name);
         if (ti < 0) {
-            st = amp_fail(AMP_EFORMAT, "%s:%zu: tensor '%s' is not in tensors.csv", p, c.line[i], name);
+            st = amp_fail(AMP_EFORMAT, "%s:%zu: tensor '%s' is not in tensors.csv (its role and format are unknown)",
+                          p, c.line[i], name);
             goto out;
         }
         rp_tens *t = &r->t[ti];
@@ -384,6 +387,8 @@ static amp_status load_run(rp_run *r, const char *dir, const char *label)
     const char *sc = json_find_str(j, "scaler");
     snprintf(r->precision, sizeof r->precision, "%s", prec ? prec : "?");
     snprintf(r->scaler, sizeof r->scaler, "%s", sc ? sc : "none");
+    const char *f8 = json_find_str(j, "fp8_scaler");
+    snprintf(r->fp8_scaler, sizeof r->fp8_scaler, "%s", f8 && strcmp(f8, "none") ? f8 : "");
     cJSON_Delete(j);
     snprintf(p, sizeof p, "%s/summary.json", dir);
     if (is_file(p)) {
@@ -399,6 +404,16 @@ static amp_status load_run(rp_run *r, const char *dir, const char *label)
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* 1 if summary.csv has a row for run `name` whose status is not "ok". */
+static int summary_says_failed(const amp_csv *c, const char *name)
+{
+    int cn = amp_csv_col(c, "name"), cs = amp_csv_col(c, "status");
+    if (cn < 0 || cs < 0) return 0;
+    for (size_t i = 0; i < c->nrows; i++)
+        if (!strcmp(amp_csv_get(c, i, cn), name)) return strcmp(amp_csv_get(c, i, cs), "ok") != 0;
+    return 0;
 }
 
 static amp_status load_compare(rp_ctx *ctx)
@@ -420,6 +435,11 @@ static amp_status load_compare(rp_ctx *ctx)
         char q[RP_PATH + 600];
         snprintf(q, sizeof q, "%s/%s/metrics.csv", ctx->dir, e->d_name);
         if (!is_file(p) && !is_file(q)) continue;
+        if (summary_says_failed(&ctx->summary, e->d_name)) {
+            if (ctx->nskipped < 8) snprintf(ctx->skipped[ctx->nskipped], sizeof ctx->skipped[0], "%.120s", e->d_name);
+            ctx->nskipped++;
+            continue;
+        }
         char **nn = realloc(names, (n + 1) * sizeof *nn);
         if (!nn || !(nn[n] = strdup(e->d_name))) { free(nn ? nn : names); closedir(d); return amp_fail(AMP_ENOMEM, "out of memory"); }
         names = nn;
@@ -438,14 +458,15 @@ static amp_status load_compare(rp_ctx *ctx)
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
     if (st) return st;
-    /* the reference: precision fp32; prefer "ref", then "fp32", then the first */
+    /* the reference: the run named "ref" (what compare writes); else one whose
+     * precision is fp32, preferring the one named "fp32", then the first by name */
     ctx->ref = -1;
-    for (size_t i = 0; i < ctx->nr; i++) {
-        if (strcmp(ctx->r[i].precision, "fp32")) continue;
-        if (ctx->ref < 0) ctx->ref = (int)i;
-        if (!strcmp(ctx->r[i].label, "ref")) { ctx->ref = (int)i; break; }
-        if (!strcmp(ctx->r[i].label, "fp32") && strcmp(ctx->r[ctx->ref].label, "ref")) ctx->ref = (int)i;
-    }
+    for (size_t i = 0; i < ctx->nr && ctx->ref < 0; i++)
+        if (!strcmp(ctx->r[i].label, "ref")) ctx->ref = (int)i;
+    for (size_t i = 0; i < ctx->nr && ctx->ref < 0; i++)
+        if (!strcmp(ctx->r[i].precision, "fp32") && !strcmp(ctx->r[i].label, "fp32")) ctx->ref = (int)i;
+    for (size_t i = 0; i < ctx->nr && ctx->ref < 0; i++)
+        if (!strcmp(ctx->r[i].precision, "fp32")) ctx->ref = (int)i;
     if (ctx->ref > 0) {   /* the reference first, the others by name */
         rp_run tmp = ctx->r[ctx->ref];
         memmove(&ctx->r[1], &ctx->r[0], (size_t)ctx->ref * sizeof *ctx->r);
@@ -570,12 +591,23 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
     rp_html_escape(fp, ctx->dir);
     fprintf(fp, "</code>, written by ampsim %s. ", amp_version());
     if (ctx->compare) {
-        fprintf(fp, "%zu runs; FP32 reference: ", ctx->nr);
-        if (ctx->ref >= 0) { fputs("<code>", fp); rp_html_escape(fp, ctx->r[ctx->ref].label); fputs("</code>", fp); }
-        else fputs("<b class=warn>none found</b> (no run has precision fp32)", fp);
-        fputs(" (the run whose config.json has precision fp32; among several, the one named ref, then fp32, then the first by name).", fp);
+        fprintf(fp, "%zu runs; reference: ", ctx->nr);
+        if (ctx->ref >= 0) {
+            fputs("<code>", fp); rp_html_escape(fp, ctx->r[ctx->ref].label);
+            fputs("</code> (precision ", fp); rp_html_escape(fp, ctx->r[ctx->ref].precision); fputs(")", fp);
+        } else {
+            fputs("<b class=warn>none found</b> (no run named ref, no run with precision fp32)", fp);
+        }
+        fputs(" — the run named ref, as <code>ampsim compare</code> names it; failing that, a run with precision fp32.", fp);
     }
-    fputs("</p>\n<ul>\n", fp);
+    fputs("</p>\n", fp);
+    if (ctx->nskipped) {
+        fprintf(fp, "<p><b class=warn>%d run%s failed according to summary.csv and %s left out:", ctx->nskipped,
+                ctx->nskipped > 1 ? "s" : "", ctx->nskipped > 1 ? "are" : "is");
+        for (int i = 0; i < ctx->nskipped && i < 8; i++) { fputs(" <code>", fp); rp_html_escape(fp, ctx->skipped[i]); fputs("</code>", fp); }
+        fputs("</b> (see their .log files next to the run folders).</p>\n", fp);
+    }
+    fputs("<ul>\n", fp);
     for (int i = 0; i < ctx->nfig; i++) {
         fprintf(fp, "<li><a href=\"#%s\">", ctx->figs[i].id);
         rp_html_escape(fp, ctx->figs[i].title);
@@ -601,6 +633,7 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
         rp_html_escape(fp, r->precision);
         fputs("</td><td>", fp);
         rp_html_escape(fp, r->scaler);
+        if (*r->fp8_scaler) { fputs("; FP8: ", fp); rp_html_escape(fp, r->fp8_scaler); }
         long skipped = 0;
         for (size_t s = 0; s < r->nm; s++) skipped += r->skipped[s];
         fprintf(fp, "</td><td>%zu</td><td>%.6g</td><td>%ld</td><td>%.6g</td></tr></table>\n",

@@ -1,4 +1,5 @@
-/* The report's figures: for each one, a data file (data/<id>.dat) and a
+/* The report's figures 2-6 and the helpers every figure uses (figure 1 is in
+ * report_hist.c). For each figure, a data file (data/<id>.dat) and a
  * parameter file (data/<id>.gp: sizes, labels, format bands) computed here,
  * drawn by one of the scripts reports/fig*.gp through gnuplot, once per
  * output format. gnuplot writes to a temporary name that is checked
@@ -17,12 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define FIG_W 1000
 
 /* ---- small helpers ------------------------------------------------------ */
 
 /* Writes a gnuplot double-quoted string literal. */
-static void gp_str(FILE *fp, const char *s)
+void rp_gp_str(FILE *fp, const char *s)
 {
     fputc('"', fp);
     for (; *s; s++) {
@@ -32,28 +32,27 @@ static void gp_str(FILE *fp, const char *s)
     fputc('"', fp);
 }
 
-static void gp_str_array(FILE *fp, const char *name, const char *const *v, int n)
+void rp_gp_str_array(FILE *fp, const char *name, const char *const *v, int n)
 {
     fprintf(fp, "array %s[%d] = [", name, n);
-    for (int i = 0; i < n; i++) { if (i) fputs(", ", fp); gp_str(fp, v[i]); }
+    for (int i = 0; i < n; i++) { if (i) fputs(", ", fp); rp_gp_str(fp, v[i]); }
     fputs("]\n", fp);
 }
 
-static void gp_num_array(FILE *fp, const char *name, const double *v, int n)
+void rp_gp_num_array(FILE *fp, const char *name, const double *v, int n)
 {
     fprintf(fp, "array %s[%d] = [", name, n);
     for (int i = 0; i < n; i++) fprintf(fp, "%s%.9g", i ? ", " : "", v[i]);
     fputs("]\n", fp);
 }
 
-static void gp_num(FILE *fp, double v)
+void rp_gp_num(FILE *fp, double v)
 {
     if (isnan(v) || isinf(v)) fputs("NaN", fp);
     else fprintf(fp, "%.9g", v);
 }
 
-static void add_note(rp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_note(rp_ctx *ctx, const char *fmt, ...)
+void rp_add_note(rp_ctx *ctx, const char *fmt, ...)
 {
     if (ctx->nnotes >= (int)(sizeof ctx->notes / sizeof ctx->notes[0])) return;
     va_list ap;
@@ -85,6 +84,14 @@ static amp_status copy_script(rp_ctx *ctx, const char *script)
     size_t len;
     amp_status st = amp_read_file(src, 1 << 20, &data, &len);
     if (st) return st;
+    char *old = NULL;
+    size_t olen = 0;
+    if (!amp_read_file(dst, 1 << 20, &old, &olen) && olen == len && !memcmp(old, data, len)) {
+        free(old);   /* already there (figures share scripts; reports are redrawn) */
+        free(data);
+        return AMP_OK;
+    }
+    free(old);
     st = amp_write_file_atomic(dst, data, len);
     free(data);
     return st;
@@ -92,7 +99,7 @@ static amp_status copy_script(rp_ctx *ctx, const char *script)
 
 /* Runs gnuplot in ctx->out for figure f: once per requested format, with
  * data/<id>.gp loaded before scripts/<script>. Checks and renames each file. */
-static amp_status gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
+amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
 {
     amp_status st = copy_script(ctx, f->script);
     if (st) return st;
@@ -167,14 +174,14 @@ static amp_status gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
 }
 
 /* Opens data/<id>.<ext> atomically. */
-static amp_status open_data(rp_ctx *ctx, const char *id, const char *ext, amp_afile *af)
+amp_status rp_open_data(rp_ctx *ctx, const char *id, const char *ext, amp_afile *af)
 {
     char p[RP_PATH + 160];
     snprintf(p, sizeof p, "%s/data/%s.%s", ctx->out, id, ext);
     return amp_afile_open(af, p);
 }
 
-static rp_fig *new_fig(rp_ctx *ctx, const char *id, const char *script, const char *title)
+rp_fig *rp_new_fig(rp_ctx *ctx, const char *id, const char *script, const char *title)
 {
     if (ctx->nfig >= (int)(sizeof ctx->figs / sizeof ctx->figs[0])) return NULL;
     rp_fig *f = &ctx->figs[ctx->nfig];
@@ -186,7 +193,7 @@ static rp_fig *new_fig(rp_ctx *ctx, const char *id, const char *script, const ch
 }
 
 /* Appends "<a href=REL/FILE>LABEL/FILE</a>" entries to f->sources. */
-static void add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file)
+void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file)
 {
     size_t o = strlen(f->sources);
     char rel[200];
@@ -199,7 +206,7 @@ static void add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file
                  rel, file, shown, *shown ? "/" : "", file);
 }
 
-static void add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref)
+void rp_add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref)
 {
     size_t n = 0;
     for (size_t i = 0; i < ctx->nr; i++) {
@@ -209,267 +216,15 @@ static void add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_r
             snprintf(f->sources + o, sizeof f->sources - o, ", …");
             return;
         }
-        add_source(ctx, f, &ctx->r[i], file);
+        rp_add_source(ctx, f, &ctx->r[i], file);
     }
 }
 
-static amp_status commit2(amp_afile *a, amp_afile *b)
+amp_status rp_commit2(amp_afile *a, amp_afile *b)
 {
     amp_status st = amp_afile_commit(a);
     if (st) { amp_afile_abort(b); return st; }
     return amp_afile_commit(b);
-}
-
-/* ---- figure 1: gradient histograms with format bands -------------------- */
-
-typedef struct hpanel {
-    char title[200];
-    const double *hu, *hs;   /* RP_NB counts */
-    double zero, infnan, total;
-    amp_format f;
-    int scaled;
-} hpanel;
-
-/* Draws np panels (cols x rows) into figure `id`. */
-static amp_status hist_figure(rp_ctx *ctx, rp_fig *fig, const hpanel *pn, int np, int cols,
-                              int h, const char *maintitle)
-{
-    int dmin = RP_BHI, dmax = RP_BLO;
-    double pmin = 100;
-    int any_infnan = 0;
-    for (int i = 0; i < np; i++) {
-        for (int b = 0; b < RP_NB; b++) {
-            double c = (pn[i].scaled ? pn[i].hu[b] + pn[i].hs[b] : pn[i].hu[b]);
-            if (c > 0) {
-                if (b + RP_BLO < dmin) dmin = b + RP_BLO;
-                if (b + RP_BLO > dmax) dmax = b + RP_BLO;
-            }
-            if (pn[i].hu[b] > 0 && 100 * pn[i].hu[b] / pn[i].total < pmin) pmin = 100 * pn[i].hu[b] / pn[i].total;
-            if (pn[i].scaled && pn[i].hs[b] > 0 && 100 * pn[i].hs[b] / pn[i].total < pmin) pmin = 100 * pn[i].hs[b] / pn[i].total;
-        }
-        if (pn[i].zero > 0 && 100 * pn[i].zero / pn[i].total < pmin) pmin = 100 * pn[i].zero / pn[i].total;
-        if (pn[i].infnan > 0) {
-            any_infnan = 1;
-            if (100 * pn[i].infnan / pn[i].total < pmin) pmin = 100 * pn[i].infnan / pn[i].total;
-        }
-    }
-    if (dmin > dmax) { dmin = -1; dmax = 0; }   /* only zeros: an empty magnitude axis */
-    double xlo = dmin - 2, xhi = dmax + 3;
-    for (int i = 0; i < np; i++) {
-        double esub = pn[i].f.has_subnormals ? log2(pn[i].f.min_subnormal) : pn[i].f.emin;
-        double eov = log2(pn[i].f.max_finite);
-        if (esub - 1 >= dmin - 16 && esub - 3 < xlo) xlo = esub - 3;
-        if (pn[i].f.emin >= dmin - 16 && pn[i].f.emin - 2 < xlo) xlo = pn[i].f.emin - 2;
-        if (eov <= dmax + 16 && eov + 2 > xhi) xhi = ceil(eov + 2);
-    }
-    double xz = xlo - 2.5, xin = xhi + 3;
-    double ylo = pow(10, floor(log10(pmin)));
-    if (ylo < 1e-9) ylo = 1e-9;
-    if (ylo > 1) ylo = 1;
-
-    amp_afile d, g;
-    amp_status st = open_data(ctx, fig->id, "dat", &d);
-    if (st) return st;
-    if ((st = open_data(ctx, fig->id, "gp", &g))) { amp_afile_abort(&d); return st; }
-    fprintf(d.fp, "# %s: per panel three blocks: unscaled, as logged (x S), special bins\n"
-                  "# columns: log2|x| bin centre, percent of the panel's values\n", fig->id);
-    for (int i = 0; i < np; i++) {
-        for (int blk = 0; blk < 2; blk++) {
-            const double *c = blk == 0 ? pn[i].hu : pn[i].hs;
-            int rows = 0;
-            if (blk == 0 || pn[i].scaled)
-                for (int b = 0; b < RP_NB; b++)
-                    if (c[b] > 0) { fprintf(d.fp, "%g %.9g\n", b + RP_BLO + 0.5, 100 * c[b] / pn[i].total); rows++; }
-            if (!rows) fputs("NaN NaN\n", d.fp);
-            fputs("\n\n", d.fp);
-        }
-        fprintf(d.fp, "%g ", xz); gp_num(d.fp, pn[i].zero > 0 ? 100 * pn[i].zero / pn[i].total : NAN);
-        fprintf(d.fp, "\n%g ", xin); gp_num(d.fp, pn[i].infnan > 0 ? 100 * pn[i].infnan / pn[i].total : NAN);
-        fputs("\n\n\n", d.fp);
-    }
-    FILE *fp = g.fp;
-    int rows = (np + cols - 1) / cols;
-    fprintf(fp, "# parameters of %s (written by ampsim report)\ndatafile = \"data/%s.dat\"\n", fig->id, fig->id);
-    double xstep = xhi - xlo <= 24 ? 2 : xhi - xlo <= 48 ? 5 : xhi - xlo <= 100 ? 10 : 20;
-    if (cols > 2) xstep *= 2;
-    fprintf(fp, "W = %d\nH = %d\n", FIG_W, h);
-    fprintf(fp, "N = %d\ncols = %d\nrows = %d\nxz = %g\nxin = %g\nxlo = %g\nxhi = %g\nylo = %g\nany_infnan = %d\n"
-                "xstep = %g\nxstart = %g\n",
-            np, cols, rows, xz, xin, xlo, xhi, ylo, any_infnan, xstep, ceil((xlo + 0.35 * xstep) / xstep) * xstep);
-    fprintf(fp, "xend = %g\n", floor((xhi - (any_infnan ? 0.35 * xstep : 0)) / xstep) * xstep);
-    fputs("maintitle = ", fp); gp_str(fp, maintitle); fputc('\n', fp);
-    const char *tt[np > 0 ? np : 1];
-    const char *fn[np > 0 ? np : 1];
-    double esub[np > 0 ? np : 1], emin[np > 0 ? np : 1], eov[np > 0 ? np : 1], sc[np > 0 ? np : 1];
-    for (int i = 0; i < np; i++) {
-        tt[i] = pn[i].title;
-        fn[i] = pn[i].f.name;
-        esub[i] = pn[i].f.has_subnormals ? log2(pn[i].f.min_subnormal) - 1 : pn[i].f.emin;
-        emin[i] = pn[i].f.emin;
-        eov[i] = log2(pn[i].f.max_finite);
-        sc[i] = pn[i].scaled;
-    }
-    gp_str_array(fp, "ttl", tt, np);
-    gp_str_array(fp, "fmtname", fn, np);
-    gp_num_array(fp, "eflush", esub, np);
-    gp_num_array(fp, "enorm", emin, np);
-    gp_num_array(fp, "eover", eov, np);
-    gp_num_array(fp, "scaled", sc, np);
-    if ((st = commit2(&d, &g))) return st;
-    return gp_draw(ctx, fig, FIG_W, h);
-}
-
-/* Most common format among a run's gradient tensors (weighted by n). */
-static const char *grad_format(const rp_run *r)
-{
-    const char *best = NULL;
-    double bw = -1;
-    for (size_t i = 0; i < r->nt; i++) {
-        if (!r->t[i].grad || !r->t[i].in_hist) continue;
-        double w = 0;
-        for (size_t j = 0; j < r->nt; j++)
-            if (r->t[j].grad && r->t[j].in_hist && !strcmp(r->t[j].fmt, r->t[i].fmt)) w += r->t[j].n_total + 1;
-        if (w > bw) { bw = w; best = r->t[i].fmt; }
-    }
-    return best;
-}
-
-/* Pools a run's gradient tensors into p (arrays allocated into hu and hs). */
-static int pool_grads(const rp_run *r, hpanel *p, double **hu, double **hs)
-{
-    const char *fmt = grad_format(r);
-    if (!fmt) return 0;
-    *hu = calloc(RP_NB, sizeof **hu);
-    *hs = calloc(RP_NB, sizeof **hs);
-    if (!*hu || !*hs) return -1;
-    memset(p, 0, sizeof *p);
-    int nt = 0;
-    for (size_t i = 0; i < r->nt; i++) {
-        const rp_tens *t = &r->t[i];
-        if (!t->grad || !t->in_hist) continue;
-        nt++;
-        for (int b = 0; b < RP_NB; b++) { (*hu)[b] += t->hu[b]; (*hs)[b] += t->hs[b]; p->total += t->hu[b]; }
-        p->zero += t->zero;
-        p->infnan += t->inf + t->nan;
-    }
-    p->total += p->zero + p->infnan;
-    p->hu = *hu;
-    p->hs = *hs;
-    AMP_ASSERT(amp_format_parse(fmt, &p->f) == AMP_OK);   /* validated when tensors.csv was read */
-    p->scaled = r->scale_used;
-    snprintf(p->title, sizeof p->title, "%s: %d gradient tensors, bands of %s", r->label, nt, fmt);
-    return p->total > 0 ? 1 : 0;
-}
-
-static void hist_caption(rp_ctx *ctx, rp_fig *f, const rp_run *r)
-{
-    size_t o = strlen(f->caption);
-    snprintf(f->caption + o, sizeof f->caption - o,
-             "Share of values per binade of log<sub>2</sub>|g| (one bar per binade; log scale), pooled over the logged steps%s; "
-             "the bar left of the axis break counts exact zeros, the one at the right inf/NaN. Bands: the format's normal range (green), "
-             "subnormal range (yellow), flushed to zero (red, below half the smallest subnormal) and overflow (grey). "
-             "Grey bars: unscaled gradients; blue bars: as given to the format, after multiplication by the run's loss scale "
-             "(shown only where a loss scale other than 1 was used)%s.",
-             r && r->hist_steps ? "" : "", r && r->scale_nonpow2 ? "; the scale is not a power of two, so the shift is rounded to whole binades" : "");
-    (void)ctx;
-}
-
-static amp_status fig_hist(rp_ctx *ctx)
-{
-    amp_status st = AMP_OK;
-    if (!ctx->compare) {
-        rp_run *r = &ctx->r[0];
-        hpanel p;
-        double *hu = NULL, *hs = NULL;
-        int ok = pool_grads(r, &p, &hu, &hs);
-        if (ok < 0) { free(hu); free(hs); return amp_fail(AMP_ENOMEM, "out of memory"); }
-        if (ok == 0) {
-            free(hu); free(hs);
-            add_note(ctx, "Figure 1 (gradient histograms) not drawn: hist.csv has no weight_grad or act_grad tensor.");
-            return AMP_OK;
-        }
-        rp_fig *f = new_fig(ctx, "fig1_hist", "fig1_hist.gp", "Gradient magnitudes, pooled over all gradient tensors");
-        char mt[600];
-        snprintf(mt, sizeof mt, "Gradient magnitudes of %s (%s, scaler %s), %ld logged steps (%ld..%ld)",
-                 r->label, r->precision, r->scaler, r->hist_steps, r->hist_first, r->hist_last);
-        hist_caption(ctx, f, r);
-        add_source(ctx, f, r, "hist.csv"); add_source(ctx, f, r, "tensors.csv"); add_source(ctx, f, r, "metrics.csv");
-        st = hist_figure(ctx, f, &p, 1, 1, 560, mt);
-        free(hu); free(hs);
-        if (st) return st;
-        ctx->nfig++;
-        /* per tensor, 12 panels a page */
-        hpanel *pp = calloc(r->nt ? r->nt : 1, sizeof *pp);
-        if (!pp) return amp_fail(AMP_ENOMEM, "out of memory");
-        int n = 0;
-        for (size_t i = 0; i < r->nt; i++) {
-            const rp_tens *t = &r->t[i];
-            if (!t->grad || !t->in_hist) continue;
-            hpanel *q = &pp[n];
-            q->hu = t->hu; q->hs = t->hs; q->zero = t->zero; q->infnan = t->inf + t->nan;
-            for (int b = 0; b < RP_NB; b++) q->total += t->hu[b];
-            q->total += q->zero + q->infnan;
-            if (q->total <= 0) continue;
-            AMP_ASSERT(amp_format_parse(t->fmt, &q->f) == AMP_OK);
-            q->scaled = r->scale_used;
-            snprintf(q->title, sizeof q->title, "%s (%s)", t->name, t->fmt);
-            n++;
-        }
-        int per = 12, pages = (n + per - 1) / per;
-        for (int pg = 0; pg < pages && !st; pg++) {
-            int k = n - pg * per < per ? n - pg * per : per;
-            char id[64], title[200];
-            snprintf(id, sizeof id, "fig1_hist_tensors_%d", pg + 1);
-            snprintf(title, sizeof title, "Gradient magnitudes per tensor (%d of %d)", pg + 1, pages);
-            f = new_fig(ctx, id, "fig1_hist.gp", title);
-            if (!f) break;
-            hist_caption(ctx, f, r);
-            add_source(ctx, f, r, "hist.csv"); add_source(ctx, f, r, "tensors.csv"); add_source(ctx, f, r, "metrics.csv");
-            int cols = k <= 4 ? 2 : 3, rows = (k + cols - 1) / cols;
-            snprintf(mt, sizeof mt, "Gradient magnitudes per tensor of %s, page %d of %d", r->label, pg + 1, pages);
-            st = hist_figure(ctx, f, pp + pg * per, k, cols, 160 + 240 * rows, mt);
-            if (!st) ctx->nfig++;
-        }
-        free(pp);
-        return st;
-    }
-    /* compare: one pooled panel per run, 9 a page */
-    hpanel *pp = calloc(ctx->nr, sizeof *pp);
-    double **bufs = calloc(2 * ctx->nr, sizeof *bufs);
-    if (!pp || !bufs) { free(pp); free(bufs); return amp_fail(AMP_ENOMEM, "out of memory"); }
-    int n = 0;
-    for (size_t i = 0; i < ctx->nr; i++) {
-        int ok = pool_grads(&ctx->r[i], &pp[n], &bufs[2 * i], &bufs[2 * i + 1]);
-        if (ok < 0) { st = amp_fail(AMP_ENOMEM, "out of memory"); goto out; }
-        if (ok) {
-            snprintf(pp[n].title, sizeof pp[n].title, "%s (%s)", ctx->r[i].label, pp[n].f.name);
-            n++;
-        }
-    }
-    if (!n) {
-        add_note(ctx, "Figure 1 (gradient histograms) not drawn: no run's hist.csv has a weight_grad or act_grad tensor.");
-        goto out;
-    }
-    int per = 9, pages = (n + per - 1) / per;
-    for (int pg = 0; pg < pages && !st; pg++) {
-        int k = n - pg * per < per ? n - pg * per : per;
-        char id[64], title[200], mt[200];
-        snprintf(id, sizeof id, "fig1_hist_runs_%d", pg + 1);
-        snprintf(title, sizeof title, "Gradient magnitudes of each run, pooled over gradient tensors (%d of %d)", pg + 1, pages);
-        rp_fig *f = new_fig(ctx, id, "fig1_hist.gp", title);
-        if (!f) break;
-        hist_caption(ctx, f, NULL);
-        add_sources_all(ctx, f, "hist.csv", 0);
-        int cols = k == 1 ? 1 : k <= 4 ? 2 : 3, rows = (k + cols - 1) / cols;
-        snprintf(mt, sizeof mt, "Gradient magnitudes per run (all gradient tensors, all logged steps)");
-        st = hist_figure(ctx, f, pp + pg * per, k, cols, 160 + 250 * rows, mt);
-        if (!st) ctx->nfig++;
-    }
-out:
-    for (size_t i = 0; i < 2 * ctx->nr; i++) free(bufs[i]);
-    free(bufs);
-    free(pp);
-    return st;
 }
 
 /* ---- figure 2: loss curves against the reference ------------------------ */
@@ -490,7 +245,7 @@ static void running_mean(const double *v, size_t n, size_t w, double *out)
 
 static amp_status fig_loss(rp_ctx *ctx)
 {
-    rp_fig *f = new_fig(ctx, "fig2_loss", "fig2_loss.gp",
+    rp_fig *f = rp_new_fig(ctx, "fig2_loss", "fig2_loss.gp",
                         ctx->compare ? "Loss of each run against the FP32 reference" : "Training loss");
     if (!f) return AMP_OK;
     const rp_run *ref = ctx->compare && ctx->ref >= 0 ? &ctx->r[ctx->ref] : NULL;
@@ -502,9 +257,9 @@ static amp_status fig_loss(rp_ctx *ctx)
     if (!buf) return amp_fail(AMP_ENOMEM, "out of memory");
     double *loss = buf, *dif = buf + maxn, *ls = buf + 2 * maxn, *ds = buf + 3 * maxn;
     amp_afile d, g;
-    amp_status st = open_data(ctx, f->id, "dat", &d);
+    amp_status st = rp_open_data(ctx, f->id, "dat", &d);
     if (st) { free(buf); return st; }
-    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); free(buf); return st; }
+    if ((st = rp_open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); free(buf); return st; }
     fprintf(d.fp, "# %s: one block per run (reference first): step loss |loss - reference loss| "
                   "and their running means over %zu steps\n", f->id, w);
     int n = 0, anydiff = 0;
@@ -537,7 +292,7 @@ static amp_status fig_loss(rp_ctx *ctx)
                 if (!(ds[s] > 0)) ds[s] = NAN;
                 fprintf(d.fp, "%ld", r->mstep[s]);
                 double col[4] = { loss[s], dif[s], ls[s], ds[s] };
-                for (int c = 0; c < 4; c++) { fputc(' ', d.fp); gp_num(d.fp, col[c]); }
+                for (int c = 0; c < 4; c++) { fputc(' ', d.fp); rp_gp_num(d.fp, col[c]); }
                 fputc('\n', d.fp);
             }
             fputs("\n\n", d.fp);
@@ -556,10 +311,10 @@ static amp_status fig_loss(rp_ctx *ctx)
     fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nhasref = %d\nanydiff = %d\n"
                   "logloss = %d\nxmin = %ld\nxmax = %ld\nylo = %.9g\nyhi = %.9g\nwin = %zu\n", f->id, f->id, n,
             ref != NULL, anydiff, logloss, x0, x1, ylo, yhi, w);
-    gp_str_array(g.fp, "lbl", lbl, n);
-    gp_num_array(g.fp, "isref", isref, n);
-    if ((st = commit2(&d, &g))) return st;
-    add_sources_all(ctx, f, "metrics.csv", 0);
+    rp_gp_str_array(g.fp, "lbl", lbl, n);
+    rp_gp_num_array(g.fp, "isref", isref, n);
+    if ((st = rp_commit2(&d, &g))) return st;
+    rp_add_sources_all(ctx, f, "metrics.csv", 0);
     char win[160] = "";
     if (w > 1) snprintf(win, sizeof win, " Lines are running means over %zu steps (the per-step values are in data/fig2_loss.dat)%s.", w,
                         ref ? "; the reference's per-step loss is drawn in light grey" : "");
@@ -569,7 +324,7 @@ static amp_status fig_loss(rp_ctx *ctx)
                  : ctx->compare ? "Training loss of each run (no FP32 reference in this compare: no divergence panel)."
                                 : "Training loss (a run directory has no reference; <code>ampsim report</code> on a compare directory adds the divergence panel).",
              win);
-    if ((st = gp_draw(ctx, f, FIG_W, ref ? 680 : 480))) return st;
+    if ((st = rp_gp_draw(ctx, f, RP_FIG_W, ref ? 680 : 480))) return st;
     ctx->nfig++;
     return AMP_OK;
 }
@@ -581,16 +336,16 @@ static amp_status fig_scale(rp_ctx *ctx)
     int n = 0;
     for (size_t i = 0; i < ctx->nr; i++) n += ctx->r[i].scale_used;
     if (!n) {
-        add_note(ctx, "Figure 3 (loss-scale trajectories) not drawn: the loss scale is 1 at every step of %s.",
+        rp_add_note(ctx, "Figure 3 (loss-scale trajectories) not drawn: the loss scale is 1 at every step of %s.",
                  ctx->compare ? "every run" : "this run");
         return AMP_OK;
     }
-    rp_fig *f = new_fig(ctx, "fig3_scale", "fig3_scale.gp", "Loss-scale trajectories");
+    rp_fig *f = rp_new_fig(ctx, "fig3_scale", "fig3_scale.gp", "Loss-scale trajectories");
     if (!f) return AMP_OK;
     amp_afile d, g;
-    amp_status st = open_data(ctx, f->id, "dat", &d);
+    amp_status st = rp_open_data(ctx, f->id, "dat", &d);
     if (st) return st;
-    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); return st; }
+    if ((st = rp_open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); return st; }
     fprintf(d.fp, "# %s: per run two blocks: step log2(scale); skipped steps: step log2(scale)\n", f->id);
     const char *lbl[ctx->nr];
     double ymin = INFINITY, ymax = -INFINITY;
@@ -611,7 +366,7 @@ static amp_status fig_scale(rp_ctx *ctx)
                 double y = r->scale[s] > 0 && isfinite(r->scale[s]) ? log2(r->scale[s]) : NAN;
                 if (isfinite(y)) { if (y < ymin) ymin = y; if (y > ymax) ymax = y; }
                 fprintf(d.fp, "%ld ", r->mstep[s]);
-                gp_num(d.fp, y);
+                rp_gp_num(d.fp, y);
                 fputc('\n', d.fp);
                 rows++;
                 nskip_total += blk;
@@ -629,13 +384,13 @@ static amp_status fig_scale(rp_ctx *ctx)
     if (x1 == x0) x1 = x0 + 1;
     fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nymin = %g\nymax = %g\nxmin = %ld\nxmax = %ld\n",
             f->id, f->id, k, floor(ymin) - 1, ceil(ymax) + 1, x0, x1);
-    gp_str_array(g.fp, "lbl", lbl, k);
-    if ((st = commit2(&d, &g))) return st;
-    add_sources_all(ctx, f, "metrics.csv", 1);
+    rp_gp_str_array(g.fp, "lbl", lbl, k);
+    if ((st = rp_commit2(&d, &g))) return st;
+    rp_add_sources_all(ctx, f, "metrics.csv", 1);
     snprintf(f->caption, sizeof f->caption,
              "log<sub>2</sub> of the loss scale used at each step (metrics.csv, loss_scale), one line per run that scales; "
              "filled circles mark skipped steps (%ld in all), drawn at the scale used in that step.%s", nskip_total, zeros);
-    if ((st = gp_draw(ctx, f, FIG_W, 480))) return st;
+    if ((st = rp_gp_draw(ctx, f, RP_FIG_W, 480))) return st;
     ctx->nfig++;
     return AMP_OK;
 }
@@ -659,12 +414,12 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
     snprintf(id, sizeof id, ctx->compare ? "fig4_heat_%s" : "fig4_heat", r->slug);
     char title[300];
     snprintf(title, sizeof title, "Underflow and overflow per tensor and step%s%s", ctx->compare ? ": " : "", ctx->compare ? r->label : "");
-    rp_fig *f = new_fig(ctx, id, "fig4_heat.gp", title);
+    rp_fig *f = rp_new_fig(ctx, id, "fig4_heat.gp", title);
     if (!f) return AMP_OK;
     amp_afile d, g;
-    amp_status st = open_data(ctx, f->id, "dat", &d);
+    amp_status st = rp_open_data(ctx, f->id, "dat", &d);
     if (st) return st;
-    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); return st; }
+    if ((st = rp_open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); return st; }
     int nt = 0, nlogged = 0;
     size_t maxlen = 4;
     double vmin = 1;
@@ -677,8 +432,11 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
         }
     if (!nt) {
         amp_afile_abort(&d); amp_afile_abort(&g);
-        add_note(ctx, "Figure 4 for %.100s not drawn: none of its %d logged tensors was flushed, saturated or overflowed at any logged step.",
-                 r->label, nlogged);
+        if (nlogged)
+            rp_add_note(ctx, "Figure 4 for %.100s not drawn: none of its %d logged tensors was flushed, saturated or overflowed at any logged step.",
+                     r->label, nlogged);
+        else
+            rp_add_note(ctx, "Figure 4 for %.100s not drawn: its tensors.csv has no rows (trained with --log-every 0?).", r->label);
         return AMP_OK;
     }
     /* at most 240 columns: wider runs average neighbouring logged steps */
@@ -714,14 +472,16 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
     if (cbmin < 1e-7) cbmin = 1e-7;
     if (cbmin > 1e-2) cbmin = 1e-2;
     int hpx = 170 + 18 * (nt < 12 ? 12 : nt);
-    fprintf(g.fp, "W = %d\nH = %d\n", FIG_W, hpx);
+    fprintf(g.fp, "W = %d\nH = %d\n", RP_FIG_W, hpx);
     fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nNT = %d\nxmin = %g\nxmax = %g\ncbmin = %g\n"
                   "lmargin_px = %d\n", f->id, f->id, nt, r->lstep[0] - lo0, r->lstep[r->nls - 1] + hiN, cbmin,
-            (int)(maxlen * 7 + 30));
+            (int)(maxlen * 8 + 24));
     fputs("maintitle = ", g.fp);
     char mt[600];
-    snprintf(mt, sizeof mt, "%s (%s, scaler %s): share of each tensor's values", r->label, r->precision, r->scaler);
-    gp_str(g.fp, mt);
+    char sd[160];
+    snprintf(mt, sizeof mt, "%.100s (%s, %s): share of each tensor's values", r->label, r->precision,
+             rp_scaler_desc(r, sd, sizeof sd));
+    rp_gp_str(g.fp, mt);
     fputs("\nset ytics (", g.fp);
     int row = 0;
     for (size_t i = 0; i < r->nt; i++) {
@@ -729,12 +489,12 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
         char nm[220];
         snprintf(nm, sizeof nm, "%s (%s)", r->t[i].name, r->t[i].fmt);
         if (row) fputs(", ", g.fp);
-        gp_str(g.fp, nm);
+        rp_gp_str(g.fp, nm);
         fprintf(g.fp, " %d", nt - 1 - row++);
     }
     fputs(")\n", g.fp);
-    if ((st = commit2(&d, &g))) return st;
-    add_source(ctx, f, r, "tensors.csv");
+    if ((st = rp_commit2(&d, &g))) return st;
+    rp_add_source(ctx, f, r, "tensors.csv");
     snprintf(f->caption, sizeof f->caption,
              "Left: fraction of each tensor's values flushed to zero by its format (nonzero input, zero result) at each logged step. "
              "Right: fraction saturated to the maximum or overflowed to inf/NaN. Log colour scale; light grey cells: none; "
@@ -748,7 +508,7 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
         snprintf(f->caption + o, sizeof f->caption - o, " Of the %d logged tensors, the %d with no flushed, saturated or "
                  "overflowed value at any logged step are left out.", nlogged, nlogged - nt);
     }
-    if ((st = gp_draw(ctx, f, FIG_W, hpx))) return st;
+    if ((st = rp_gp_draw(ctx, f, RP_FIG_W, hpx))) return st;
     ctx->nfig++;
     return AMP_OK;
 }
@@ -786,15 +546,15 @@ static amp_status fig_layers(rp_ctx *ctx)
         }
     if (!nl) {
         free(lay);
-        add_note(ctx, "Figure 5 (per-layer underflow) not drawn: tensors.csv has no weight_grad tensor.");
+        rp_add_note(ctx, "Figure 5 (per-layer underflow) not drawn: tensors.csv has no weight_grad tensor.");
         return AMP_OK;
     }
-    rp_fig *f = new_fig(ctx, "fig5_layers", "fig5_layers.gp", "Per-layer underflow rate of the weight gradients");
+    rp_fig *f = rp_new_fig(ctx, "fig5_layers", "fig5_layers.gp", "Per-layer underflow rate of the weight gradients");
     if (!f) { free(lay); return AMP_OK; }
     amp_afile d, g;
-    amp_status st = open_data(ctx, f->id, "dat", &d);
+    amp_status st = rp_open_data(ctx, f->id, "dat", &d);
     if (st) { free(lay); return st; }
-    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); free(lay); return st; }
+    if ((st = rp_open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); free(lay); return st; }
     fprintf(d.fp, "# %s: one block per run: layer_index flushed/n (summed over the layer's weight_grad tensors and logged steps)\n", f->id);
     const char *lbl[ctx->nr];
     int k = 0;
@@ -822,7 +582,7 @@ static amp_status fig_layers(rp_ctx *ctx)
     }
     if (!k) {  /* only the reference: draw it */
         amp_afile_abort(&d); amp_afile_abort(&g); free(lay);
-        add_note(ctx, "Figure 5 (per-layer underflow) not drawn: the compare has only the FP32 reference.");
+        rp_add_note(ctx, "Figure 5 (per-layer underflow) not drawn: the compare has only the FP32 reference.");
         return AMP_OK;
     }
     double yfloor = pow(10, floor(log10(ymin)) - 1);
@@ -833,7 +593,7 @@ static amp_status fig_layers(rp_ctx *ctx)
             f->id, f->id, k, nl, yfloor, ymaxv, !(ymax > 0));
     size_t maxlen = 0;
     for (int q = 0; q < nl; q++) if (strlen(lay[q]) > maxlen) maxlen = strlen(lay[q]);
-    gp_str_array(g.fp, "lbl", lbl, k);
+    rp_gp_str_array(g.fp, "lbl", lbl, k);
     fputs("set xtics (", g.fp);
     for (int q = 0; q < nl; q++) {
         char t[200];
@@ -842,20 +602,20 @@ static amp_status fig_layers(rp_ctx *ctx)
         if (nl > 12) snprintf(t, sizeof t, "%s", nm);
         else snprintf(t, sizeof t, "%d %s", q + 1, nm);
         if (q) fputs(", ", g.fp);
-        gp_str(g.fp, t);
+        rp_gp_str(g.fp, t);
         fprintf(g.fp, " %d", q + 1);
     }
     fputs(nl > 12 ? ") rotate by 90 right font \",9\"\n" : maxlen > 8 ? ") rotate by -30\n" : ")\n", g.fp);
     free(lay);
-    if ((st = commit2(&d, &g))) return st;
-    add_sources_all(ctx, f, "tensors.csv", 1);
+    if ((st = rp_commit2(&d, &g))) return st;
+    rp_add_sources_all(ctx, f, "tensors.csv", 1);
     snprintf(f->caption, sizeof f->caption,
              "Share of weight-gradient values flushed to zero (flushed / n in tensors.csv, summed over each layer's weight and bias "
              "gradients and over the logged steps) against the layer's position in the network, one line per %s. "
              "Points on the bottom line (labelled 0) are layers where nothing was flushed.%s",
              ctx->compare ? "run (the FP32 reference is left out)" : "run",
              ctx->compare ? "" : " Run <code>ampsim report</code> on a compare directory for one line per scaler.");
-    if ((st = gp_draw(ctx, f, FIG_W, 520 + (int)(nl > 12 ? maxlen * 6 : maxlen > 12 ? (maxlen - 12) * 4 : 0)))) return st;
+    if ((st = rp_gp_draw(ctx, f, RP_FIG_W, 520 + (int)(nl > 12 ? maxlen * 6 : maxlen > 12 ? (maxlen - 12) * 4 : 0)))) return st;
     ctx->nfig++;
     return AMP_OK;
 }
@@ -865,7 +625,7 @@ static amp_status fig_layers(rp_ctx *ctx)
 static amp_status fig_accum(rp_ctx *ctx)
 {
     if (!ctx->has_accum) {
-        add_note(ctx, "Figure 6 (accumulation error vs K) not drawn: no accum.csv in this directory "
+        rp_add_note(ctx, "Figure 6 (accumulation error vs K) not drawn: no accum.csv in this directory "
                       "(make one with <code>ampsim bench accum --csv &gt; DIR/accum.csv</code>).");
         return AMP_OK;
     }
@@ -909,11 +669,11 @@ static amp_status fig_accum(rp_ctx *ctx)
         }
         grp[i] = gi;
     }
-    rp_fig *f = new_fig(ctx, "fig6_accum", "fig6_accum.gp", "Dot-product error of narrow accumulators vs length K");
+    rp_fig *f = rp_new_fig(ctx, "fig6_accum", "fig6_accum.gp", "Dot-product error of narrow accumulators vs length K");
     if (!f) goto out;
     amp_afile d, g;
-    if ((st = open_data(ctx, f->id, "dat", &d))) goto out;
-    if ((st = open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); goto out; }
+    if ((st = rp_open_data(ctx, f->id, "dat", &d))) goto out;
+    if ((st = rp_open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); goto out; }
     fprintf(d.fp, "# %s: one block per accumulator configuration: K mean_rel_err max_rel_err\n", f->id);
     for (int q = 0; q < ng; q++) {
         lbl[q] = gname[q];
@@ -925,20 +685,20 @@ static amp_status fig_accum(rp_ctx *ctx)
     }
     fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nymin = %g\n", f->id, f->id, ng,
             pow(10, floor(log10(emin))));
-    gp_str_array(g.fp, "lbl", lbl, ng);
-    gp_num_array(g.fp, "col", gcol, ng);
-    gp_num_array(g.fp, "dash", gdash, ng);
+    rp_gp_str_array(g.fp, "lbl", lbl, ng);
+    rp_gp_num_array(g.fp, "col", gcol, ng);
+    rp_gp_num_array(g.fp, "dash", gdash, ng);
     fputs("operands = ", g.fp);
-    gp_str(g.fp, amp_csv_get(&c, 0, k[6]));
+    rp_gp_str(g.fp, amp_csv_get(&c, 0, k[6]));
     fputc('\n', g.fp);
-    if ((st = commit2(&d, &g))) goto out;
-    add_source(ctx, f, NULL, "accum.csv");
+    if ((st = rp_commit2(&d, &g))) goto out;
+    rp_add_source(ctx, f, NULL, "accum.csv");
     snprintf(f->caption, sizeof f->caption,
              "Mean relative error (lines; the shaded points are the maximum over the trials) of a dot product of K products of "
              "random values in [0,1) rounded to %s, summed in a narrow accumulator, against the exact sum. Dashed: the partial sum "
              "is promoted into an FP32 accumulator every N<sub>C</sub> products (DeepSeek-V3). Made by <code>ampsim bench accum --csv</code>.",
              amp_csv_get(&c, 0, k[6]));
-    if ((st = gp_draw(ctx, f, FIG_W, 560))) goto out;
+    if ((st = rp_gp_draw(ctx, f, RP_FIG_W, 560))) goto out;
     ctx->nfig++;
 out:
     free(grp); free(gname); free(gcol); free(gdash); free(lbl);
@@ -948,7 +708,7 @@ out:
 amp_status rp_draw_all(rp_ctx *ctx)
 {
     amp_status st;
-    if ((st = fig_hist(ctx))) return st;
+    if ((st = rp_fig_hist(ctx))) return st;
     if ((st = fig_loss(ctx))) return st;
     if ((st = fig_scale(ctx))) return st;
     for (size_t i = 0; i < ctx->nr; i++)

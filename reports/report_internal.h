@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "amp_report.h"
 #include "amp_format.h"
+#include "amp_io.h"
 
 #define RP_PATH 4096
 /* Binades kept per tensor: floor(log2|x|) in [RP_BLO, RP_BHI] (covers double). */
@@ -30,6 +31,7 @@ typedef struct rp_run {
     char label[128];       /* directory name, used in legends and file names */
     char slug[128];        /* label reduced to [A-Za-z0-9._-] */
     char precision[64], scaler[160];
+    char fp8_scaler[160];  /* config.json "fp8_scaler" ("" if none): per-tensor FP8 strategy */
     char *config_text, *summary_text;   /* raw JSON (summary may be NULL) */
     size_t nm;             /* metrics rows */
     long *mstep;
@@ -65,7 +67,9 @@ typedef struct rp_ctx {
     int compare;           /* a compare directory */
     size_t nr;
     rp_run *r;
-    int ref;               /* index of the FP32 reference run, -1 if none */
+    int ref;               /* index of the reference run, -1 if none */
+    char skipped[8][128];  /* runs summary.csv marks as failed (left out) */
+    int nskipped;
     amp_csv summary;       /* compare: summary.csv */
     int has_accum;
     amp_csv accum;         /* DIR/accum.csv when present (validated at load) */
@@ -75,9 +79,35 @@ typedef struct rp_ctx {
     int nnotes;
 } rp_ctx;
 
+#define RP_FIG_W 1000      /* figure width in pixels (PNG, SVG); PDF: RP_FIG_W / 100 inches */
+
 /* report.c */
 void rp_html_escape(FILE *fp, const char *s);
+
 /* report_fig.c: draws every figure; fills ctx->figs. */
 amp_status rp_draw_all(rp_ctx *ctx);
+/* Helpers of the figure writers (report_fig.c). */
+void rp_gp_str(FILE *fp, const char *s);                     /* a gnuplot "string" */
+void rp_gp_str_array(FILE *fp, const char *name, const char *const *v, int n);
+void rp_gp_num_array(FILE *fp, const char *name, const double *v, int n);
+void rp_gp_num(FILE *fp, double v);                          /* NaN for non-finite */
+void rp_add_note(rp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Opens report/data/<id>.<ext> atomically. */
+amp_status rp_open_data(rp_ctx *ctx, const char *id, const char *ext, amp_afile *af);
+amp_status rp_commit2(amp_afile *a, amp_afile *b);
+/* The next figure slot (NULL when full); counted once drawn (ctx->nfig++). */
+rp_fig *rp_new_fig(rp_ctx *ctx, const char *id, const char *script, const char *title);
+/* Appends a link to run r's file (r NULL: the directory's own) to f->sources. */
+void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file);
+void rp_add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref);
+/* Runs gnuplot for every requested format of figure f (w x h pixels). */
+amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h);
+
+/* report_hist.c */
+amp_status rp_fig_hist(rp_ctx *ctx);
+/* 1 if the run scales FP8 tensors per tensor (delayed, current, mx, block). */
+int rp_fp8_scaled(const rp_run *r);
+/* "scaler X[, FP8 scaling Y]" with strategy names only, for titles. */
+const char *rp_scaler_desc(const rp_run *r, char *buf, size_t len);
 
 #endif

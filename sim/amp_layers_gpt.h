@@ -12,8 +12,8 @@
  * Numerics: the kernels compute in float32 arithmetic on float32 arrays, with
  * reductions (means, variances, softmax sums, loss sums, the dot products and
  * sums of the attention matrices) carried in double in a fixed order and
- * rounded once; they never round
- * to an emulated format. The emulated precision is applied by the caller (the
+ * rounded once; they never round to an emulated format, and their bytes do
+ * not depend on the thread count. The emulated precision is applied by the caller (the
  * model code), which rounds each op's inputs and outputs through the policy
  * between kernels. That is why attention is three separate kernel pairs:
  * scores = scale * q k^T, prob = causal softmax(scores), out = prob v, so the

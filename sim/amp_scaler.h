@@ -4,7 +4,7 @@
  *
  * Two families share one SPEC syntax, `name[:key=value,...]`:
  *   loss scalers  none static torch apex deepspeed megatron keras adaptive underflow
- *                 -> amp_scaler (one scale per step; adaptive: one per tensor)
+ *                 -> amp_scaler (one scale per step; adaptive also one per tensor)
  *   FP8 scalers   delayed current mx block
  *                 -> amp_fp8_scaler (per-tensor / per-block scales, quantize)
  *
@@ -137,7 +137,6 @@ typedef struct amp_scaler {
     long hyst;               /* deepspeed cur_hysteresis / megatron hysteresis tracker */
     long last_overflow;      /* deepspeed last_overflow_iter */
     int failed;              /* deepspeed raised: further updates refused */
-    int zero_warned, inf_warned;
     int gexp;                /* adaptive: global scale = 2^gexp */
     size_t n_tensors;        /* adaptive */
     int *texp;               /* adaptive: per-tensor scale = 2^texp[i] */
@@ -165,6 +164,13 @@ float amp_scaler_inv(float s);
  * skipped, scale unchanged, an AMP_SEV_MIN_ERROR event); every later call
  * returns AMP_ERUN again. */
 amp_status amp_scaler_update(amp_scaler *sc, const amp_scaler_obs *obs, amp_scaler_result *res);
+
+/* State as a byte image (little-endian, versioned) for checkpoints: *buf is
+ * malloc'ed. Loading needs a scaler initialized from an equivalent SPEC (the
+ * canonical forms are compared) and restores it exactly; AMP_EFORMAT for a
+ * bad image or another SPEC. */
+amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len);
+amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *buf, size_t len);
 
 /* ---- FP8 per-tensor / per-block scaling ----------------------------------- */
 typedef enum amp_fp8_role { AMP_FP8_ACT, AMP_FP8_WEIGHT, AMP_FP8_GRAD } amp_fp8_role;
@@ -212,6 +218,9 @@ size_t amp_fp8_nblocks(const amp_fp8_scaler *sc, amp_fp8_role role, size_t rows,
 amp_status amp_fp8_quantize(amp_fp8_scaler *sc, size_t tensor, amp_fp8_role role,
                             const float *x, size_t rows, size_t cols, float *q, float *y,
                             float *scale_inv, amp_stats *st, amp_fp8_info *info);
+/* Checkpoint image of the per-tensor state (same contract as amp_scaler_save). */
+amp_status amp_fp8_save(const amp_fp8_scaler *sc, uint8_t **buf, size_t *len);
+amp_status amp_fp8_load(amp_fp8_scaler *sc, const uint8_t *buf, size_t len);
 /* Delayed scaling without data: records `amax` (float32) for `tensor` and
  * returns the scale after the update; *scale_used gets the scale before it.
  * Also works for current/mx/block (stateless: the scale of that amax). */

@@ -3,7 +3,8 @@
  *
  * Contracts (DESIGN §3):
  * - Every amp_tensor holds float32 values exactly representable in its format
- *   t->fmt. Every rounding of a tensor into its format goes through
+ *   t->fmt (exceptions: FP8-scaled operands hold the dequantized q * scale_inv;
+ *   gradients hold true gradient x t->gscale, the loss scale). Every rounding of a tensor into its format goes through
  *   amp_tensor_round() (-> amp_round_f32), which adds the fused statistics to
  *   t->stats when statistics are due at this step, so tensors.csv / hist.csv
  *   come from the rounding kernel's counters, never from a second pass.
@@ -53,6 +54,8 @@ struct amp_tensor {
     amp_stats *stats;            /* this step's fused counters (NULL until needed) */
     int stats_valid;             /* stats hold data of the current step */
     float scale;                 /* FP8 scaling: the scale of the last quantize (1 = none) */
+    float gscale;                /* gradients: data = true gradient x gscale (the loss
+                                    scale, or this tensor's own under layer-wise scaling) */
     /* links (NULL when absent) */
     amp_tensor *grad;            /* weight -> weight_grad; act -> act_grad */
     amp_tensor *master;          /* weight -> fp32 master copy (amp policies) */
@@ -83,6 +86,13 @@ typedef struct amp_tensors {
      * WEIGHT, act_grad -> GRAD, else ACT; stream = tensor id), and the tensor
      * then holds the dequantized values q * scale_inv (t->scale = the scale). */
     amp_fp8_scaler *fp8;
+    /* Layer-wise loss scaling: when set, a rounding into a gradient tensor t
+     * (act_grad, weight_grad) whose values were computed from gradients
+     * carrying the scale src_gscale first multiplies them by t->gscale /
+     * src_gscale. Backward kernels set src_gscale to their input gradient's
+     * gscale before rounding (models declare support: amp_model.layerwise_ok). */
+    int layerwise;
+    float src_gscale;
 } amp_tensors;
 
 void amp_tensors_init(amp_tensors *r, uint64_t seed, amp_rounding mode, int sr_bits);
@@ -206,6 +216,17 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l);
 amp_status amp_relu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in);
 amp_status amp_relu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dout, const amp_tensor *out);
 
+/* GELU (tanh approximation), output in the input's format; backward needs the input. */
+amp_status amp_act_gelu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in);
+amp_status amp_act_gelu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dout, const amp_tensor *in);
+/* The MLP's activation, by kind. */
+typedef enum amp_act { AMP_ACT_RELU, AMP_ACT_GELU } amp_act;
+amp_status amp_act_parse(const char *name, amp_act *out);
+const char *amp_act_name(amp_act a);
+amp_status amp_act_forward(amp_ctx *cx, amp_act a, amp_tensor *out, const amp_tensor *in);
+amp_status amp_act_backward(amp_ctx *cx, amp_act a, amp_tensor *din, const amp_tensor *dout,
+                            const amp_tensor *in, const amp_tensor *out);
+
 /* Softmax cross-entropy, mean over B rows of C logits, in FP32/double
  * (every loss is FP32 under autocast). probs [B,C] keeps the softmax for the
  * backward. Backward: dlogits = (p - onehot(y)) * (scale / B), rounded into
@@ -262,11 +283,15 @@ struct amp_model {
     amp_status (*forward)(amp_model *m, const amp_batch *b, float *loss);
     amp_status (*backward)(amp_model *m, const amp_batch *b, float loss_scale);
     void (*destroy)(amp_model *m);   /* frees impl */
+    int layerwise_ok;        /* backward sets reg.src_gscale (layer-wise loss scaling) */
 };
 /* MLP 64-H-...-H-10 with `layers` linear layers and ReLU between them. Weights
  * drawn like PyTorch's nn.Linear default (U(-1/sqrt(I), 1/sqrt(I))) from seed. */
 amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
                           int classes, uint64_t seed);
+/* The same with another activation (tensors <act>1.out, ...: relu1.out or gelu1.out). */
+amp_status amp_mlp_create_act(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
+                              int classes, uint64_t seed, amp_act act);
 void amp_model_free(amp_model *m);
 /* --init: every weight (master if any) from a tensor file with the model's
  * names and shapes; AMP_EINVAL naming the tensor otherwise. --save: the same. */
@@ -296,9 +321,13 @@ amp_status amp_optim_step(amp_optim *o, amp_model *m, uint64_t *vanished);
  * unscales weight gradients in FP32 with amp_scaler_inv(), sets found_inf, and
  * passes the per-tensor gradient statistics (weight_grad and act_grad tensors
  * in registry order, stable indices) to amp_scaler_update(). Layer-wise
- * strategies (adaptive) get the global scale amp_scaler_scale() here. */
+ * strategies (adaptive): gradient tensor i carries amp_scaler_tensor_scale(i)
+ * (t->gscale) and is unscaled by it, for models with layerwise_ok (the MLP);
+ * other models get the global scale amp_scaler_scale(). */
 
-/* ---- run directory ----------------------------------------------------------------- */
+/* ---- run directory -----------------------------------------------------------------
+ * DIR/config.json, metrics.csv, tensors.csv, hist.csv, events.csv, summary.json and
+ * (with --checkpoint-every) checkpoint.bin; columns documented in sim/runlog.c. */
 typedef struct amp_runlog amp_runlog;
 /* Creates DIR and opens metrics/tensors/hist/events CSVs under temporary names;
  * config_json (complete JSON text) is written atomically at once. */
@@ -311,6 +340,16 @@ amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, float sca
 amp_status amp_runlog_tensors(amp_runlog *l, const amp_tensors *r, int64_t step, int tensors, int hist);
 amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, const char *tensor,
                             const char *detail);
+/* Checkpoint support (issue 8). The CSV streams are metrics, tensors, hist,
+ * events (in that order). amp_runlog_sync flushes them, publishes complete
+ * copies under their final names (atomically: what a checkpoint refers to is
+ * never half-written) and returns each stream's length in bytes, to be stored
+ * in the checkpoint. amp_runlog_reopen (for --resume) starts new temporary
+ * streams holding the first offsets[i] bytes of each published file and
+ * continues appending; config.json is left as it is. */
+#define AMP_RUNLOG_FILES 4
+amp_status amp_runlog_sync(amp_runlog *l, uint64_t offsets[AMP_RUNLOG_FILES]);
+amp_status amp_runlog_reopen(amp_runlog **out, const char *dir, const uint64_t offsets[AMP_RUNLOG_FILES]);
 /* Commits every file (renames) and writes summary.json; or aborts all. */
 amp_status amp_runlog_close(amp_runlog *l, const char *summary_json);
 void amp_runlog_abort(amp_runlog *l);
@@ -332,9 +371,12 @@ typedef struct amp_train_opts {
     int64_t log_every, hist_every;
     int threads;
     int hidden, layers;      /* layers 0 = the model's default (mlp 2, gpt 4) */
+    const char *act;         /* mlp: relu (default) or gelu */
     int heads, dim, ctx;     /* gpt */
     int64_t eval_every;      /* gpt: validation loss every K steps (0 = off) */
     int eval_batches;
+    int64_t checkpoint_every; /* DIR/checkpoint.bin every K steps (0 = never) */
+    int resume;              /* continue from DIR/checkpoint.bin if there is one */
     const char *out;
     int progress;            /* progress line on stderr */
 } amp_train_opts;

@@ -13,6 +13,9 @@
 #include "amp_train.h"
 #include "amp_layers_gpt.h"
 #include "amp_scaler.h"
+#include "amp_allreduce.h"
+#include "amp_sweep.h"
+#include "amp_checkpoint.h"
 
 const char *amp_version(void);
 

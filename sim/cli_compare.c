@@ -4,6 +4,7 @@
  * so a compare killed midway resumes where it stopped. */
 #include "cli.h"
 #include "amp_compare.h"
+#include "cli_dist.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -157,6 +158,11 @@ int amp_cli_compare(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         argvs[i] = run_argv(self, pass, npass, &runs[i], out);
         if (!argvs[i]) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
+    }
+    if (amp_cli_dist_active()) {   /* under mpirun/srun: the runs spread over the ranks (sim/cli_dist.c) */
+        int d = amp_cli_dist_run("compare", out, runs, argvs, n, jobs, force, status);
+        if (d) { rc = d == 1 ? 0 : 2; goto cleanup; }
+        finished = n;
     }
     while (finished < n) {
         while (running < jobs && next < n) {

@@ -6,9 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* sim/cli_bench.c refers to amp_bench_accum weakly, which does not pull
- * reports/accum.o out of libampsim.a; this strong reference does. */
-static int (*const accum_ref)(FILE *, int) __attribute__((used)) = amp_bench_accum;
 
 static void help(void)
 {
@@ -27,8 +24,9 @@ static void help(void)
            "  6 dot-product error vs length K (from DIR/accum.csv, made by\n"
            "    `ampsim bench accum --csv > DIR/accum.csv`)\n"
            "PNG is always written (the page shows it); --formats adds PDF and SVG for papers\n"
-           "(default: png,pdf,svg). The compare's reference is the run whose config.json has\n"
-           "precision fp32 (among several: the one named ref, then fp32, then the first).\n"
+           "(default: png,pdf,svg). The compare's reference is the run folder named ref (as\n"
+           "`ampsim compare` names it), else a run whose config.json has precision fp32.\n"
+           "Runs that summary.csv marks as failed are left out (and named on the page).\n"
            "Every file is written atomically. A missing or malformed input file is exit 2\n"
            "with a message naming the file and line. Prints the path of index.html.\n"
            "Options:\n"

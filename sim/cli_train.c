@@ -25,11 +25,14 @@ static void usage(FILE *fp)
         "  --hist-every K          hist.csv every K steps (default 50; 0 = never)\n"
         "  --threads T             threads (results do not depend on it; default 1)\n"
         "  --hidden H              hidden width (default 32)\n"
+        "  --act relu|gelu         mlp activation (default relu)\n"
         "  --layers L              mlp: linear layers (default 2); gpt: blocks (default 4)\n"
         "  --heads H --dim C --ctx T   gpt: heads (4), width (128), context (64)\n"
         "  --eval-every K          gpt: validation loss every K steps (default 0 = off)\n"
         "  --eval-batches N        gpt: validation batches per evaluation (default 8)\n"
         "  --out DIR               run directory (default ampsim-run)\n"
+        "  --checkpoint-every K    write DIR/checkpoint.bin every K steps (default 0 = never)\n"
+        "  --resume                continue from DIR/checkpoint.bin (same options; bit-identical)\n"
         "Writes DIR/config.json, metrics.csv, tensors.csv, hist.csv, events.csv, summary.json.\n",
         amp_policy_names());
 }
@@ -42,6 +45,7 @@ int amp_cli_train(int argc, char **argv)
         const char *a = argv[i];
         if (amp_cli_is_help(a)) { usage(stdout); return 0; }
         if (!strcmp(a, "--no-shuffle")) { o.shuffle = 0; continue; }
+        if (!strcmp(a, "--resume")) { o.resume = 1; continue; }
         if (strncmp(a, "--", 2)) return amp_cli_usage_error("train", "unexpected argument '%s'", a);
         if (i + 1 >= argc) return amp_cli_usage_error("train", "%s needs a value", a);
         const char *v = argv[++i];
@@ -55,6 +59,7 @@ int amp_cli_train(int argc, char **argv)
         else if (!strcmp(a, "--init")) o.init = v;
         else if (!strcmp(a, "--save")) o.save = v;
         else if (!strcmp(a, "--out")) o.out = v;
+        else if (!strcmp(a, "--act")) o.act = v;
         else if (!strcmp(a, "--seed")) {
             if (amp_cli_parse_u64(v, &o.seed)) return amp_cli_usage_error("train", "--seed: '%s' is not an unsigned integer", v);
         } else if (!strcmp(a, "--lr")) {
@@ -84,6 +89,9 @@ int amp_cli_train(int argc, char **argv)
         } else if (!strcmp(a, "--heads") || !strcmp(a, "--dim") || !strcmp(a, "--ctx") || !strcmp(a, "--eval-batches")) {
             if (amp_cli_parse_long(v, 1, 1 << 16, &n)) return amp_cli_usage_error("train", "%s: '%s' is not 1..65536", a, v);
             *(!strcmp(a, "--heads") ? &o.heads : !strcmp(a, "--dim") ? &o.dim : !strcmp(a, "--ctx") ? &o.ctx : &o.eval_batches) = (int)n;
+        } else if (!strcmp(a, "--checkpoint-every")) {
+            if (amp_cli_parse_long(v, 0, 1000000000L, &n)) return amp_cli_usage_error("train", "--checkpoint-every: '%s' is not an integer >= 0", v);
+            o.checkpoint_every = n;
         } else if (!strcmp(a, "--eval-every")) {
             if (amp_cli_parse_long(v, 0, 1000000000L, &n)) return amp_cli_usage_error("train", "--eval-every: '%s' is not an integer >= 0", v);
             o.eval_every = n;

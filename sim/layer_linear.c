@@ -102,7 +102,9 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     amp_status s;
     float *acc;
     const amp_tensor *G = l->out->grad;
+    cx->reg->src_gscale = G->gscale;         /* everything below derives from G */
     if (l->gout_op) {
+        l->gout_op->gscale = G->gscale;      /* an operand copy keeps its source's scale */
         if ((s = amp_tensor_round(cx->reg, l->gout_op, G->data))) return s;
         G = l->gout_op;
     }

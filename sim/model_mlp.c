@@ -2,7 +2,8 @@
  * helpers every model shares: weight casts, --init / --save.
  * Tensor names follow PyTorch's nn.Sequential-free naming used by
  * tests/ref/mlp_torch.py: fc1.weight [H,64], fc1.bias [H], ..., fcL.weight [10,H];
- * activations input, fc1.out, relu1.out, ...; gradients <name>.grad. */
+ * activations input, fc1.out, relu1.out (gelu1.out with --act gelu), ...;
+ * gradients <name>.grad. */
 #include "ampsim.h"
 #include "amp_tensorio.h"
 
@@ -15,6 +16,7 @@
 
 typedef struct mlp {
     int L, C;
+    amp_act act;
     amp_tensor *input;              /* [B,D] the batch in the forward operand format */
     amp_linear fc[MLP_MAX_LAYERS];
     amp_tensor *relu[MLP_MAX_LAYERS];
@@ -30,7 +32,7 @@ static amp_status mlp_forward(amp_model *m, const amp_batch *b, float *loss)
     if ((s = amp_tensor_round(&m->reg, p->input, b->x))) return s;
     for (int l = 0; l < p->L; l++) {
         if ((s = amp_linear_forward(&m->cx, &p->fc[l]))) return s;
-        if (l < p->L - 1 && (s = amp_relu_forward(&m->cx, p->relu[l], p->fc[l].out))) return s;
+        if (l < p->L - 1 && (s = amp_act_forward(&m->cx, p->act, p->relu[l], p->fc[l].out))) return s;
     }
     return amp_xent_forward(loss, p->probs, p->fc[p->L - 1].out, b->y, m->B, p->C);
 }
@@ -43,7 +45,8 @@ static amp_status mlp_backward(amp_model *m, const amp_batch *b, float loss_scal
     if ((s = amp_xent_backward(&m->cx, p->fc[p->L - 1].out->grad, p->probs, b->y, m->B, p->C, loss_scale))) return s;
     for (int l = p->L - 1; l >= 0; l--) {
         if ((s = amp_linear_backward(&m->cx, &p->fc[l]))) return s;
-        if (l > 0 && (s = amp_relu_backward(&m->cx, p->fc[l - 1].out->grad, p->relu[l - 1]->grad, p->relu[l - 1])))
+        if (l > 0 && (s = amp_act_backward(&m->cx, p->act, p->fc[l - 1].out->grad, p->relu[l - 1]->grad,
+                                           p->fc[l - 1].out, p->relu[l - 1])))
             return s;
     }
     return AMP_OK;
@@ -79,6 +82,12 @@ static amp_status set_weight(amp_model *m, amp_tensor *w, const float *v)
 amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
                           int classes, uint64_t seed)
 {
+    return amp_mlp_create_act(m, pol, B, in, hidden, layers, classes, seed, AMP_ACT_RELU);
+}
+
+amp_status amp_mlp_create_act(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
+                              int classes, uint64_t seed, amp_act act)
+{
     memset(m, 0, sizeof *m);
     if (layers < 1 || layers > MLP_MAX_LAYERS) return amp_fail(AMP_EINVAL, "--layers must be 1..%d", MLP_MAX_LAYERS);
     if (B < 1 || hidden < 1 || in < 1 || classes < 2) return amp_fail(AMP_EINVAL, "bad MLP sizes");
@@ -93,8 +102,10 @@ amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, in
     m->forward = mlp_forward;
     m->backward = mlp_backward;
     m->destroy = mlp_destroy;
+    m->layerwise_ok = 1;                     /* linear, act and xent backward set src_gscale */
     p->L = layers;
     p->C = classes;
+    p->act = act;
     p->probs = malloc((size_t)B * classes * sizeof(float));
     amp_status s = p->probs ? AMP_OK : amp_fail(AMP_ENOMEM, "out of memory for the model");
     if (!s) s = amp_tensors_add(&m->reg, "input", AMP_ROLE_ACT, &m->pol.fwd_in, 2, (size_t[]){ (size_t)B, (size_t)in }, &p->input);
@@ -107,9 +118,9 @@ amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, in
         if (s || l == layers - 1) break;
         amp_tensor *r, *g;
         const amp_tensor *o = p->fc[l].out;
-        snprintf(name, sizeof name, "relu%d.out", l + 1);
+        snprintf(name, sizeof name, "%s%d.out", amp_act_name(act), l + 1);
         if ((s = amp_tensors_add(&m->reg, name, AMP_ROLE_ACT, &o->fmt, 2, o->shape, &r))) break;
-        snprintf(name, sizeof name, "relu%d.out.grad", l + 1);
+        snprintf(name, sizeof name, "%s%d.out.grad", amp_act_name(act), l + 1);
         if ((s = amp_tensors_add(&m->reg, name, AMP_ROLE_ACT_GRAD, &o->grad->fmt, 2, o->shape, &g))) break;
         r->grad = g;
         p->relu[l] = x = r;
@@ -121,8 +132,13 @@ amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, in
         for (int k = 0; k < 2 && !s; k++) {
             float *v = malloc(ws[k]->n * sizeof(float));
             if (!v) { s = amp_fail(AMP_ENOMEM, "out of memory"); break; }
+            /* the stream is keyed by the tensor's name, not its registry id (which
+             * depends on the policy: .master tensors), so every precision policy
+             * starts from the same weights */
+            uint64_t h = 0xcbf29ce484222325ull;          /* FNV-1a of the name */
+            for (const char *c = ws[k]->name; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
             for (size_t i = 0; i < ws[k]->n; i++)
-                v[i] = (float)(2.0 * amp_rand_uniform(seed, 0x696e697400000000ull | (uint64_t)ws[k]->id, i) - 1.0) * bound;
+                v[i] = (float)(2.0 * amp_rand_uniform(seed, h, i) - 1.0) * bound;
             s = set_weight(m, ws[k], v);
             free(v);
         }

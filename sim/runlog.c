@@ -20,12 +20,16 @@
  * input or zero / inf / nan. */
 #include "ampsim.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { F_METRICS, F_TENSORS, F_HIST, F_EVENTS, F_COUNT };
+_Static_assert(F_COUNT == AMP_RUNLOG_FILES, "AMP_RUNLOG_FILES counts the CSV streams");
 static const char *const file_names[F_COUNT] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv" };
 static const char *const headers[F_COUNT] = {
     "step,loss,loss_scale,skipped,grad_norm,lr,vanished,nonfinite,val_loss\n",
@@ -46,6 +50,33 @@ static amp_status path_in(const amp_runlog *l, const char *name, char *out, size
     return AMP_OK;
 }
 
+/* Removes temporaries a killed run left in dir: NAME.tmp.<pid> / NAME.sync.<pid>
+ * of the run directory's own files, for pids other than ours. */
+static void remove_stale(const char *dir)
+{
+    static const char *const own[] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv",
+                                       "summary.json", "config.json", "checkpoint.bin" };
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char mine[32], path[4400];
+    snprintf(mine, sizeof mine, "%ld", (long)getpid());
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        for (size_t k = 0; k < sizeof own / sizeof own[0]; k++) {
+            size_t n = strlen(own[k]);
+            if (strncmp(e->d_name, own[k], n)) continue;
+            const char *rest = e->d_name + n;
+            if (!strncmp(rest, ".tmp.", 5)) rest += 5;
+            else if (!strncmp(rest, ".sync.", 6)) rest += 6;
+            else continue;
+            if (!*rest || strspn(rest, "0123456789") != strlen(rest) || !strcmp(rest, mine)) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    }
+    closedir(d);
+}
+
 void amp_runlog_abort(amp_runlog *l)
 {
     if (!l) return;
@@ -61,6 +92,7 @@ amp_status amp_runlog_open(amp_runlog **out, const char *dir, const char *config
     if (strlen(dir) >= sizeof l->dir - 32) { free(l); return amp_fail(AMP_EINVAL, "%s: path too long", dir); }
     snprintf(l->dir, sizeof l->dir, "%s", dir);
     amp_status s = amp_mkdir_p(dir);
+    if (!s) remove_stale(dir);
     char path[4096];
     if (!s) s = path_in(l, "config.json", path, sizeof path);
     if (!s) s = amp_write_file_atomic(path, config_json, strlen(config_json));
@@ -142,6 +174,76 @@ amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, cons
     put_field(fp, detail);
     fputc('\n', fp);
     return chk(l, F_EVENTS);
+}
+
+/* Copies the first len bytes of file src to the stream out. */
+static amp_status copy_prefix(const char *src, uint64_t len, FILE *out, const char *what)
+{
+    FILE *in = fopen(src, "rb");
+    if (!in) return amp_fail(AMP_EIO, "%s: cannot read: %s", src, strerror(errno));
+    amp_status s = AMP_OK;
+    char buf[1 << 15];
+    uint64_t left = len;
+    while (left && !s) {
+        size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
+        size_t got = fread(buf, 1, want, in);
+        if (got != want) s = amp_fail(AMP_EIO, "%s: shorter than %llu bytes", src, (unsigned long long)len);
+        else if (fwrite(buf, 1, got, out) != got) s = amp_fail(AMP_EIO, "%s: write failed", what);
+        left -= got;
+    }
+    fclose(in);
+    return s;
+}
+
+/* Publishes the first len bytes of the stream's temporary as its final file:
+ * written to FINAL.sync.<pid>, flushed, fsync'ed and renamed (atomic). (The
+ * amp_afile temporary name FINAL.tmp.<pid> is the stream itself.) */
+static amp_status publish(const amp_afile *f, uint64_t len)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.sync.%ld", f->path, (long)getpid());
+    FILE *out = fopen(tmp, "wb");
+    if (!out) return amp_fail(AMP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    amp_status s = copy_prefix(f->tmp, len, out, f->path);
+    if (!s && (fflush(out) != 0 || fsync(fileno(out)) != 0)) s = amp_fail(AMP_EIO, "%s: write failed: %s", f->path, strerror(errno));
+    if (fclose(out) != 0 && !s) s = amp_fail(AMP_EIO, "%s: write failed", f->path);
+    if (!s && rename(tmp, f->path) != 0) s = amp_fail(AMP_EIO, "%s: cannot rename: %s", f->path, strerror(errno));
+    if (s) unlink(tmp);
+    return s;
+}
+
+amp_status amp_runlog_sync(amp_runlog *l, uint64_t offsets[AMP_RUNLOG_FILES])
+{
+    for (int i = 0; i < F_COUNT; i++) {
+        FILE *fp = l->f[i].fp;
+        if (fflush(fp) != 0 || ferror(fp)) return amp_fail(AMP_EIO, "%s: write failed", l->f[i].path);
+        long off = ftell(fp);
+        if (off < 0) return amp_fail(AMP_EIO, "%s: cannot tell position", l->f[i].path);
+        offsets[i] = (uint64_t)off;
+        amp_status s = publish(&l->f[i], offsets[i]);
+        if (s) return s;
+    }
+    return AMP_OK;
+}
+
+amp_status amp_runlog_reopen(amp_runlog **out, const char *dir, const uint64_t offsets[AMP_RUNLOG_FILES])
+{
+    *out = NULL;
+    amp_runlog *l = calloc(1, sizeof *l);
+    if (!l) return amp_fail(AMP_ENOMEM, "out of memory");
+    if (strlen(dir) >= sizeof l->dir - 32) { free(l); return amp_fail(AMP_EINVAL, "%s: path too long", dir); }
+    snprintf(l->dir, sizeof l->dir, "%s", dir);
+    remove_stale(dir);
+    char path[4096];
+    amp_status s = AMP_OK;
+    for (int i = 0; i < F_COUNT && !s; i++) {
+        s = path_in(l, file_names[i], path, sizeof path);
+        if (!s) s = amp_afile_open(&l->f[i], path);
+        if (!s) s = copy_prefix(path, offsets[i], l->f[i].fp, l->f[i].path);
+    }
+    if (s) { amp_runlog_abort(l); return s; }
+    *out = l;
+    return AMP_OK;
 }
 
 amp_status amp_runlog_close(amp_runlog *l, const char *summary_json)

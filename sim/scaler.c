@@ -239,7 +239,7 @@ static amp_status check_ranges(const amp_scaler_spec *s, const char *spec)
 {
     amp_scaler_kind k = s->kind;
     int uses_init = k != AMP_SCALER_NONE && !amp_scaler_kind_is_fp8(k);
-    if (uses_init && !(s->init > 0 && s->init <= FLT_MAX))
+    if (uses_init && !(s->init > 0 && s->init <= FLT_MAX && (float)s->init > 0))
         return BAD("scaler spec '%s': %s must be > 0 and a finite float32 (got %g)", spec,
                    k == AMP_SCALER_STATIC ? "scale" : "init", s->init);
     if ((k == AMP_SCALER_TORCH || k == AMP_SCALER_MEGATRON || k == AMP_SCALER_UNDERFLOW) &&

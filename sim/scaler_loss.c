@@ -293,9 +293,11 @@ static void underflow_update(amp_scaler *sc, const amp_scaler_obs *obs, int foun
  *   u_i = smallest k with (count of binades b + k - s_i < L) <= underflow * nz
  *   o_i = largest k with  A_i * 2^(k - s_i) * headroom <= max_finite
  * Layer-wise target of tensor i: clamp(min(u_i, o_i)).
- * Global target (one loss scale for every tensor): clamp(min(max_i u_i,
- * min_i o_i)): as high as the most demanding tensor's underflow target needs,
- * never above any tensor's overflow bound. clamp = to [log2 min, log2 max].
+ * Global target (one loss scale for every tensor): clamp(min(U, min_i o_i)),
+ * where U is the smallest k whose predicted underflow count summed over all
+ * tensors is <= underflow * (sum of their nz): the same rate, over every
+ * gradient value (small tensors such as biases do not make it jitter), never
+ * above any tensor's overflow bound. clamp = to [log2 min, log2 max].
  * Damping (the low tail of a histogram is noisy): a scale moves to a higher
  * target at once, and to a lower one at once only when the overflow bound
  * demands it (o < current); otherwise it steps down one binade per step.
@@ -326,7 +328,12 @@ static amp_status adaptive_update(amp_scaler *sc, const amp_scaler_obs *obs, int
     }
     int emin = ilog2_exact(p->min), emax = ilog2_exact(p->max);
     int gexp_old = sc->gexp;
-    long gu = LONG_MIN, go = LONG_MAX;
+    long go = LONG_MAX;
+    /* pooled histogram of m = b - s_i - L_i (a value underflows at 2^k iff m + k < 0) */
+    enum { MOFF = 512, MBINS = 1280 };
+    uint64_t *pool = calloc(MBINS, sizeof *pool);
+    if (!pool) return amp_fail(AMP_ENOMEM, "scaler adaptive: out of memory");
+    double pool_nz = 0;
     int any_bad = 0, voted = 0, up = 0, down = 0;
     for (size_t i = 0; i < n; i++) {
         const amp_scaler_tensor *t = &obs->tensors[i];
@@ -364,18 +371,35 @@ static amp_status adaptive_update(amp_scaler *sc, const amp_scaler_obs *obs, int
         if (k > sc->texp[i]) up++;
         if (k < sc->texp[i]) down++;
         sc->texp[i] = (int)k;
-        if (k_under > gu) gu = k_under;
+        for (int b = 0; b < AMP_HIST_BINS; b++) {
+            if (!st->hist[b]) continue;
+            long m = (long)b + AMP_HIST_LO - e - L + MOFF;
+            pool[m < 0 ? 0 : m >= MBINS ? MBINS - 1 : m] += st->hist[b];
+        }
+        pool_nz += (double)nz;
         if (k_over < go) go = k_over;
         voted = 1;
     }
-    if (voted) sc->gexp = (int)damp(sc->gexp, gu, go, emin, emax);
+    if (voted) {
+        /* largest t with (pooled count below t) <= underflow * pool_nz; U = -t */
+        double allowed = p->underflow * pool_nz;
+        uint64_t below = 0;
+        long t = 0;
+        for (long m = 0; m < MBINS; m++) {
+            if ((double)(below + pool[m]) > allowed) { t = m - MOFF; break; }
+            below += pool[m];
+            t = m + 1 - MOFF;
+        }
+        sc->gexp = (int)damp(sc->gexp, -t, go, emin, emax);
+    }
+    free(pool);
     if (found && !any_bad) {
         for (size_t i = 0; i < sc->n_tensors; i++)
             if (sc->texp[i] > emin) sc->texp[i]--;
         if (sc->gexp > emin) sc->gexp--;
         event(r, AMP_SEV_BACKOFF, -1, "inf/NaN outside the reported tensors: every scale halved");
     }
-    if (sc->gexp != gexp_old) {
+    if (sc->gexp != gexp_old && sc->n_tensors) {
         int lo = sc->texp[0], hi = sc->texp[0];
         for (size_t i = 1; i < sc->n_tensors; i++) {
             if (sc->texp[i] < lo) lo = sc->texp[i];
@@ -421,4 +445,76 @@ amp_status amp_scaler_update(amp_scaler *sc, const amp_scaler_obs *obs, amp_scal
         event(res, AMP_SEV_INF, -1, "loss scale grew to inf (no maximum)");
     if (st == AMP_OK) sc->step++;
     return st;
+}
+
+/* ---- checkpoint image -------------------------------------------------------
+ * "AMPSCL1\0", canonical spec (160 bytes, NUL padded), then little-endian
+ * u64 fields: step, float32 bits of scale, double bits of dscale, tracker, hyst, last_overflow,
+ * failed, gexp, n_tensors, and n_tensors texp values (signed as two's
+ * complement u64). */
+#define SCL_MAGIC "AMPSCL1"
+#define SCL_TEXT ((size_t)160)
+
+static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len)
+{
+    size_t n = 8 + SCL_TEXT + 8 * (9 + sc->n_tensors);
+    uint8_t *b = calloc(1, n);
+    if (!b) return amp_fail(AMP_ENOMEM, "scaler: out of memory for its checkpoint");
+    memcpy(b, SCL_MAGIC, 8);
+    char canon[SCL_TEXT] = { 0 };
+    amp_scaler_spec_str(&sc->spec, canon, sizeof canon);
+    memcpy(b + 8, canon, SCL_TEXT);
+    uint8_t *p = b + 8 + SCL_TEXT;
+    const uint64_t f[9] = { (uint64_t)sc->step, amp_f2u(sc->scale), amp_d2u(sc->dscale),
+                            (uint64_t)sc->tracker, (uint64_t)sc->hyst, (uint64_t)sc->last_overflow,
+                            (uint64_t)sc->failed, (uint64_t)(int64_t)sc->gexp, (uint64_t)sc->n_tensors };
+    for (int i = 0; i < 9; i++, p += 8) put64(p, f[i]);
+    for (size_t i = 0; i < sc->n_tensors; i++, p += 8) put64(p, (uint64_t)(int64_t)sc->texp[i]);
+    *buf = b;
+    *len = n;
+    return AMP_OK;
+}
+
+amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *b, size_t len)
+{
+    if (len < 8 + SCL_TEXT + 72 || memcmp(b, SCL_MAGIC, 8))
+        return amp_fail(AMP_EFORMAT, "scaler checkpoint: not a scaler state image");
+    char canon[SCL_TEXT] = { 0 };
+    amp_scaler_spec_str(&sc->spec, canon, sizeof canon);
+    if (memcmp(b + 8, canon, SCL_TEXT))
+        return amp_fail(AMP_EFORMAT, "scaler checkpoint: saved for scaler '%.*s', not '%s'",
+                        (int)strnlen((const char *)b + 8, SCL_TEXT), (const char *)b + 8, canon);
+    const uint8_t *p = b + 8 + SCL_TEXT;
+    uint64_t f[9];
+    for (int i = 0; i < 9; i++, p += 8) f[i] = get64(p);
+    uint64_t nt = f[8];
+    if (nt > (len - 8 - SCL_TEXT - 72) / 8 || len != 8 + SCL_TEXT + 72 + nt * 8)
+        return amp_fail(AMP_EFORMAT, "scaler checkpoint: length %zu does not match %llu tensors", len,
+                        (unsigned long long)nt);
+    int *te = NULL;
+    if (nt) {
+        te = malloc(nt * sizeof *te);
+        if (!te) return amp_fail(AMP_ENOMEM, "scaler checkpoint: out of memory");
+        for (uint64_t i = 0; i < nt; i++, p += 8) te[i] = (int)(int64_t)get64(p);
+    }
+    free(sc->texp);
+    sc->step = (long)f[0];
+    sc->scale = amp_u2f((uint32_t)f[1]);
+    sc->dscale = amp_u2d(f[2]);
+    sc->tracker = (long)f[3];
+    sc->hyst = (long)f[4];
+    sc->last_overflow = (long)f[5];
+    sc->failed = (int)f[6];
+    sc->gexp = (int)(int64_t)f[7];
+    sc->n_tensors = (size_t)nt;
+    sc->texp = te;
+    return AMP_OK;
 }

@@ -81,6 +81,7 @@ amp_status amp_tensors_add(amp_tensors *r, const char *name, amp_role role, cons
     t->fmt = *fmt;
     t->data = data;
     t->scale = 1.0f;
+    t->gscale = 1.0f;
     t->log = role != AMP_ROLE_MASTER && role != AMP_ROLE_OPTIM_STATE;
     r->t[r->n++] = t;
     if (out) *out = t;
@@ -146,7 +147,34 @@ static void check_finite(amp_tensors *r, amp_tensor *t)
     }
 }
 
+/* Layer-wise loss scaling: src * (t->gscale / r->src_gscale) into *tmp when
+ * the factor is not 1 (powers of two: exact unless it over/underflows float32). */
+static amp_status rescale(amp_tensors *r, const amp_tensor *t, const float **src, float **tmp)
+{
+    *tmp = NULL;
+    if (!r->layerwise || (t->role != AMP_ROLE_ACT_GRAD && t->role != AMP_ROLE_WEIGHT_GRAD) ||
+        t->gscale == r->src_gscale)
+        return AMP_OK;
+    float f = (float)((double)t->gscale / (double)r->src_gscale);
+    *tmp = malloc(t->n * sizeof(float));
+    if (!*tmp) return amp_fail(AMP_ENOMEM, "out of memory rescaling %s", t->name);
+    for (size_t i = 0; i < t->n; i++) (*tmp)[i] = (*src)[i] * f;
+    *src = *tmp;
+    return AMP_OK;
+}
+
+static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src);
+
 amp_status amp_tensor_round(amp_tensors *r, amp_tensor *t, const float *src)
+{
+    float *tmp;
+    amp_status s = rescale(r, t, &src, &tmp);
+    if (!s) s = round_scaled(r, t, src);
+    free(tmp);
+    return s;
+}
+
+static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
 {
     amp_stats *st = stats_of(r, t);
     if (amp_tensor_stats_due(r, t) && !st) return amp_fail(AMP_ENOMEM, "out of memory for statistics");
@@ -177,9 +205,12 @@ amp_status amp_tensor_round(amp_tensors *r, amp_tensor *t, const float *src)
 amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
 {
     if (!t->written) return amp_tensor_round(r, t, src);
+    float *scaled;
+    amp_status s0 = rescale(r, t, &src, &scaled);
+    if (s0) return s0;
     /* second contribution: round it into the format, add in double, round again */
     float *tmp = malloc(t->n * sizeof(float));
-    if (!tmp) return amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name);
+    if (!tmp) { free(scaled); return amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name); }
     amp_round_opts o = amp_tensor_opts(r, t);
     o.index0 = t->n;                         /* a different SR draw from the first write */
     amp_status s = amp_round_f32(&t->fmt, &o, src, tmp, t->n, NULL);
@@ -194,6 +225,7 @@ amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
         }
     }
     free(tmp);
+    free(scaled);
     if (!s) check_finite(r, t);
     return s;
 }

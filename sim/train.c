@@ -2,6 +2,8 @@
  * update -> scaler update) and the whole run of `ampsim train`. */
 #include "ampsim.h"
 
+#include "amp_checkpoint.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@ void amp_train_opts_defaults(amp_train_opts *o)
     o->threads = 1;
     o->hidden = 32;
     o->layers = 0;
+    o->act = "relu";
     o->heads = 4;
     o->dim = 128;
     o->ctx = 64;
@@ -48,6 +51,16 @@ amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const am
     amp_tensors_begin_step(r, step, stats_roles);
     info->scale = scale;
 
+    /* gradient scales: the loss scale, or each gradient tensor's own (layer-wise) */
+    r->layerwise = sc && amp_scaler_is_layerwise(sc) && m->layerwise_ok;
+    r->src_gscale = scale;                   /* the loss gradient is computed times `scale` */
+    for (int i = 0, k = 0; i < r->n; i++) {
+        amp_tensor *t = r->t[i];
+        if (t->role != AMP_ROLE_WEIGHT_GRAD && t->role != AMP_ROLE_ACT_GRAD) continue;
+        t->gscale = r->layerwise ? amp_scaler_tensor_scale(sc, (size_t)k) : scale;
+        k++;
+    }
+
     /* forward (weights cast once from their masters: the cast cache) */
     r->phase = AMP_PHASE_FORWARD;
     if ((s = amp_model_cast_weights(m))) return s;
@@ -66,8 +79,9 @@ amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const am
         if (w->role == AMP_ROLE_WEIGHT_GRAD || w->role == AMP_ROLE_ACT_GRAD) ngrads++;
         if (w->role != AMP_ROLE_WEIGHT) continue;
         const float *g = w->grad->data;
+        float winv = r->layerwise ? amp_scaler_inv(w->grad->gscale) : inv;
         for (size_t k = 0; k < w->n; k++) {
-            float v = inv == 1.0f ? g[k] : g[k] * inv;
+            float v = winv == 1.0f ? g[k] : g[k] * winv;
             w->grad32[k] = v;
             found_inf |= !isfinite(v);
             sq += (double)v * v;
@@ -90,6 +104,7 @@ amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const am
             ts[k].is_act = t->role == AMP_ROLE_ACT_GRAD;
             ts[k].fmt = &t->fmt;
             ts[k].st = t->stats_valid ? t->stats : NULL;
+            ts[k].scale = r->layerwise ? t->gscale : 0.0f;
             k++;
         }
         amp_scaler_obs obs = { .found_inf = found_inf, .n_tensors = ngrads, .tensors = ts };
@@ -139,6 +154,7 @@ static char *config_json(const amp_train_opts *o, const amp_policy *pol, const a
     cJSON_AddNumberToObject(c, "threads", o->threads);
     cJSON_AddNumberToObject(c, "hidden", o->hidden);
     cJSON_AddNumberToObject(c, "layers", layers);
+    if (strcmp(o->model, "gpt")) cJSON_AddStringToObject(c, "act", o->act ? o->act : "relu");
     if (!strcmp(o->model, "gpt")) {
         cJSON_AddNumberToObject(c, "heads", o->heads);
         cJSON_AddNumberToObject(c, "dim", o->dim);
@@ -151,8 +167,19 @@ static char *config_json(const amp_train_opts *o, const amp_policy *pol, const a
     return s;
 }
 
+/* Counters of a run that go into summary.json (and into checkpoints). */
+typedef struct run_state {
+    int64_t next_step, skipped, nonfinite_steps;
+    uint64_t vanished;
+    double last_loss, min_loss;
+    int first_seen;
+    int64_t nf_step;
+    uint64_t nf_phase;
+    char nf_tensor[AMP_TENSOR_NAME];
+} run_state;
+
 static amp_status log_step_events(amp_runlog *log, const amp_model *m, int64_t step, const amp_step_info *info,
-                                  const amp_scaler_result *res, int *first_seen, cJSON *summary)
+                                  const amp_scaler_result *res, run_state *rs)
 {
     const amp_tensors *r = &m->reg;
     char detail[160];
@@ -160,13 +187,12 @@ static amp_status log_step_events(amp_runlog *log, const amp_model *m, int64_t s
     if (r->nonfinite_tensor) {
         snprintf(detail, sizeof detail, "%s; %llu values", amp_phase_name(r->nonfinite_phase),
                  (unsigned long long)r->nonfinite_count);
-        if (!*first_seen) {
-            *first_seen = 1;
+        if (!rs->first_seen) {
+            rs->first_seen = 1;
+            rs->nf_step = step;
+            rs->nf_phase = (uint64_t)r->nonfinite_phase;
+            snprintf(rs->nf_tensor, sizeof rs->nf_tensor, "%s", r->nonfinite_tensor->name);
             s = amp_runlog_event(log, step, "first_nonfinite", r->nonfinite_tensor->name, detail);
-            cJSON *f = cJSON_AddObjectToObject(summary, "first_nonfinite");
-            cJSON_AddNumberToObject(f, "step", (double)step);
-            cJSON_AddStringToObject(f, "phase", amp_phase_name(r->nonfinite_phase));
-            cJSON_AddStringToObject(f, "tensor", r->nonfinite_tensor->name);
         } else {
             s = amp_runlog_event(log, step, "nonfinite", r->nonfinite_tensor->name, detail);
         }
@@ -189,6 +215,122 @@ static amp_status log_step_events(amp_runlog *log, const amp_model *m, int64_t s
         s = amp_runlog_event(log, step, amp_scaler_event_name(ev->kind), tn, ev->detail);
     }
     return s;
+}
+
+/* ---- checkpoints (DIR/checkpoint.bin, sim/amp_checkpoint.h) ------------------
+ * Holds what the next step depends on: weights, masters and optimizer states
+ * (activations and gradients are recomputed), the optimizer's update count,
+ * the scaler states, the run counters and the byte lengths of the CSV logs at
+ * that point. Batches and SR draws are functions of (seed, step): no generator
+ * state. The logs are published (amp_runlog_sync) before the checkpoint is
+ * committed, so a checkpoint never refers to log bytes that are not on disk. */
+#define CKPT_ROLES ((1u << AMP_ROLE_WEIGHT) | (1u << AMP_ROLE_MASTER) | (1u << AMP_ROLE_OPTIM_STATE))
+
+static amp_status ckpt_path(const char *dir, char *out, size_t len)
+{
+    if ((size_t)snprintf(out, len, "%s/checkpoint.bin", dir) >= len) return amp_fail(AMP_EINVAL, "%s: path too long", dir);
+    return AMP_OK;
+}
+
+static amp_status write_checkpoint(const char *dir, amp_runlog *log, amp_model *m, const amp_optim *opt,
+                                   const amp_scaler *sc, const amp_fp8_scaler *fp8, const run_state *rs)
+{
+    char path[4200], name[16];
+    uint64_t off[AMP_RUNLOG_FILES];
+    amp_status s = ckpt_path(dir, path, sizeof path);
+    if (!s) s = amp_runlog_sync(log, off);
+    if (s) return s;
+    amp_ckpt_writer w;
+    if ((s = amp_ckpt_create(&w, path))) return s;
+    s = amp_ckpt_put_u64(&w, "run/next_step", (uint64_t)rs->next_step);
+    if (!s) s = amp_ckpt_put_u64(&w, "run/skipped", (uint64_t)rs->skipped);
+    if (!s) s = amp_ckpt_put_u64(&w, "run/nonfinite_steps", (uint64_t)rs->nonfinite_steps);
+    if (!s) s = amp_ckpt_put_u64(&w, "run/vanished", rs->vanished);
+    if (!s) s = amp_ckpt_put_f64(&w, "run/last_loss", rs->last_loss);
+    if (!s) s = amp_ckpt_put_f64(&w, "run/min_loss", rs->min_loss);
+    if (!s) s = amp_ckpt_put_u64(&w, "run/first_seen", (uint64_t)rs->first_seen);
+    if (!s) s = amp_ckpt_put_u64(&w, "run/nf_step", (uint64_t)rs->nf_step);
+    if (!s) s = amp_ckpt_put_u64(&w, "run/nf_phase", rs->nf_phase);
+    if (!s) s = amp_ckpt_put(&w, "run/nf_tensor", rs->nf_tensor, sizeof rs->nf_tensor);
+    for (int i = 0; i < AMP_RUNLOG_FILES && !s; i++) {
+        snprintf(name, sizeof name, "log/%d", i);
+        s = amp_ckpt_put_u64(&w, name, off[i]);
+    }
+    if (!s) s = amp_ckpt_put_tensors(&w, &m->reg, CKPT_ROLES);
+    if (!s) s = amp_ckpt_put_optim(&w, opt);
+    if (!s) s = amp_ckpt_put_scaler(&w, sc);
+    if (!s && fp8) s = amp_ckpt_put_fp8(&w, fp8);
+    if (!s) s = amp_ckpt_commit(&w);
+    amp_ckpt_abort(&w);
+    return s;
+}
+
+/* 1 if the two config.json texts describe the same run (--threads may differ). */
+static int same_config(const char *a, const char *b)
+{
+    cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
+    int same = 0;
+    if (ja && jb) {
+        cJSON_DeleteItemFromObjectCaseSensitive(ja, "threads");
+        cJSON_DeleteItemFromObjectCaseSensitive(jb, "threads");
+        same = cJSON_Compare(ja, jb, 1);
+    }
+    cJSON_Delete(ja);
+    cJSON_Delete(jb);
+    return same;
+}
+
+/* --resume: restores everything from DIR/checkpoint.bin and reopens the logs.
+ * *found = 0 when there is no checkpoint (the run starts from scratch). */
+static amp_status resume(const char *dir, const char *cfg, amp_runlog **log, amp_model *m, amp_optim *opt,
+                         amp_scaler *sc, amp_fp8_scaler *fp8, run_state *rs, int *found)
+{
+    char path[4200], name[16];
+    uint64_t off[AMP_RUNLOG_FILES], v[5];
+    amp_status s = ckpt_path(dir, path, sizeof path);
+    *found = 0;
+    if (s) return s;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return AMP_OK;
+    fclose(fp);
+    char cpath[4200], *old;
+    size_t len;
+    snprintf(cpath, sizeof cpath, "%s/config.json", dir);
+    if ((s = amp_read_file(cpath, 1 << 24, &old, &len))) return s;
+    int same = same_config(old, cfg);
+    free(old);
+    if (!same) return amp_fail(AMP_EINVAL, "--resume: the options differ from those in %s", cpath);
+    amp_ckpt ck;
+    if ((s = amp_ckpt_load(path, &ck))) return s;
+    s = amp_ckpt_get_u64(&ck, "run/next_step", &v[0]);
+    if (!s) s = amp_ckpt_get_u64(&ck, "run/skipped", &v[1]);
+    if (!s) s = amp_ckpt_get_u64(&ck, "run/nonfinite_steps", &v[2]);
+    if (!s) s = amp_ckpt_get_u64(&ck, "run/vanished", &rs->vanished);
+    if (!s) s = amp_ckpt_get_f64(&ck, "run/last_loss", &rs->last_loss);
+    if (!s) s = amp_ckpt_get_f64(&ck, "run/min_loss", &rs->min_loss);
+    if (!s) s = amp_ckpt_get_u64(&ck, "run/first_seen", &v[3]);
+    if (!s) s = amp_ckpt_get_u64(&ck, "run/nf_step", &v[4]);
+    if (!s) s = amp_ckpt_get_u64(&ck, "run/nf_phase", &rs->nf_phase);
+    if (!s) s = amp_ckpt_get(&ck, "run/nf_tensor", rs->nf_tensor, sizeof rs->nf_tensor);
+    for (int i = 0; i < AMP_RUNLOG_FILES && !s; i++) {
+        snprintf(name, sizeof name, "log/%d", i);
+        s = amp_ckpt_get_u64(&ck, name, &off[i]);
+    }
+    if (!s) s = amp_ckpt_get_tensors(&ck, &m->reg, CKPT_ROLES);
+    if (!s) s = amp_ckpt_get_optim(&ck, opt);
+    if (!s) s = amp_ckpt_get_scaler(&ck, sc);
+    if (!s && fp8) s = amp_ckpt_get_fp8(&ck, fp8);
+    amp_ckpt_free(&ck);
+    if (s) return s;
+    rs->nf_tensor[sizeof rs->nf_tensor - 1] = 0;
+    rs->next_step = (int64_t)v[0];
+    rs->skipped = (int64_t)v[1];
+    rs->nonfinite_steps = (int64_t)v[2];
+    rs->first_seen = v[3] != 0;
+    rs->nf_step = (int64_t)v[4];
+    if ((s = amp_runlog_reopen(log, dir, off))) return s;
+    *found = 1;
+    return AMP_OK;
 }
 
 /* The data of a run: digits for the MLP, Austen bytes for the GPT. */
@@ -293,7 +435,11 @@ amp_status amp_train_run(const amp_train_opts *o)
     if (s) { if (has_fp8) amp_fp8_free(&fp8); return s; }
     if ((s = data_open(&data, o))) goto done;
     if (data.gpt) s = amp_gpt_create(&m, &pol, o->batch, o->ctx, o->dim, layers, o->heads, o->seed);
-    else s = amp_mlp_create(&m, &pol, o->batch, 64, o->hidden, layers, 10, o->seed);
+    else {
+        amp_act act;
+        s = amp_act_parse(o->act ? o->act : "relu", &act);
+        if (!s) s = amp_mlp_create_act(&m, &pol, o->batch, 64, o->hidden, layers, 10, o->seed, act);
+    }
     if (s) goto done;
     if (has_fp8) m.reg.fp8 = &fp8;
     if (o->init && (s = amp_model_load(&m, o->init))) goto done;
@@ -301,19 +447,20 @@ amp_status amp_train_run(const amp_train_opts *o)
     if ((s = amp_optim_attach(&opt, &m))) goto done;
     char *cfg = config_json(o, &pol, &sc, has_fp8 ? &fp8 : NULL, data.path, data.sha256, layers);
     if (!cfg) { s = amp_fail(AMP_ENOMEM, "out of memory"); goto done; }
-    s = amp_runlog_open(&log, o->out, cfg);
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.last_loss = NAN;
+    rs.min_loss = INFINITY;
+    int resumed = 0;
+    if (o->resume) s = resume(o->out, cfg, &log, &m, &opt, &sc, has_fp8 ? &fp8 : NULL, &rs, &resumed);
+    if (!s && !resumed) s = amp_runlog_open(&log, o->out, cfg);
     free(cfg);
     if (s) goto done;
 
-    cJSON *summary = cJSON_CreateObject();
-    int first_seen = 0;
-    int64_t skipped = 0, nonfinite_steps = 0;
-    uint64_t vanished = 0;
-    float last_loss = NAN, min_loss = INFINITY;
     double val_loss = NAN;
     amp_step_info info;
     amp_scaler_result res;
-    for (int64_t step = 0; step < o->steps && !s; step++) {
+    for (int64_t step = rs.next_step; step < o->steps && !s; step++) {
         amp_batch b;
         double v = NAN;
         if (data.gpt && o->eval_every > 0 && step % o->eval_every == 0 &&
@@ -327,13 +474,17 @@ amp_status amp_train_run(const amp_train_opts *o)
         amp_status s2 = amp_runlog_metrics(log, step, info.loss, info.scale, info.skipped, info.grad_norm,
                                            opt.lr, info.vanished, info.nonfinite, v);
         if (!s2 && (do_t || do_h)) s2 = amp_runlog_tensors(log, &m.reg, step, do_t, do_h);
-        if (!s2) s2 = log_step_events(log, &m, step, &info, &res, &first_seen, summary);
+        if (!s2) s2 = log_step_events(log, &m, step, &info, &res, &rs);
         if (s2) { s = s2; break; }
-        skipped += info.skipped;
-        nonfinite_steps += info.nonfinite != 0;
-        vanished += info.vanished;
-        last_loss = info.loss;
-        if (info.loss < min_loss) min_loss = info.loss;
+        rs.skipped += info.skipped;
+        rs.nonfinite_steps += info.nonfinite != 0;
+        rs.vanished += info.vanished;
+        rs.last_loss = info.loss;
+        if (info.loss < rs.min_loss) rs.min_loss = info.loss;
+        rs.next_step = step + 1;
+        if (!s && o->checkpoint_every > 0 && rs.next_step % o->checkpoint_every == 0 && rs.next_step < o->steps &&
+            (s = write_checkpoint(o->out, log, &m, &opt, &sc, has_fp8 ? &fp8 : NULL, &rs)))
+            break;
         if (o->progress && (step % 10 == 0 || step == o->steps - 1))
             fprintf(stderr, "\rstep %lld/%lld loss %.4f scale %g", (long long)step + 1, (long long)o->steps,
                     (double)info.loss, (double)info.scale);
@@ -345,25 +496,34 @@ amp_status amp_train_run(const amp_train_opts *o)
         s = amp_gpt_eval(&m, &data.aus, o->seed, o->steps, o->eval_batches, &val_loss);
     if (!s && o->save) s = amp_model_save(&m, o->save);
     if (!s) {
+        cJSON *summary = cJSON_CreateObject();
         cJSON_AddNumberToObject(summary, "steps", (double)o->steps);
-        cJSON_AddNumberToObject(summary, "final_loss", isfinite(last_loss) ? (double)last_loss : 0.0);
-        cJSON_AddBoolToObject(summary, "final_loss_finite", isfinite(last_loss));
-        cJSON_AddNumberToObject(summary, "min_loss", isfinite(min_loss) ? (double)min_loss : 0.0);
+        cJSON_AddNumberToObject(summary, "final_loss", isfinite(rs.last_loss) ? rs.last_loss : 0.0);
+        cJSON_AddBoolToObject(summary, "final_loss_finite", isfinite(rs.last_loss));
+        cJSON_AddNumberToObject(summary, "min_loss", isfinite(rs.min_loss) ? rs.min_loss : 0.0);
         if (isfinite(val_loss)) cJSON_AddNumberToObject(summary, "val_loss", val_loss);
-        cJSON_AddNumberToObject(summary, "skipped_steps", (double)skipped);
-        cJSON_AddNumberToObject(summary, "nonfinite_steps", (double)nonfinite_steps);
-        cJSON_AddNumberToObject(summary, "vanished_updates", (double)vanished);
+        cJSON_AddNumberToObject(summary, "skipped_steps", (double)rs.skipped);
+        cJSON_AddNumberToObject(summary, "nonfinite_steps", (double)rs.nonfinite_steps);
+        cJSON_AddNumberToObject(summary, "vanished_updates", (double)rs.vanished);
         cJSON_AddNumberToObject(summary, "final_scale", (double)amp_scaler_scale(&sc));
         cJSON_AddNullToObject(summary, "divergence_from_reference");
         cJSON_AddBoolToObject(summary, "stopped", srun == AMP_ERUN);
         if (srun == AMP_ERUN) cJSON_AddStringToObject(summary, "stop_reason", stopmsg);
-        if (!first_seen) cJSON_AddNullToObject(summary, "first_nonfinite");
+        if (rs.first_seen) {
+            cJSON *f = cJSON_AddObjectToObject(summary, "first_nonfinite");
+            cJSON_AddNumberToObject(f, "step", (double)rs.nf_step);
+            cJSON_AddStringToObject(f, "phase", amp_phase_name((amp_phase)rs.nf_phase));
+            cJSON_AddStringToObject(f, "tensor", rs.nf_tensor);
+        } else {
+            cJSON_AddNullToObject(summary, "first_nonfinite");
+        }
         char *sj = cJSON_Print(summary);
-        s = amp_runlog_close(log, sj);
+        s = sj ? amp_runlog_close(log, sj) : amp_fail(AMP_ENOMEM, "out of memory");
+        if (!sj) amp_runlog_abort(log);
         log = NULL;
         free(sj);
+        cJSON_Delete(summary);
     }
-    cJSON_Delete(summary);
     if (!s && srun == AMP_ERUN) s = amp_fail(AMP_ERUN, "%s", stopmsg);
 done:
     if (log) amp_runlog_abort(log);

@@ -2,8 +2,8 @@
  *  - for every built-in format and several scales (powers of two, one that
  *    takes float32 out of range, and non-powers of two), every counter of every
  *    row equals what the MPFR reference (amp_round1_mpfr on the exact product
- *    x*s) gives element by element; amax, amin_nonzero exactly; rel_err and
- *    in_normal_range to rounding of the sums;
+ *    x*s) gives element by element; amax, amin_nonzero, in_normal_range exactly;
+ *    rel_err to 1e-6 relative (the fast kernels form its terms in float32);
  *  - counts known by construction for fp16 and e4m3, scaled and unscaled;
  *  - the auto scale equals a brute force over every k in -126..127 through the
  *    MPFR reference, for every format and tensors built to hit the bounds;
@@ -100,7 +100,8 @@ static void compare_stats(const char *what, const amp_stats *want, const amp_sta
                   got->amin_nonzero);
     ck_assert_msg(want->n_rel == got->n_rel, "%s: n_rel", what);
     double a = amp_stats_rel_err(want), b = amp_stats_rel_err(got);
-    ck_assert_msg(fabs(a - b) <= 1e-12 * a + 1e-300, "%s: rel_err %.17g vs %.17g", what, a, b);
+    /* the fast kernels form each term in float32 (round_fast.c): ~1e-7 relative */
+    ck_assert_msg(fabs(a - b) <= 1e-6 * a + 1e-300, "%s: rel_err %.17g vs %.17g", what, a, b);
     ck_assert_msg(amp_stats_in_normal_range(want) == amp_stats_in_normal_range(got), "%s: in_normal_range", what);
 }
 

@@ -192,6 +192,32 @@ START_TEST(f2_and_raw)
         ck_assert(same_float(y[i], amp_round1_mpfr(amp_format_get(AMP_FMT_E4M3), &o, x[i], 0, NULL)));
     ck_assert(y[0] == 0.28125f);   /* 0.3 toward zero in e4m3: 1.001b * 2^-2 */
 
+    /* --ftz flushes subnormal results, --daz subnormal inputs, --exact agrees */
+    float sub[3] = { 0x1p-20f, 0x1p-14f, -0x1.8p-24f };
+    tpath(p, sizeof p, "sub.f32");
+    ck_assert(amp_write_file_atomic(p, sub, sizeof sub) == AMP_OK);
+    static const struct { const char *opt; float want[3]; } fz[] = {
+        { "", { 0x1p-20f, 0x1p-14f, -0x1p-23f } },
+        { "--ftz", { 0, 0x1p-14f, -0.0f } },
+        { "--daz", { 0, 0x1p-14f, -0.0f } },
+        { "--exact --rounding rtz", { 0x1p-20f, 0x1p-14f, -0x1p-24f } },
+    };
+    for (int k = 0; k < 4; k++) {
+        char args[128];
+        snprintf(args, sizeof args, "round --format fp16 %s sub.f32 sub_out.f32", fz[k].opt);
+        ck_assert_int_eq(run(args), 0);
+        size_t l2;
+        char *q = slurp("sub_out.f32", &l2);
+        ck_assert(l2 == 12);
+        for (int i = 0; i < 3; i++) {
+            float g;
+            memcpy(&g, q + 4 * i, 4);
+            ck_assert_msg(amp_f2u(g) == amp_f2u(fz[k].want[i]), "%s element %d: expected %a got %a", fz[k].opt, i,
+                          (double)fz[k].want[i], (double)g);
+        }
+        free(q);
+    }
+
     /* a .safetensors with one tensor is accepted, with two it is not */
     amp_st_entry e[2] = { { .name = "a", .ndim = 1, .shape = { 3 }, .data = x },
                           { .name = "b", .ndim = 1, .shape = { 1 }, .data = x } };
@@ -357,6 +383,7 @@ START_TEST(bad_input)
         { "round --format fp16 in.npy nodir/out.npy", "nodir/out.npy: cannot write" },
         { "round --format e2m1 --encode nan.npy out.u8", "not a value of e2m1" },
         { "round --format fp16 in.npy ro/out.npy", "ro/out.npy: cannot write" },
+        { "round --format fp16 in.npy /proc/ampsim_test_out.npy", "/proc/ampsim_test_out.npy: cannot write" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (root && strstr(cases[i][0], "ro/")) continue;   /* root writes anywhere */

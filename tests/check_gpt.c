@@ -99,7 +99,16 @@ START_TEST(test_torch_reference_cli)
              "--layers 2 --heads 4 --dim 32 --ctx 16 --batch 4 --steps 40 --optim adamw --lr 0.001 "
              "--eval-every 10 --eval-batches 2 --log-every 20 --hist-every 0 --out '%s/run' 2>'%s/err'",
              bin, src, src, dir, dir);
-    ck_assert_msg(system(cmd) == 0, "ampsim train --model gpt failed: %s", cmd);
+    if (system(cmd) != 0) {
+        char rm[4200];
+        snprintf(path, sizeof path, "%s/err", dir);
+        char *err = NULL;
+        size_t elen;
+        int have = amp_read_file(path, 1 << 16, &err, &elen) == AMP_OK;
+        snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(rm), 0);
+        ck_abort_msg("ampsim train --model gpt failed: %s: %s", cmd, have ? err : "");
+    }
     snprintf(path, sizeof path, "%s/run/metrics.csv", dir);
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);

@@ -143,6 +143,53 @@ START_TEST(test_relu_fd)
 }
 END_TEST
 
+static double gelu_d(double x) { return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+static double gelu_obj(const void *pp)
+{
+    const act_ref *p = pp;
+    double L = 0;
+    for (int i = 0; i < p->n; i++) L += p->r[i] * gelu_d(p->x[i]);
+    return L;
+}
+
+START_TEST(test_gelu_fd)
+{
+    enum { N = 16 };
+    amp_policy pol;
+    amp_policy_preset("fp32", &pol);
+    amp_tensors reg;
+    amp_ctx cx;
+    amp_tensors_init(&reg, 1, AMP_RND_NE, 0);
+    amp_ctx_init(&cx, &reg, &pol);
+    amp_tensor *in, *gin, *out, *gout;
+    amp_tensors_add(&reg, "a", AMP_ROLE_ACT, &pol.act, 1, (size_t[]){ N }, &in);
+    amp_tensors_add(&reg, "a.grad", AMP_ROLE_ACT_GRAD, &pol.grad, 1, (size_t[]){ N }, &gin);
+    amp_tensors_add(&reg, "gelu.out", AMP_ROLE_ACT, &pol.act, 1, (size_t[]){ N }, &out);
+    amp_tensors_add(&reg, "gelu.out.grad", AMP_ROLE_ACT_GRAD, &pol.grad, 1, (size_t[]){ N }, &gout);
+    double x[N], r[N];
+    act_ref p = { N, x, r };
+    for (int i = 0; i < N; i++) {
+        in->data[i] = (float)(4 * urand(8, i)), x[i] = in->data[i];
+        r[i] = gout->data[i] = (float)urand(9, i);
+    }
+    amp_tensors_begin_step(&reg, 0, 0);
+    ck_assert_int_eq(amp_act_gelu_forward(&cx, out, in), AMP_OK);
+    ck_assert_int_eq(amp_act_gelu_backward(&cx, gin, gout, in), AMP_OK);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(close_to(out->data[i], gelu_d(x[i]), 1e-6), "gelu(%g) = %g vs %g", x[i], out->data[i], gelu_d(x[i]));
+        double want = fd(&x[i], gelu_obj, &p);
+        ck_assert_msg(close_to(gin->data[i], want, 1e-5), "gelu d[%d]: %g vs %g", i, gin->data[i], want);
+    }
+    /* under bf16-amp the output is rounded into the input's format (bf16) */
+    amp_policy_preset("bf16-amp", &pol);
+    out->fmt = pol.act;
+    ck_assert_int_eq(amp_act_gelu_forward(&cx, out, in), AMP_OK);
+    for (int i = 0; i < N; i++) ck_assert(amp_encode1(&out->fmt, out->data[i]) >= 0);
+    amp_ctx_free(&cx);
+    amp_tensors_free(&reg);
+}
+END_TEST
+
 typedef struct xent_ref { int B, C; double *z; const int32_t *y; } xent_ref;
 static double xent_obj(const void *pp)
 {
@@ -343,6 +390,7 @@ int main(void)
     tcase_add_test(tc, test_linear_fd);
     tcase_add_test(tc, test_relu_fd);
     tcase_add_test(tc, test_xent_fd);
+    tcase_add_test(tc, test_gelu_fd);
     tcase_add_test(tc, test_mlp_fd);
     tcase_add_test(tc, test_linear_fp16_amp_rounding);
     tcase_add_test(tc, test_narrow_accumulator);

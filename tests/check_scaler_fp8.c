@@ -389,6 +389,39 @@ START_TEST(block_scaling)
 }
 END_TEST
 
+START_TEST(save_load_roundtrip)
+{
+    amp_fp8_scaler a, b;
+    ck_assert_int_eq(amp_fp8_init_str(&a, "delayed:history=16"), AMP_OK);
+    ck_assert_int_eq(amp_fp8_init_str(&b, "delayed:history=16"), AMP_OK);
+    lcg_state = 11;
+    for (int k = 0; k < 200; k++) {
+        if (k == 100) {
+            uint8_t *img;
+            size_t len;
+            ck_assert_int_eq(amp_fp8_save(&a, &img, &len), AMP_OK);
+            ck_assert_int_eq(amp_fp8_load(&b, img, len - 8), AMP_EFORMAT);
+            ck_assert_int_eq(amp_fp8_load(&b, img, len), AMP_OK);
+            amp_fp8_scaler c;
+            ck_assert_int_eq(amp_fp8_init_str(&c, "delayed:history=8"), AMP_OK);
+            ck_assert_int_eq(amp_fp8_load(&c, img, len), AMP_EFORMAT);
+            amp_fp8_free(&c);
+            free(img);
+        }
+        for (size_t t = 0; t < 4; t += 1 + (k % 2)) {   /* tensors 1 and 3 skip some steps */
+            float am = random_amax(), u1, a1, u2, a2;
+            ck_assert_int_eq(amp_fp8_observe_amax(&a, t, NULL, am, &u1, &a1), AMP_OK);
+            if (k >= 100) {
+                ck_assert_int_eq(amp_fp8_observe_amax(&b, t, NULL, am, &u2, &a2), AMP_OK);
+                REQUIRE(same(u1, u2) && same(a1, a2), "step %d tensor %zu", k, t);
+            }
+        }
+    }
+    amp_fp8_free(&a);
+    amp_fp8_free(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("scaler_fp8");
@@ -401,6 +434,7 @@ static Suite *suite(void)
     tcase_add_test(tc, mx_floor_vs_ceil);
     tcase_add_test(tc, mx_fp4);
     tcase_add_test(tc, block_scaling);
+    tcase_add_test(tc, save_load_roundtrip);
     suite_add_tcase(s, tc);
     return s;
 }

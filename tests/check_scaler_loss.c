@@ -6,8 +6,8 @@
  * takes the literal reading "if isfinite(new): scale = new; tracker = 0"),
  * run against the library over long scripted and random I/F sequences and
  * compared step by step (skipped, scale used, scale after); (3) closed forms
- * (2^(16-k) decay, tie-to-even at 2^-150, 2^127 growth limit); (4) for
- * adaptive/underflow, properties checked by actually rounding data. */
+ * (2^(16-k) decay, tie-to-even at 2^-150, 2^127 growth limit). adaptive and
+ * underflow: tests/check_scaler_adaptive.c. */
 #include "ampsim.h"
 
 #include <check.h>
@@ -484,8 +484,6 @@ START_TEST(none_and_static)
 }
 END_TEST
 
-/* ---- adaptive and underflow: statistics from actual rounding ---------------- */
-
 /* Rounds g*scale into fp16 and returns its statistics and the exact flushed fraction. */
 static double round_stats(const float *g, size_t n, float scale, amp_stats *st)
 {
@@ -512,129 +510,8 @@ static void make_grad(float *g, size_t n, double lo, double hi)
     }
 }
 
-/* Fraction of nonzero g with |g|*2^k below fp16's min subnormal 2^-24 (direct count). */
-static double below_minsub(const float *g, size_t n, int k)
-{
-    size_t nz = 0, lo = 0;
-    for (size_t i = 0; i < n; i++)
-        if (g[i] != 0) { nz++; if (fabs((double)g[i]) * ldexp(1.0, k) < 0x1p-24) lo++; }
-    return nz ? (double)lo / (double)nz : 0;
-}
-
-/* One tensor, several distributions: at the chosen 2^k the fraction of values
- * below the min subnormal is <= rate (and the flushed fraction, found by
- * rounding at 2^k, is at most that), amax*2^k*2 <= 65504, and k is the smallest
- * such exponent unless the overflow bound or min=1 decided. */
-START_TEST(adaptive_rule_properties)
-{
-    enum { N = 4096 };
-    float *g = malloc(N * sizeof *g);
-    lcg_state = 7;
-    const double ranges[][2] = { { -40, -20 }, { -30, -28 }, { -20, -5 }, { -60, -2 }, { -12, 3 }, { -45, -44 } };
-    for (int t = 0; t < 6; t++) {
-        make_grad(g, N, ranges[t][0], ranges[t][1]);
-        amp_scaler sc;
-        ck_assert_int_eq(amp_scaler_init_str(&sc, "adaptive:init=1,underflow=0.01"), AMP_OK);
-        ck_assert(amp_scaler_is_layerwise(&sc) && amp_scaler_needs_stats(&sc));
-        amp_stats st;
-        round_stats(g, N, amp_scaler_tensor_scale(&sc, 0), &st);
-        amp_scaler_tensor tt = { .name = "w", .st = &st };
-        amp_scaler_obs obs = { .found_inf = 0, .n_tensors = 1, .tensors = &tt };
-        amp_scaler_result r;
-        ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
-        float s = amp_scaler_tensor_scale(&sc, 0);
-        int k = ilogb(s);
-        ck_assert(s == ldexpf(1.0f, k));
-        amp_stats st2;
-        double fl = round_stats(g, N, s, &st2);
-        double amax = 0;
-        for (int i = 0; i < N; i++) amax = fmax(amax, fabs((double)g[i]));
-        int over_ok = amax * ldexp(1.0, k) * 2 <= 65504;
-        int over_next = amax * ldexp(1.0, k + 1) * 2 <= 65504;
-        ck_assert_msg(over_ok || k == 0, "range %d: k=%d overflows the headroom", t, k);
-        ck_assert_msg(fl <= below_minsub(g, N, k), "range %d: flushed %.4f", t, fl);
-        if (over_next) ck_assert_msg(below_minsub(g, N, k) <= 0.01, "range %d: k=%d leaves %.4f below", t, k,
-                                     below_minsub(g, N, k));
-        if (k > 0 && over_ok)
-            ck_assert_msg(below_minsub(g, N, k - 1) > 0.01, "range %d: k-1=%d would do (%.4f)", t, k - 1,
-                          below_minsub(g, N, k - 1));
-        if (t == 4) ck_assert_int_eq(k, 0);            /* big gradients: min=1 */
-        ck_assert(amp_scaler_scale(&sc) == s);
-        amp_scaler_free(&sc);
-    }
-    free(g);
-}
-END_TEST
-
-/* Hand-computed case in fp16 (underflowing: scaled binade < log2(2^-24) = -24;
- * headroom 2: amax*2^k*2 <= 65504).
- * a: 1000 values 2^-30 and 10 values 2^-10: u = 6 (2^-30 -> 2^-24), o = 24.
- * b: one value 2^-3, 99 values 2^-40: u = 16, o = 17 (2^-3*2^17*2 = 2^15).
- * Layer-wise: a 2^6, b 2^16. Global: min(max(6, 16), min(24, 17)) = 2^16. */
-START_TEST(adaptive_hand_case)
-{
-    float g[1010];
-    for (int i = 0; i < 1000; i++) g[i] = (i & 1) ? 0x1p-30f : -0x1p-30f;
-    for (int i = 1000; i < 1010; i++) g[i] = 0x1p-10f;
-    float h[100];
-    for (int i = 0; i < 100; i++) h[i] = i == 0 ? 0x1p-3f : 0x1p-40f;
-    amp_scaler sc;
-    ck_assert_int_eq(amp_scaler_init_str(&sc, "adaptive:init=1"), AMP_OK);
-    amp_stats s0, s1;
-    round_stats(g, 1010, 1.0f, &s0);
-    round_stats(h, 100, 1.0f, &s1);
-    /* scale 0: the statistics were taken at the global scale (1 here) */
-    amp_scaler_tensor tt[2] = { { "a", 0, NULL, &s0, 0 }, { "b", 1, NULL, &s1, 0 } };
-    amp_scaler_obs obs = { 0, 2, tt };
-    amp_scaler_result r;
-    ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
-    ck_assert_msg(amp_scaler_tensor_scale(&sc, 0) == 0x1p6f, "%a", amp_scaler_tensor_scale(&sc, 0));
-    ck_assert_msg(amp_scaler_tensor_scale(&sc, 1) == 0x1p16f, "%a", amp_scaler_tensor_scale(&sc, 1));
-    ck_assert_msg(amp_scaler_scale(&sc) == 0x1p16f, "%a", amp_scaler_scale(&sc));
-    ck_assert(r.scale_used == 1.0f && r.scale_after == 0x1p16f);
-    ck_assert(has_event(&r, AMP_SEV_LAYER));
-
-    /* layer-wise step: each tensor at its own scale; b's gradient grew 2^4 and
-     * overflows at 2^16 (2^1 * 2^16 = 2^17 > 65504). b: o = 13 (2^1*2^13*2 =
-     * 2^15), u = 12 (2^-36 -> 2^-24): 2^12. a: stays 2^6. Global: min(max(6,12),
-     * min(24,13)) = 2^12. */
-    for (int i = 0; i < 100; i++) h[i] *= 16;
-    round_stats(h, 100, 0x1p16f, &s1);
-    ck_assert(s1.cls[AMP_CLS_OVERFLOW] == 1);
-    round_stats(g, 1010, 0x1p6f, &s0);
-    tt[0].scale = 0x1p6f;
-    tt[1].scale = 0x1p16f;
-    obs.found_inf = 1;
-    ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
-    ck_assert(r.skipped);
-    ck_assert_msg(amp_scaler_tensor_scale(&sc, 1) == 0x1p12f, "%a", amp_scaler_tensor_scale(&sc, 1));
-    ck_assert(amp_scaler_tensor_scale(&sc, 0) == 0x1p6f);
-    ck_assert_msg(amp_scaler_scale(&sc) == 0x1p12f, "%a", amp_scaler_scale(&sc));
-
-    /* global step: both tensors at the global 2^12 (scale field 0). a at 2^12:
-     * u = 6, o = 24; b: u = 12, o = 13 -> global stays 2^12, layers as before */
-    round_stats(h, 100, 0x1p12f, &s1);
-    round_stats(g, 1010, 0x1p12f, &s0);
-    tt[0].scale = tt[1].scale = 0;
-    obs.found_inf = 0;
-    ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
-    ck_assert(amp_scaler_scale(&sc) == 0x1p12f);
-    ck_assert(amp_scaler_tensor_scale(&sc, 0) == 0x1p6f && amp_scaler_tensor_scale(&sc, 1) == 0x1p12f);
-
-    /* inf found but no tensor shows it: every scale halves */
-    amp_scaler_tensor none[2] = { { "a", 0, NULL, NULL, 0 }, { "b", 1, NULL, NULL, 0 } };
-    amp_scaler_obs obs2 = { 1, 2, none };
-    ck_assert_int_eq(amp_scaler_update(&sc, &obs2, &r), AMP_OK);
-    ck_assert(amp_scaler_tensor_scale(&sc, 0) == 0x1p5f && amp_scaler_tensor_scale(&sc, 1) == 0x1p11f);
-    ck_assert(amp_scaler_scale(&sc) == 0x1p11f && has_event(&r, AMP_SEV_BACKOFF));
-    ck_assert(amp_scaler_tensor_scale(&sc, 7) == 1.0f);   /* unseen tensor: init */
-    amp_scaler_free(&sc);
-}
-END_TEST
-
-/* underflow: without statistics it is torch; with a flushed fraction above the
- * threshold and headroom it grows at once; without headroom it does not. */
-START_TEST(underflow_strategy)
+/* underflow (ours): without statistics it is exactly torch. */
+START_TEST(underflow_without_stats_is_torch)
 {
     enum { N = 20000 };
     int *seq = malloc(N * sizeof *seq);
@@ -644,42 +521,57 @@ START_TEST(underflow_strategy)
     ref_init(&rf, AMP_SCALER_TORCH, 1024, 2, 0.5, 0, 0, 50, 0, 0, 0);
     compare_seq("underflow:init=1024,interval=50", &rf, seq, N);
     free(seq);
+}
+END_TEST
 
-    float g[1000];
-    for (int i = 0; i < 1000; i++) g[i] = i < 10 ? 0x1p-8f : 0x1p-27f;  /* 99% tiny */
-    amp_scaler sc;
-    ck_assert_int_eq(amp_scaler_init_str(&sc, "underflow:init=1,interval=1000,flush=0.01"), AMP_OK);
-    ck_assert(amp_scaler_needs_stats(&sc) && !amp_scaler_is_layerwise(&sc));
-    amp_stats st;
-    amp_scaler_tensor tt = { "w", 0, NULL, &st, 0 };
-    amp_scaler_obs obs = { 0, 1, &tt };
-    amp_scaler_result r;
-    /* 2^-27 * s flushes while s <= 4 (2^-25 is the tie between 0 and 2^-24: even, 0);
-     * at s = 8 it is 2^-24 and survives */
-    float want[] = { 2, 4, 8, 8, 8 };
-    for (int k = 0; k < 5; k++) {
-        double fl = round_stats(g, 1000, amp_scaler_scale(&sc), &st);
-        ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
-        ck_assert_msg(r.scale_after == want[k], "step %d: %.9g (flushed %.3f)", k, r.scale_after, fl);
-        if (k < 3) ck_assert(has_event(&r, AMP_SEV_UNDERFLOW_RAISE));
-        else ck_assert_int_eq(r.n_events, 0);
+/* Checkpoint: save mid-run, load into a fresh scaler of the same SPEC, and
+ * both continue identically; bad images are AMP_EFORMAT. */
+START_TEST(save_load_roundtrip)
+{
+    const char *specs[] = { "torch:interval=7", "apex:window=5,min=4", "deepspeed:init=2^20,window=5,hysteresis=3,raise=0",
+                            "megatron:interval=4", "keras:interval=3", "adaptive", "underflow:interval=9" };
+    lcg_state = 2024;
+    float g[256];
+    for (int si = 0; si < 7; si++) {
+        amp_scaler a, b;
+        ck_assert_int_eq(amp_scaler_init_str(&a, specs[si]), AMP_OK);
+        ck_assert_int_eq(amp_scaler_init_str(&b, specs[si]), AMP_OK);
+        amp_stats st[3];
+        amp_scaler_tensor tt[3];
+        for (int k = 0; k < 600; k++) {
+            int inf = lcg() % 10 == 0;
+            for (int t = 0; t < 3; t++) {
+                make_grad(g, 256, -40 + 5 * t - (k % 50) * 0.1, -20 + 5 * t);
+                round_stats(g, 256, amp_scaler_scale(&a), &st[t]);
+                tt[t] = (amp_scaler_tensor){ "t", 0, NULL, &st[t], 0 };
+            }
+            amp_scaler_obs obs = { inf, 3, tt };
+            amp_scaler_result ra, rb;
+            if (k == 300) {
+                uint8_t *img;
+                size_t len;
+                ck_assert_int_eq(amp_scaler_save(&a, &img, &len), AMP_OK);
+                ck_assert_int_eq(amp_scaler_load(&b, img, len - 1), AMP_EFORMAT);
+                ck_assert_int_eq(amp_scaler_load(&b, img, len), AMP_OK);
+                amp_scaler other;
+                ck_assert_int_eq(amp_scaler_init_str(&other, si ? "torch" : "apex"), AMP_OK);
+                ck_assert_int_eq(amp_scaler_load(&other, img, len), AMP_EFORMAT);
+                amp_scaler_free(&other);
+                free(img);
+            }
+            amp_status sa = amp_scaler_update(&a, &obs, &ra);
+            if (k >= 300) {
+                amp_status sb = amp_scaler_update(&b, &obs, &rb);
+                REQUIRE(sa == sb && ra.scale_used == rb.scale_used && ra.scale_after == rb.scale_after &&
+                        ra.skipped == rb.skipped && ra.step == rb.step && ra.n_events == rb.n_events,
+                        "%s step %d differs after load", specs[si], k);
+                for (int t = 0; t < 3; t++)
+                    REQUIRE(amp_scaler_tensor_scale(&a, (size_t)t) == amp_scaler_tensor_scale(&b, (size_t)t), "%s", specs[si]);
+            }
+        }
+        amp_scaler_free(&a);
+        amp_scaler_free(&b);
     }
-    amp_scaler_free(&sc);
-    /* no headroom: amax 2^-8 * 2^20 = 2^12; 2^12*2*2 = 2^14 <= 65504 still ok; at
-     * 2^22: 2^14*4 = 2^16 > 65504 -> no raise even though 99% flush */
-    for (int i = 0; i < 1000; i++) g[i] = i < 10 ? 0x1p-8f : 0x1p-60f;
-    ck_assert_int_eq(amp_scaler_init_str(&sc, "underflow:init=2^20,interval=1000,flush=0.01"), AMP_OK);
-    float want2[] = { 0x1p21f, 0x1p22f, 0x1p22f, 0x1p22f };
-    for (int k = 0; k < 4; k++) {
-        round_stats(g, 1000, amp_scaler_scale(&sc), &st);
-        ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
-        ck_assert_msg(r.scale_after == want2[k], "step %d: %a", k, r.scale_after);
-    }
-    /* inf: torch backoff */
-    obs.found_inf = 1;
-    ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
-    ck_assert(r.skipped && r.scale_after == 0x1p21f);
-    amp_scaler_free(&sc);
 }
 END_TEST
 
@@ -698,9 +590,8 @@ static Suite *suite(void)
     tcase_add_test(tc, apex_clamps);
     tcase_add_test(tc, megatron_hysteresis);
     tcase_add_test(tc, none_and_static);
-    tcase_add_test(tc, adaptive_rule_properties);
-    tcase_add_test(tc, adaptive_hand_case);
-    tcase_add_test(tc, underflow_strategy);
+    tcase_add_test(tc, underflow_without_stats_is_torch);
+    tcase_add_test(tc, save_load_roundtrip);
     suite_add_tcase(s, tc);
     return s;
 }

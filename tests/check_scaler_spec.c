@@ -229,6 +229,17 @@ START_TEST(cli_replay_fp8_and_errors)
                      "4,nan,0,448,448\n5,0.5,0,448,448\n");
     ck_assert_int_eq(replay("--scaler delayed:fmt=e5m2,algo=most_recent amax.txt"), 0);
     ck_assert(strstr(read_all("out.txt"), "\n0,2,0,1,28672\n"));
+    /* statistics-driven scalers replay flags alone: adaptive halves on inf
+     * (down to min=1), underflow is torch */
+    write_file("flags.txt", "1\n0\n1\n1\n");
+    ck_assert_int_eq(replay("--scaler adaptive:init=4 flags.txt"), 0);
+    ck_assert_str_eq(read_all("out.txt"),
+                     "step,input,skipped,scale_used,scale_after\n"
+                     "0,1,1,4,2\n1,0,0,2,2\n2,1,1,2,1\n3,1,1,1,1\n");
+    ck_assert_int_eq(replay("--scaler underflow:init=4,interval=1 flags.txt"), 0);
+    ck_assert_str_eq(read_all("out.txt"),
+                     "step,input,skipped,scale_used,scale_after\n"
+                     "0,1,1,4,2\n1,0,0,2,4\n2,1,1,4,2\n3,1,1,2,1\n");
     /* deepspeed stops at its minimum: the row is printed, exit 1 */
     write_file("inf.txt", "1\n1\n1\n1\n");
     ck_assert_int_eq(replay("--events --scaler deepspeed:init=4,min=2,hysteresis=1 inf.txt"), 1);

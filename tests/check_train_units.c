@@ -254,6 +254,9 @@ START_TEST(test_digits_batches)
         ck_assert_int_eq(b.y[j], d.y[row]);
     }
     ck_assert(d.x[0] == 0.0f && d.x[2] == 5.0f / 16.0f && d.y[0] == 0);   /* first row: 0,0,5,... label 0 */
+    ck_assert_int_eq(amp_digits_batch(&d, 0, 16, 0, 1, &b), AMP_EINVAL);   /* one batch size per loader */
+    amp_digits_free(&d);
+    ck_assert_int_eq(amp_digits_load(path, &d), AMP_OK);
     /* shuffled: every epoch visits every row once */
     int *seen = calloc(1797, sizeof *seen);
     for (int64_t s = 0; s < 1797; s++) {
@@ -278,6 +281,77 @@ START_TEST(test_digits_batches)
 }
 END_TEST
 
+/* Every precision policy starts from the same weights (fair comparisons):
+ * the FP32 values (master, or the weight itself) do not depend on the policy,
+ * and a policy without master holds their rounding. */
+START_TEST(test_init_independent_of_policy)
+{
+    const char *pols[] = { "fp32", "fp16-amp", "bf16-amp", "fp8-hybrid", "bf16-pure" };
+    amp_model ref;
+    amp_policy p;
+    amp_policy_preset("fp32", &p);
+    ck_assert_int_eq(amp_mlp_create(&ref, &p, 4, 64, 16, 3, 10, 3), AMP_OK);
+    for (int k = 1; k < 5; k++) {
+        amp_model m;
+        amp_policy_preset(pols[k], &p);
+        ck_assert_int_eq(amp_mlp_create(&m, &p, 4, 64, 16, 3, 10, 3), AMP_OK);
+        for (int i = 0; i < ref.reg.n; i++) {
+            const amp_tensor *a = ref.reg.t[i];
+            if (a->role != AMP_ROLE_WEIGHT) continue;
+            const amp_tensor *b = amp_tensors_find(&m.reg, a->name);
+            ck_assert_ptr_nonnull(b);
+            for (size_t j = 0; j < a->n; j++) {
+                float want = a->data[j];
+                if (!b->master) want = amp_round1(&b->fmt, &(amp_round_opts){ .mode = AMP_RND_NE }, want, 0, NULL);
+                float got = b->master ? b->master->data[j] : b->data[j];
+                ck_assert_msg(got == want, "%s %s[%zu]: %a vs %a", pols[k], a->name, j, got, want);
+            }
+        }
+        amp_model_free(&m);
+    }
+    amp_model_free(&ref);
+}
+END_TEST
+
+/* Run logs: nothing under a final name until close; sync publishes complete
+ * prefixes; reopen continues from a sync point (what --resume needs). */
+START_TEST(test_runlog_sync_reopen)
+{
+    char dir[] = "/tmp/check_runlog.XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    amp_runlog *l;
+    ck_assert_int_eq(amp_runlog_open(&l, dir, "{}\n"), AMP_OK);
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);                 /* only a temporary so far */
+    ck_assert_int_eq(amp_runlog_metrics(l, 0, 2.5f, 1.0f, 0, 0.5, 0.1f, 0, 0, NAN), AMP_OK);
+    uint64_t off[AMP_RUNLOG_FILES];
+    ck_assert_int_eq(amp_runlog_sync(l, off), AMP_OK);
+    ck_assert_int_eq(amp_runlog_metrics(l, 1, 2.25f, 1.0f, 0, 0.5, 0.1f, 0, 0, 3.0), AMP_OK);
+    amp_runlog_abort(l);                                       /* a killed run */
+    char *d;
+    size_t n;
+    const char *hdr = "step,loss,loss_scale,skipped,grad_norm,lr,vanished,nonfinite,val_loss\n";
+    char want[512];
+    snprintf(want, sizeof want, "%s0,2.5,1,0,0.5,0.100000001,0,0,\n", hdr);
+    ck_assert_int_eq(amp_read_file(path, 1 << 20, &d, &n), AMP_OK);
+    ck_assert_str_eq(d, want);
+    ck_assert_uint_eq(off[0], strlen(want));
+    free(d);
+    ck_assert_int_eq(amp_runlog_reopen(&l, dir, off), AMP_OK);
+    ck_assert_int_eq(amp_runlog_metrics(l, 1, 2.25f, 1.0f, 0, 0.5, 0.1f, 0, 0, 3.0), AMP_OK);
+    ck_assert_int_eq(amp_runlog_close(l, "{\"ok\": true}\n"), AMP_OK);
+    ck_assert_int_eq(amp_read_file(path, 1 << 20, &d, &n), AMP_OK);
+    snprintf(want + strlen(want), sizeof want - strlen(want), "1,2.25,1,0,0.5,0.100000001,0,0,3\n");
+    ck_assert_str_eq(d, want);
+    free(d);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q tmp", dir);
+    ck_assert_int_ne(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("train_units");
@@ -289,6 +363,8 @@ int main(void)
     tcase_add_test(tc, test_pure_bf16_updates);
     tcase_add_test(tc, test_registry_stats_and_nonfinite);
     tcase_add_test(tc, test_digits_batches);
+    tcase_add_test(tc, test_init_independent_of_policy);
+    tcase_add_test(tc, test_runlog_sync_reopen);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -19,6 +19,9 @@ Writes, next to this script:
   gpt_tiny_losses.csv        step,loss: the loss of batch s before its update,
                              and val_loss every 10 steps (mean over 2 validation
                              batches, stream 0x7a2, batch indices 0 and 1)
+  gpt_tiny_bf16cpu_losses.csv  the same run under CPU bf16 autocast
+                             (torch.autocast("cpu", dtype=torch.bfloat16)),
+                             for ampsim's bf16-amp-cpu policy
 
 Run with Debian's interpreter:  /usr/bin/python3 tests/ref/gpt_torch.py
 (python3-torch 1.13, CPU, one thread)."""
@@ -148,33 +151,48 @@ def write_safetensors(path, tensors):
             f.write(b)
 
 
-def main():
-    torch.set_num_threads(1)
+def run(text, autocast):
+    """Trains from the same initial weights; float32, or under CPU bf16 autocast
+    (torch.autocast("cpu", dtype=torch.bfloat16): ampsim's bf16-amp-cpu)."""
     torch.manual_seed(TORCH_SEED)
-    with open(DATA, "rb") as f:
-        text = f.read()
     model = GPT()
-    # named_parameters() lists the tied weight once, as transformer.wte.weight
-    write_safetensors(os.path.join(HERE, "gpt_tiny_init.safetensors"), list(model.named_parameters()))
     opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     rows = []
     for s in range(STEPS):
         val = ""
+        # separate autocast regions: a weight cast made under no_grad and kept in
+        # autocast's cache would have no grad_fn, and the training forward in the
+        # same region would silently give those weights no gradient
         if s % EVAL_EVERY == 0:
-            with torch.no_grad():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast), torch.no_grad():
                 vl = [model(*batch(text, 0x7A2, SEED, i)).item() for i in range(EVAL_BATCHES)]
             val = "%.9g" % (sum(vl) / len(vl))
         x, y = batch(text, 0x7A1, SEED, s)
-        loss = model(x, y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         rows.append("%d,%.9g,%s" % (s, loss.item(), val))
-    with open(os.path.join(HERE, "gpt_tiny_losses.csv"), "w") as f:
-        f.write("step,loss,val_loss\n")
-        for r in rows:
-            f.write(r + "\n")
-    print("\n".join(rows[:3] + rows[-3:]))
+    return model, rows
+
+
+def main():
+    torch.set_num_threads(1)
+    with open(DATA, "rb") as f:
+        text = f.read()
+    for autocast, name in ((False, "gpt_tiny_losses.csv"), (True, "gpt_tiny_bf16cpu_losses.csv")):
+        torch.manual_seed(TORCH_SEED)
+        if not autocast:
+            # named_parameters() lists the tied weight once, as transformer.wte.weight
+            write_safetensors(os.path.join(HERE, "gpt_tiny_init.safetensors"), list(GPT().named_parameters()))
+        _, rows = run(text, autocast)
+        with open(os.path.join(HERE, name), "w") as f:
+            f.write("step,loss,val_loss\n")
+            for r in rows:
+                f.write(r + "\n")
+        print(name)
+        print("\n".join(rows[:3] + rows[-3:]))
 
 
 if __name__ == "__main__":

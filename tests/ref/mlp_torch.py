@@ -11,6 +11,11 @@ Writes, next to this script:
   mlp_losses_momentum.csv, mlp_losses_adamw.csv   the same from the same weights with
                         SGD momentum 0.9 (lr 0.05) and AdamW (lr 0.01, betas 0.9/0.999,
                         eps 1e-8, weight decay 0.01)
+  mlp_losses_bf16_autocast.csv   SGD lr 0.1 under torch.autocast("cpu", torch.bfloat16):
+                        ampsim's bf16-amp-cpu policy (bf16 GEMM operands, FP32
+                        accumulation, bias before the one bf16 output rounding, FP32
+                        cross-entropy, bf16 loss gradient and backward GEMM outputs,
+                        FP32 master weights)
 
 Run with Debian's interpreter:  /usr/bin/python3 tests/ref/mlp_torch.py
 (python3-torch 1.13, CPU, one thread)."""
@@ -74,6 +79,7 @@ def main():
                       [(k, v) for k, v in model.state_dict().items()])
     init = {k: v.clone() for k, v in model.state_dict().items()}
     runs = [("mlp_losses.csv", lambda p: torch.optim.SGD(p, lr=LR)),
+            ("mlp_losses_bf16_autocast.csv", lambda p: torch.optim.SGD(p, lr=LR)),
             ("mlp_losses_momentum.csv", lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)),
             ("mlp_losses_adamw.csv", lambda p: torch.optim.AdamW(p, lr=0.01, betas=(0.9, 0.999),
                                                                   eps=1e-8, weight_decay=0.01))]
@@ -83,7 +89,8 @@ def main():
         rows = []
         for s in range(STEPS):
             idx = torch.tensor([(B * s + j) % n for j in range(B)])
-            loss = F.cross_entropy(model(x[idx]), y[idx])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled="bf16" in fname):
+                loss = F.cross_entropy(model(x[idx]), y[idx])
             rows.append((s, loss.item()))
             opt.zero_grad()
             loss.backward()
