@@ -63,15 +63,22 @@ void rp_add_note(rp_ctx *ctx, const char *fmt, ...)
 
 static int file_has_signature(const char *path, unsigned fmt)
 {
+    /* Head and tail: a file cut short (disk full while gnuplot wrote it) has
+     * the right header but no PNG IEND chunk, PDF %%EOF or closing </svg>. */
     FILE *fp = fopen(path, "rb");
     if (!fp) return 0;
-    char b[512];
-    size_t n = fread(b, 1, sizeof b - 1, fp);
-    fclose(fp);
+    char b[512], t[65];
+    size_t n = fread(b, 1, sizeof b - 1, fp), tn = 0;
     b[n] = 0;
-    if (fmt == AMP_REPORT_PNG) return n > 24 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8) && !memcmp(b + 12, "IHDR", 4);
-    if (fmt == AMP_REPORT_PDF) return n > 8 && !memcmp(b, "%PDF-", 5);
-    return n > 0 && strstr(b, "<svg") != NULL;
+    if (fseek(fp, -64, SEEK_END) != 0) rewind(fp);
+    tn = fread(t, 1, sizeof t - 1, fp);
+    fclose(fp);
+    t[tn] = 0;
+    if (fmt == AMP_REPORT_PNG)
+        return n > 24 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8) && !memcmp(b + 12, "IHDR", 4) &&
+               tn >= 12 && !memcmp(t + tn - 8, "IEND\xae\x42\x60\x82", 8);
+    if (fmt == AMP_REPORT_PDF) return n > 8 && !memcmp(b, "%PDF-", 5) && memmem(t, tn, "%%EOF", 5) != NULL;
+    return n > 0 && strstr(b, "<svg") != NULL && memmem(t, tn, "</svg>", 6) != NULL;
 }
 
 /* Copies reports/<script> to report/scripts/<script> (atomically). */

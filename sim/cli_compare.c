@@ -6,14 +6,9 @@
 #include "amp_compare.h"
 #include "cli_dist.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static void help(void)
@@ -32,6 +27,8 @@ static void help(void)
            "belongs to the SPEC before it; ';' also separates SPECs.\n"
            "Runs already complete (DIR/NAME/summary.json, same command) are kept unless --force.\n"
            "Every other option is passed to 'ampsim train' (see ampsim train --help).\n"
+           "Under mpirun/srun (mpirun -np N ampsim compare ...) the runs spread over the ranks, one at\n"
+           "a time each, handed out by rank 0 (needs the MPI plugin, built when Open MPI is present).\n"
            "Exit: 0 all runs ok, 1 some run failed, 2 bad usage.\n");
 }
 
@@ -64,48 +61,6 @@ static void free_argv(char **v)
     for (int i = 0; v[i]; i++)
         if (i > 0 && !strcmp(v[i - 1], "--out")) free(v[i]);
     free(v);
-}
-
-static char *join_argv(char **v)
-{
-    size_t len = 1;
-    for (int i = 1; v[i]; i++) len += strlen(v[i]) + 3;
-    char *s = malloc(len), *p = s;
-    if (!s) return NULL;
-    for (int i = 1; v[i]; i++) p += sprintf(p, "%s'%s'", i > 1 ? " " : "", v[i]);
-    *p = 0;
-    return s;
-}
-
-/* 1 if DIR/NAME finished before with the same command. */
-static int already_done(const char *dir, const char *name, const char *cmd)
-{
-    char path[4400];
-    struct stat sb;
-    snprintf(path, sizeof path, "%s/%s/summary.json", dir, name);
-    if (stat(path, &sb) != 0) return 0;
-    snprintf(path, sizeof path, "%s/%s.cmd", dir, name);
-    char *old;
-    size_t len;
-    if (amp_read_file(path, 1 << 20, &old, &len) != AMP_OK) return 0;
-    int same = !strcmp(old, cmd);
-    free(old);
-    return same;
-}
-
-static pid_t spawn(char **argv, const char *logpath)
-{
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close(fd);
-    }
-    execv(argv[0], argv);
-    fprintf(stderr, "ampsim compare: cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
 }
 
 int amp_cli_compare(int argc, char **argv)
@@ -151,56 +106,15 @@ int amp_cli_compare(int argc, char **argv)
     self[sl] = 0;
 
     int *status = calloc((size_t)n, sizeof *status);
-    pid_t *pids = calloc((size_t)n, sizeof *pids);
     char ***argvs = calloc((size_t)n, sizeof *argvs);
-    if (!status || !pids || !argvs) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
-    int running = 0, next = 0, finished = 0, progress = amp_cli_progress_ok();
+    if (!status || !argvs) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
     for (int i = 0; i < n; i++) {
         argvs[i] = run_argv(self, pass, npass, &runs[i], out);
         if (!argvs[i]) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
     }
-    if (amp_cli_dist_active()) {   /* under mpirun/srun: the runs spread over the ranks (sim/cli_dist.c) */
-        int d = amp_cli_dist_run("compare", out, runs, argvs, n, jobs, force, status);
-        if (d) { rc = d == 1 ? 0 : 2; goto cleanup; }
-        finished = n;
-    }
-    while (finished < n) {
-        while (running < jobs && next < n) {
-            int i = next++;
-            char *cmd = join_argv(argvs[i]);
-            char path[4400];
-            if (!cmd) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
-            if (!force && already_done(out, runs[i].name, cmd)) {
-                free(cmd);
-                status[i] = 0;
-                pids[i] = 0;
-                finished++;
-                if (progress) fprintf(stderr, "[%d/%d] %s: already done\n", finished, n, runs[i].name);
-                continue;
-            }
-            snprintf(path, sizeof path, "%s/%s.cmd", out, runs[i].name);
-            st = amp_write_file_atomic(path, cmd, strlen(cmd) + 1);
-            free(cmd);
-            if (st) { rc = amp_cli_fail(st); goto cleanup; }
-            snprintf(path, sizeof path, "%s/%s.log", out, runs[i].name);
-            pids[i] = spawn(argvs[i], path);
-            if (pids[i] < 0) { rc = amp_cli_fail(amp_fail(AMP_EIO, "compare: fork failed: %s", strerror(errno))); goto cleanup; }
-            running++;
-        }
-        if (running == 0) continue;
-        int ws;
-        pid_t pid = wait(&ws);
-        if (pid < 0) { if (errno == EINTR) continue; break; }
-        for (int i = 0; i < n; i++)
-            if (pids[i] == pid) {
-                status[i] = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-                running--;
-                finished++;
-                if (progress || status[i])
-                    fprintf(stderr, "[%d/%d] %s: %s (log %s/%s.log)\n", finished, n, runs[i].name,
-                            status[i] ? "FAILED" : "ok", out, runs[i].name);
-            }
-    }
+    /* locally up to --jobs processes; under mpirun/srun spread over the ranks */
+    int d = amp_cli_dist_run("compare", out, runs, argvs, n, jobs, force, status);
+    if (d) { rc = d == 1 ? 0 : 2; goto cleanup; }
     st = amp_compare_summarize(out, runs, n, status, tol);
     if (st) { rc = amp_cli_fail(st); goto cleanup; }
     for (int i = 0; i < n; i++)
@@ -211,7 +125,6 @@ cleanup:
         for (int i = 0; i < n; i++) free_argv(argvs[i]);
     free(argvs);
     free(status);
-    free(pids);
     free(runs);
 done:
     free(extra);

@@ -102,6 +102,3 @@ int amp_cli_train(int argc, char **argv)
     return s ? amp_cli_fail(s) : 0;
 }
 
-/* cli_bench.c declares amp_bench_gemm / amp_bench_train weak; a weak reference
- * does not pull sim/bench_train.o out of libampsim.a, so this strong one does. */
-static const void *const bench_refs[] __attribute__((used)) = { (const void *)amp_bench_gemm, (const void *)amp_bench_train };

@@ -197,12 +197,13 @@ amp_status amp_sweep_parse(const char *text, const char *path, amp_sweep *sw)
         ncomb *= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(vary, sw->keys[k]));
         if (ncomb > 100000) { st = amp_fail(AMP_EINVAL, "%s: vary: too many combinations", path); goto done; }
     }
-    sw->ngroups = nseeds * ncomb;
-    sw->groups = calloc((size_t)sw->ngroups, sizeof *sw->groups);
-    sw->nruns = sw->ngroups * nbase;
-    sw->runs = calloc((size_t)sw->nruns, sizeof *sw->runs);
-    sw->run_group = calloc((size_t)sw->nruns, sizeof *sw->run_group);
+    int ngroups = nseeds * ncomb;
+    sw->groups = calloc((size_t)ngroups, sizeof *sw->groups);
+    sw->runs = calloc((size_t)ngroups * (size_t)nbase, sizeof *sw->runs);
+    sw->run_group = calloc((size_t)ngroups * (size_t)nbase, sizeof *sw->run_group);
     if (!sw->groups || !sw->runs || !sw->run_group) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", path); goto done; }
+    sw->ngroups = ngroups;
+    sw->nruns = ngroups * nbase;
     for (int g = 0; g < sw->ngroups; g++) {
         amp_sweep_group *gr = &sw->groups[g];
         int si = g / ncomb, c = g % ncomb;
