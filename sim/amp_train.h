@@ -104,6 +104,10 @@ amp_tensor *amp_tensors_find(const amp_tensors *r, const char *name);
 /* Starts step `step`: clears written flags, the non-finite record and the
  * statistics; roles in stats_roles gather statistics this step. */
 void amp_tensors_begin_step(amp_tensors *r, int64_t step, unsigned stats_roles);
+/* Between micro-batches of one step (--dp): clears every 'written' flag, so the
+ * next backward starts each gradient with a plain rounding; keeps the step's
+ * statistics and non-finite record. */
+void amp_tensors_zero_grad(amp_tensors *r);
 #define AMP_ROLES_LOGGED ((1u << AMP_ROLE_WEIGHT) | (1u << AMP_ROLE_ACT) | (1u << AMP_ROLE_ACT_GRAD) | \
                           (1u << AMP_ROLE_WEIGHT_GRAD) | (1u << AMP_ROLE_UPDATE))
 
@@ -377,8 +381,14 @@ typedef struct amp_train_opts {
     int eval_batches;
     int64_t checkpoint_every; /* DIR/checkpoint.bin every K steps (0 = never) */
     int resume;              /* continue from DIR/checkpoint.bin if there is one */
+    /* emulated data parallelism (sim/train_dp.c): dp ranks of batch/dp rows each;
+     * NULL = option not given (ring, fp32, none when dp > 1) */
+    int dp;                  /* 1 = the plain single-process step */
+    const char *allreduce, *allreduce_format, *allreduce_scale;
     const char *out;
     int progress;            /* progress line on stderr */
+    const char *whatif;      /* --what-if: NULL = off, "" = every loss scaler, else "SPEC;SPEC.." */
+    const char *whatif_format; /* --what-if-format: shadows round into FMT (NULL = the wgrad format) */
 } amp_train_opts;
 void amp_train_opts_defaults(amp_train_opts *o);
 

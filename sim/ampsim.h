@@ -16,6 +16,7 @@
 #include "amp_allreduce.h"
 #include "amp_sweep.h"
 #include "amp_checkpoint.h"
+#include "amp_whatif.h"
 
 const char *amp_version(void);
 

@@ -31,8 +31,16 @@ static void usage(FILE *fp)
         "  --eval-every K          gpt: validation loss every K steps (default 0 = off)\n"
         "  --eval-batches N        gpt: validation batches per evaluation (default 8)\n"
         "  --out DIR               run directory (default ampsim-run)\n"
+        "  --what-if [SPEC;SPEC..] shadow loss scalers on the run's gradients -> DIR/whatif.csv\n"
+        "                          (default: every loss scaler; the run itself is unchanged)\n"
+        "  --what-if-format FMT    the shadows round the gradients into FMT (default: wgrad)\n"
         "  --checkpoint-every K    write DIR/checkpoint.bin every K steps (default 0 = never)\n"
         "  --resume                continue from DIR/checkpoint.bin (same options; bit-identical)\n"
+        "  --dp R                  emulate R data-parallel ranks (default 1): --batch stays the global\n"
+        "                          batch (divisible by R), rank r gets rows [r*B/R, (r+1)*B/R)\n"
+        "  --allreduce ring|tree   gradient all-reduce algorithm (--dp > 1; default ring)\n"
+        "  --allreduce-format F    format of every partial sum (--dp > 1; default fp32)\n"
+        "  --allreduce-scale none|amax|pow2  per-tensor scaling before the reduction (default none)\n"
         "Writes DIR/config.json, metrics.csv, tensors.csv, hist.csv, events.csv, summary.json.\n",
         amp_policy_names());
 }
@@ -46,6 +54,10 @@ int amp_cli_train(int argc, char **argv)
         if (amp_cli_is_help(a)) { usage(stdout); return 0; }
         if (!strcmp(a, "--no-shuffle")) { o.shuffle = 0; continue; }
         if (!strcmp(a, "--resume")) { o.resume = 1; continue; }
+        if (!strcmp(a, "--what-if")) {       /* optional value: a SPEC list */
+            o.whatif = i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[++i] : "";
+            continue;
+        }
         if (strncmp(a, "--", 2)) return amp_cli_usage_error("train", "unexpected argument '%s'", a);
         if (i + 1 >= argc) return amp_cli_usage_error("train", "%s needs a value", a);
         const char *v = argv[++i];
@@ -60,6 +72,14 @@ int amp_cli_train(int argc, char **argv)
         else if (!strcmp(a, "--save")) o.save = v;
         else if (!strcmp(a, "--out")) o.out = v;
         else if (!strcmp(a, "--act")) o.act = v;
+        else if (!strcmp(a, "--what-if-format")) o.whatif_format = v;
+        else if (!strcmp(a, "--allreduce")) o.allreduce = v;
+        else if (!strcmp(a, "--allreduce-format")) o.allreduce_format = v;
+        else if (!strcmp(a, "--allreduce-scale")) o.allreduce_scale = v;
+        else if (!strcmp(a, "--dp")) {
+            if (amp_cli_parse_long(v, 1, 1024, &n)) return amp_cli_usage_error("train", "--dp: '%s' is not 1..1024", v);
+            o.dp = (int)n;
+        }
         else if (!strcmp(a, "--seed")) {
             if (amp_cli_parse_u64(v, &o.seed)) return amp_cli_usage_error("train", "--seed: '%s' is not an unsigned integer", v);
         } else if (!strcmp(a, "--lr")) {

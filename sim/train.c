@@ -3,6 +3,7 @@
 #include "ampsim.h"
 
 #include "amp_checkpoint.h"
+#include "amp_train_dp.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -34,16 +35,16 @@ void amp_train_opts_defaults(amp_train_opts *o)
     o->ctx = 64;
     o->eval_every = 0;
     o->eval_batches = 8;
+    o->dp = 1;
     o->out = "ampsim-run";
 }
 
 #define GRAD_ROLES ((1u << AMP_ROLE_WEIGHT_GRAD) | (1u << AMP_ROLE_ACT_GRAD))
 
-amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const amp_batch *b,
-                          int64_t step, unsigned stats_roles, amp_step_info *info, amp_scaler_result *res)
+float amp_train_step_begin(amp_model *m, amp_scaler *sc, int64_t step, unsigned stats_roles,
+                           amp_step_info *info, amp_scaler_result *res)
 {
     amp_tensors *r = &m->reg;
-    amp_status s;
     memset(info, 0, sizeof *info);
     memset(res, 0, sizeof *res);
     float scale = sc ? amp_scaler_scale(sc) : 1.0f;
@@ -60,6 +61,15 @@ amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const am
         t->gscale = r->layerwise ? amp_scaler_tensor_scale(sc, (size_t)k) : scale;
         k++;
     }
+    return scale;
+}
+
+amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const amp_batch *b,
+                          int64_t step, unsigned stats_roles, amp_step_info *info, amp_scaler_result *res)
+{
+    amp_tensors *r = &m->reg;
+    amp_status s;
+    float scale = amp_train_step_begin(m, sc, step, stats_roles, info, res);
 
     /* forward (weights cast once from their masters: the cast cache) */
     r->phase = AMP_PHASE_FORWARD;
@@ -68,7 +78,14 @@ amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const am
     /* zero_grad: begin_step cleared every 'written' flag, so the first backward
      * write of each gradient is a plain rounding (amp_tensor_accum) */
     if ((s = m->backward(m, b, scale))) return s;
+    return amp_train_step_end(m, opt, sc, scale, info, res);
+}
 
+amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,
+                              amp_step_info *info, amp_scaler_result *res)
+{
+    amp_tensors *r = &m->reg;
+    amp_status s;
     /* unscale in FP32 and check */
     float inv = sc ? amp_scaler_inv(scale) : 1.0f;
     int found_inf = 0;
@@ -119,7 +136,8 @@ amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const am
 
 /* ---- the run -------------------------------------------------------------- */
 static char *config_json(const amp_train_opts *o, const amp_policy *pol, const amp_scaler *sc,
-                         const amp_fp8_scaler *fp8, const char *data_path, const char *sha, int layers)
+                         const amp_fp8_scaler *fp8, const char *data_path, const char *sha, int layers,
+                         const amp_allreduce_opts *ao)
 {
     cJSON *c = cJSON_CreateObject();
     char spec[512];
@@ -161,6 +179,12 @@ static char *config_json(const amp_train_opts *o, const amp_policy *pol, const a
         cJSON_AddNumberToObject(c, "ctx", o->ctx);
         cJSON_AddNumberToObject(c, "eval_every", (double)o->eval_every);
         cJSON_AddNumberToObject(c, "eval_batches", o->eval_batches);
+    }
+    if (ao) {                                /* --dp > 1 only: --dp 1 configs are unchanged */
+        cJSON_AddNumberToObject(c, "dp", o->dp);
+        cJSON_AddStringToObject(c, "allreduce", amp_allreduce_algo_name(ao->algo));
+        cJSON_AddStringToObject(c, "allreduce_format", ao->fmt.name);
+        cJSON_AddStringToObject(c, "allreduce_scale", amp_allreduce_scaling_name(ao->scaling));
     }
     char *s = cJSON_Print(c);
     cJSON_Delete(c);
@@ -397,6 +421,9 @@ amp_status amp_train_run(const amp_train_opts *o)
     amp_model m;
     amp_optim opt;
     amp_runlog *log = NULL;
+    amp_whatif *wi = NULL;                   /* --what-if */
+    amp_dp *dp = NULL;
+    amp_allreduce_opts ao = amp_allreduce_defaults();
     char stopmsg[512] = "";
     memset(&sc, 0, sizeof sc);
     memset(&data, 0, sizeof data);
@@ -409,10 +436,27 @@ amp_status amp_train_run(const amp_train_opts *o)
         return amp_fail(AMP_EINVAL, "--model %s: unknown model (mlp, gpt)", o->model);
     data.gpt = !strcmp(o->model, "gpt");
     int layers = o->layers > 0 ? o->layers : data.gpt ? 4 : 2;
+    /* --dp R: R emulated ranks of batch/R rows (sim/train_dp.c) */
+    const int R = o->dp > 0 ? o->dp : 1;
+    if (R > 1024) return amp_fail(AMP_EINVAL, "--dp %d: at most 1024 ranks", R);
+    if (R == 1 && (o->allreduce || o->allreduce_format || o->allreduce_scale))
+        return amp_fail(AMP_EINVAL, "--%s needs --dp > 1", o->allreduce ? "allreduce" : o->allreduce_format ?
+                        "allreduce-format" : "allreduce-scale");
+    if (o->batch % R) return amp_fail(AMP_EINVAL, "--batch %d is not divisible by --dp %d", o->batch, R);
+    if (R > 1 && data.gpt && o->eval_every > 0)
+        return amp_fail(AMP_EINVAL, "--eval-every with --dp %d: not supported (the evaluation would use batch/dp rows)", R);
+    if (o->allreduce && (s = amp_allreduce_algo_parse(o->allreduce, &ao.algo))) return s;
+    if (o->allreduce_format && amp_format_parse(o->allreduce_format, &ao.fmt))
+        return amp_fail(AMP_EINVAL, "--allreduce-format %s: unknown format", o->allreduce_format);
+    if (o->allreduce_scale && (s = amp_allreduce_scaling_parse(o->allreduce_scale, &ao.scaling))) return s;
+    ao.average = 1;
     amp_set_threads(o->threads);
     amp_gemm_init();
     s = o->policy_file ? amp_policy_load(o->policy_file, &pol) : amp_policy_preset(o->precision, &pol);
     if (s) return s;
+    if (R > 1 && pol.fp8_scaling)
+        return amp_fail(AMP_EINVAL, "--dp %d with --precision %s: FP8 per-tensor scaling is not supported with --dp "
+                        "(each micro-batch would advance the scaling history)", R, pol.name);
     amp_optim_kind ok;
     if ((s = amp_optim_parse(o->optim, &ok))) return s;
     /* --scaler: a loss scaler, or an FP8 strategy (delayed, current, mx, block)
@@ -434,25 +478,36 @@ amp_status amp_train_run(const amp_train_opts *o)
     }
     if (s) { if (has_fp8) amp_fp8_free(&fp8); return s; }
     if ((s = data_open(&data, o))) goto done;
-    if (data.gpt) s = amp_gpt_create(&m, &pol, o->batch, o->ctx, o->dim, layers, o->heads, o->seed);
+    if (data.gpt) s = amp_gpt_create(&m, &pol, o->batch / R, o->ctx, o->dim, layers, o->heads, o->seed);
     else {
         amp_act act;
         s = amp_act_parse(o->act ? o->act : "relu", &act);
-        if (!s) s = amp_mlp_create_act(&m, &pol, o->batch, 64, o->hidden, layers, 10, o->seed, act);
+        if (!s) s = amp_mlp_create_act(&m, &pol, o->batch / R, 64, o->hidden, layers, 10, o->seed, act);
     }
     if (s) goto done;
     if (has_fp8) m.reg.fp8 = &fp8;
     if (o->init && (s = amp_model_load(&m, o->init))) goto done;
     amp_optim_defaults(&opt, ok, (float)o->lr);
     if ((s = amp_optim_attach(&opt, &m))) goto done;
-    char *cfg = config_json(o, &pol, &sc, has_fp8 ? &fp8 : NULL, data.path, data.sha256, layers);
+    if (R > 1 && (s = amp_dp_create(&dp, &m, R, &ao))) goto done;
+    char *cfg = config_json(o, &pol, &sc, has_fp8 ? &fp8 : NULL, data.path, data.sha256, layers, dp ? &ao : NULL);
     if (!cfg) { s = amp_fail(AMP_ENOMEM, "out of memory"); goto done; }
     run_state rs;
     memset(&rs, 0, sizeof rs);
     rs.last_loss = NAN;
     rs.min_loss = INFINITY;
     int resumed = 0;
-    if (o->resume) s = resume(o->out, cfg, &log, &m, &opt, &sc, has_fp8 ? &fp8 : NULL, &rs, &resumed);
+    if (o->whatif && o->resume)
+        s = amp_fail(AMP_EINVAL, "--what-if with --resume: not supported (the shadow scalers are not checkpointed)");
+    else if (o->resume) s = resume(o->out, cfg, &log, &m, &opt, &sc, has_fp8 ? &fp8 : NULL, &rs, &resumed);
+    /* --what-if: shadow scalers (sim/amp_whatif.h); they are not checkpointed */
+    if (!s && o->whatif) s = amp_whatif_open(&wi, o->out, o->whatif);
+    if (!s && wi && o->whatif_format) {
+        amp_format wf;
+        if (amp_format_parse(o->whatif_format, &wf))
+            s = amp_fail(AMP_EINVAL, "--what-if-format %s: unknown format", o->whatif_format);
+        else amp_whatif_set_format(wi, &wf);
+    }
     if (!s && !resumed) s = amp_runlog_open(&log, o->out, cfg);
     free(cfg);
     if (s) goto done;
@@ -468,13 +523,17 @@ amp_status amp_train_run(const amp_train_opts *o)
         if ((s = data_batch(&data, o, step, &b))) break;
         int do_t = o->log_every > 0 && step % o->log_every == 0;
         int do_h = o->hist_every > 0 && step % o->hist_every == 0;
-        s = amp_train_step(&m, &opt, &sc, &b, step, (do_t || do_h) ? AMP_ROLES_LOGGED : 0, &info, &res);
+        unsigned roles = (do_t || do_h) ? AMP_ROLES_LOGGED : 0;
+        s = dp ? amp_train_step_dp(dp, &m, &opt, &sc, &b, step, roles, &info, &res)
+               : amp_train_step(&m, &opt, &sc, &b, step, roles, &info, &res);
         if (s == AMP_ERUN) snprintf(stopmsg, sizeof stopmsg, "%s", amp_errmsg());
         if (s && s != AMP_ERUN) break;
         amp_status s2 = amp_runlog_metrics(log, step, info.loss, info.scale, info.skipped, info.grad_norm,
                                            opt.lr, info.vanished, info.nonfinite, v);
         if (!s2 && (do_t || do_h)) s2 = amp_runlog_tensors(log, &m.reg, step, do_t, do_h);
         if (!s2) s2 = log_step_events(log, &m, step, &info, &res, &rs);
+        if (!s2 && dp) s2 = amp_dp_log(dp, log, step, do_t, do_h);
+        if (!s2 && wi) s2 = amp_whatif_step_reg(wi, &m.reg, step, do_t);
         if (s2) { s = s2; break; }
         rs.skipped += info.skipped;
         rs.nonfinite_steps += info.nonfinite != 0;
@@ -495,6 +554,7 @@ amp_status amp_train_run(const amp_train_opts *o)
     if (!s && data.gpt && o->eval_every > 0)
         s = amp_gpt_eval(&m, &data.aus, o->seed, o->steps, o->eval_batches, &val_loss);
     if (!s && o->save) s = amp_model_save(&m, o->save);
+    if (!s && wi) { s = amp_whatif_close(wi); wi = NULL; }
     if (!s) {
         cJSON *summary = cJSON_CreateObject();
         cJSON_AddNumberToObject(summary, "steps", (double)o->steps);
@@ -526,6 +586,8 @@ amp_status amp_train_run(const amp_train_opts *o)
     }
     if (!s && srun == AMP_ERUN) s = amp_fail(AMP_ERUN, "%s", stopmsg);
 done:
+    amp_whatif_free(wi);
+    amp_dp_free(dp);
     if (log) amp_runlog_abort(log);
     amp_model_free(&m);
     data_close(&data);
