@@ -17,7 +17,15 @@
  * in the first tensor of the step that had any (0: none); val_loss empty unless
  * evaluated at that step.
  * hist.csv: step,tensor,binade,count, sparse, binade = floor(log2|x|) of the
- * input or zero / inf / nan. */
+ * input or zero / inf / nan.
+ * With --dp R > 1 (sim/train_dp.c) every logged step also has one row per
+ * weight gradient named "<grad>.allreduce" (role weight_grad, format = the
+ * all-reduce format): the counters of EVERY rounding the emulated collective
+ * made, n = R*size quantizations + (R-1)*size partial sums, amax etc. of the
+ * rounded values (times the --allreduce-scale factor, and the loss scale);
+ * the model's own rows then count the R micro-batches together. events.csv
+ * gets allreduce_overflow (any step with an overflow in the reduction) and,
+ * with --allreduce-scale, allreduce_scale at steps with tensors.csv rows. */
 #include "ampsim.h"
 
 #include <dirent.h>

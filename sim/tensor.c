@@ -101,6 +101,11 @@ void amp_tensors_begin_step(amp_tensors *r, int64_t step, unsigned stats_roles)
     }
 }
 
+void amp_tensors_zero_grad(amp_tensors *r)
+{
+    for (int i = 0; i < r->n; i++) r->t[i]->written = 0;
+}
+
 int amp_tensor_stats_due(const amp_tensors *r, const amp_tensor *t)
 {
     return (r->stats_roles >> t->role) & 1u;

@@ -445,10 +445,12 @@ amp_status amp_train_run(const amp_train_opts *o)
     if (o->batch % R) return amp_fail(AMP_EINVAL, "--batch %d is not divisible by --dp %d", o->batch, R);
     if (R > 1 && data.gpt && o->eval_every > 0)
         return amp_fail(AMP_EINVAL, "--eval-every with --dp %d: not supported (the evaluation would use batch/dp rows)", R);
-    if (o->allreduce && (s = amp_allreduce_algo_parse(o->allreduce, &ao.algo))) return s;
+    if (o->allreduce && amp_allreduce_algo_parse(o->allreduce, &ao.algo))
+        return amp_fail(AMP_EINVAL, "--allreduce %s: expected ring or tree", o->allreduce);
     if (o->allreduce_format && amp_format_parse(o->allreduce_format, &ao.fmt))
         return amp_fail(AMP_EINVAL, "--allreduce-format %s: unknown format", o->allreduce_format);
-    if (o->allreduce_scale && (s = amp_allreduce_scaling_parse(o->allreduce_scale, &ao.scaling))) return s;
+    if (o->allreduce_scale && amp_allreduce_scaling_parse(o->allreduce_scale, &ao.scaling))
+        return amp_fail(AMP_EINVAL, "--allreduce-scale %s: expected none, amax or pow2", o->allreduce_scale);
     ao.average = 1;
     amp_set_threads(o->threads);
     amp_gemm_init();
