@@ -111,7 +111,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ampsim $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BUILD)/ampsim $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 sim/ampsim.h $(wildcard sim/amp_*.h analysis/amp_*.h reports/amp_*.h) $(DESTDIR)$(PREFIX)/include/ampsim/
+	install -m 644 sim/ampsim.h sim/formats.def $(wildcard sim/amp_*.h analysis/amp_*.h reports/amp_*.h) $(DESTDIR)$(PREFIX)/include/ampsim/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' sim/ampsim.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ampsim.pc
 
 clean:
