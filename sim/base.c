@@ -4,15 +4,20 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static _Thread_local char errbuf[512];
 
 amp_status amp_fail(amp_status st, const char *fmt, ...)
 {
+    /* Format into a local buffer first: callers may pass amp_errmsg() itself
+     * as an argument ("%s: ...", amp_errmsg()), which lives in errbuf. */
+    char tmp[sizeof errbuf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    memcpy(errbuf, tmp, sizeof errbuf);
     return st;
 }
 

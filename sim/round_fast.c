@@ -286,36 +286,34 @@ AMP_CLONES static void block_stats(blockacc *acc, const uint32_t *restrict x, co
     }
     acc->amax = amax;
     acc->amin = amin;
-    /* Error sums: the per-element terms in float32 (vectorised), then summed in
-     * double in 4 fixed lanes (a float sum cannot be reordered, so the lanes
-     * are explicit; the order is fixed, hence deterministic). d = y - x is
-     * exact except when saturating far above max finite; d / x is divided in
-     * double (in float it overflows for a directed rounding of a tiny x). */
-    float dv[BLOCK], xv[BLOCK], qv[BLOCK];
+    /* Error sums: the masked operands are gathered in float32 arrays
+     * (vectorised), then the terms are formed and summed in double in 4 fixed
+     * lanes (a float sum cannot be reordered, so the lanes are explicit; the
+     * order is fixed, hence deterministic). y - x of two floats is exact in
+     * double; the quotient too is taken in double (in float it could overflow:
+     * a tiny x rounded up to a huge ulp by a directed mode). */
+    float yv[BLOCK], xv[BLOCK], qv[BLOCK];
     uint32_t nr = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t xu = x[i], yu = y[i];
         uint32_t a = xu & 0x7fffffffu, b = yu & 0x7fffffffu;
         uint32_t ok = (a - 1u < 0x7f7fffffu) & (b < 0x7f800000u);   /* finite nonzero x, finite y */
-        float xf = amp_u2f(sel(ok, xu, 0u)), yf = amp_u2f(sel(ok, yu, 0u));
-        float xd = amp_u2f(sel(ok, xu, 0x3f800000u));                 /* 1.0f where not ok */
-        float d = yf - xf;
-        dv[i] = d;
-        xv[i] = xf;
-        qv[i] = xd;
+        yv[i] = amp_u2f(sel(ok, yu, 0u));
+        xv[i] = amp_u2f(sel(ok, xu, 0u));
+        qv[i] = amp_u2f(sel(ok, xu, 0x3f800000u));                     /* 1.0f where not ok */
         nr += ok;
     }
     size_t n4 = n & ~(size_t)3;
     double lse[4] = { 0 }, lsq[4] = { 0 }, lsr[4] = { 0 };
     for (size_t i = 0; i < n4; i += 4)
         for (int j = 0; j < 4; j++) {
-            double d = dv[i + j], xx = xv[i + j], r = d / (double)qv[i + j];
+            double xx = xv[i + j], d = (double)yv[i + j] - xx, r = d / (double)qv[i + j];
             lse[j] += d * d;
             lsq[j] += xx * xx;
             lsr[j] += r * r;
         }
     for (size_t i = n4; i < n; i++) {
-        double d = dv[i], xx = xv[i], r = d / (double)qv[i];
+        double xx = xv[i], d = (double)yv[i] - xx, r = d / (double)qv[i];
         lse[0] += d * d;
         lsq[0] += xx * xx;
         lsr[0] += r * r;

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -411,6 +414,44 @@ START_TEST(scaler_optim_round_trip)
 }
 END_TEST
 
+/* A full disk while writing: AMP_EIO naming the file, the previous checkpoint
+ * intact, no temporary left (file-size limit in a child, SIGXFSZ ignored). */
+START_TEST(full_disk_keeps_previous)
+{
+    char p[512];
+    path_of(p, sizeof p, "c.bin");
+    amp_ckpt_writer w;
+    ck_assert(amp_ckpt_create(&w, p) == AMP_OK);
+    ck_assert(amp_ckpt_put_u64(&w, "step", 3) == AMP_OK);
+    ck_assert(amp_ckpt_commit(&w) == AMP_OK);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = { 20000, 20000 };
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(10);
+        static uint8_t big[100000];
+        amp_ckpt_writer w2;
+        if (amp_ckpt_create(&w2, p) != AMP_OK) _exit(11);
+        amp_status st = amp_ckpt_put_u64(&w2, "step", 4);
+        if (!st) st = amp_ckpt_put(&w2, "big", big, sizeof big);
+        if (!st) st = amp_ckpt_commit(&w2);
+        else amp_ckpt_abort(&w2);
+        if (st != AMP_EIO || !strstr(amp_errmsg(), "c.bin")) _exit(12);
+        if (access(w2.af.tmp, F_OK) == 0) _exit(13);
+        _exit(0);
+    }
+    int wst;
+    ck_assert(waitpid(pid, &wst, 0) == pid);
+    ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "child status %d", wst);
+    amp_ckpt ck;
+    uint64_t step;
+    ck_assert(amp_ckpt_load(p, &ck) == AMP_OK);
+    ck_assert(amp_ckpt_get_u64(&ck, "step", &step) == AMP_OK && step == 3);
+    amp_ckpt_free(&ck);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("checkpoint");
@@ -424,6 +465,7 @@ int main(void)
     tcase_add_test(tc, blobs_and_files);
     tcase_add_test(tc, tensors_round_trip);
     tcase_add_test(tc, scaler_optim_round_trip);
+    tcase_add_test(tc, full_disk_keeps_previous);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -26,20 +26,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char tmpdir[256];
+static char basedir[64];    /* made by main, removed at the end even after failures */
+static char tmpdir[128];
 static const char *ampsim;
 
 static void setup(void)
 {
     ampsim = getenv("AMPSIM");
     ck_assert_msg(ampsim && *ampsim, "set AMPSIM to the ampsim binary");
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/amp_rel_XXXXXX");
+    snprintf(tmpdir, sizeof tmpdir, "%s/t_XXXXXX", basedir);
     ck_assert(mkdtemp(tmpdir));
 }
 
 static void teardown(void)
 {
-    char cmd[512];
+    char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     ck_assert(system(cmd) == 0);
 }
@@ -88,43 +89,57 @@ static int ends_with(const char *buf, size_t n, const char *tail)
 
 static int allow_tmp;   /* a SIGKILLed process cannot remove its temporaries */
 
-/* Checks one file left under a final name: complete for its type. */
-static void check_complete(const char *path)
+/* Checks one file left under a final name: complete for its type. Returns
+ * NULL or a description of the defect (static buffer). Frees everything
+ * before returning, so a failing check leaks nothing under CK_FORK=no. */
+static const char *file_defect(const char *path)
 {
+    static char msg[8192];
     const char *name = strrchr(path, '/');
     name = name ? name + 1 : path;
-    if (allow_tmp && strstr(name, ".tmp.")) return;
-    ck_assert_msg(!strstr(name, ".tmp."), "temporary left behind: %s", path);
+    if (strstr(name, ".tmp.")) {
+        if (allow_tmp) return NULL;
+        snprintf(msg, sizeof msg, "temporary left behind: %s", path);
+        return msg;
+    }
     const char *ext = strrchr(name, '.');
     if (!ext || !strcmp(ext, ".log") || !strcmp(ext, ".txt") || !strcmp(ext, ".gp") || !strcmp(ext, ".dat"))
-        return;   /* logs of child runs and gnuplot inputs: not results */
+        return NULL;   /* logs of child runs and gnuplot inputs: not results */
     char *buf;
     size_t n;
-    ck_assert_msg(amp_read_file(path, (size_t)1 << 30, &buf, &n) == AMP_OK, "%s", amp_errmsg());
+    if (amp_read_file(path, (size_t)1 << 30, &buf, &n) != AMP_OK) {
+        snprintf(msg, sizeof msg, "%s", amp_errmsg());
+        return msg;
+    }
+    const char *bad = NULL;
     if (!strcmp(ext, ".json")) {
         cJSON *j = cJSON_Parse(buf);
-        ck_assert_msg(j != NULL, "%s: incomplete JSON (%zu bytes)", path, n);
+        if (!j) bad = "incomplete JSON";
         cJSON_Delete(j);
     } else if (!strcmp(ext, ".csv")) {
-        ck_assert_msg(n > 0 && buf[n - 1] == '\n', "%s: CSV does not end with a newline (%zu bytes)", path, n);
+        if (!(n > 0 && buf[n - 1] == '\n')) bad = "CSV does not end with a newline";
     } else if (!strcmp(ext, ".npy")) {
         amp_tensor_view v;
-        ck_assert_msg(amp_npy_parse(path, buf, n, &v) == AMP_OK, "%s", amp_errmsg());
+        if (amp_npy_parse(path, buf, n, &v) != AMP_OK) bad = "not a complete .npy";
     } else if (!strcmp(ext, ".png")) {
         static const char iend[8] = { 'I', 'E', 'N', 'D', (char)0xae, 0x42, 0x60, (char)0x82 };
-        ck_assert_msg(n >= 8 && !memcmp(buf + n - 8, iend, 8), "%s: PNG without its IEND chunk (%zu bytes)", path, n);
+        if (!(n >= 8 && !memcmp(buf + n - 8, iend, 8))) bad = "PNG without its IEND chunk";
     } else if (!strcmp(ext, ".svg")) {
-        ck_assert_msg(ends_with(buf, n, "</svg>"), "%s: SVG truncated (%zu bytes)", path, n);
+        if (!ends_with(buf, n, "</svg>")) bad = "SVG truncated";
     } else if (!strcmp(ext, ".pdf")) {
-        ck_assert_msg(ends_with(buf, n, "%%EOF"), "%s: PDF truncated (%zu bytes)", path, n);
+        if (!ends_with(buf, n, "%%EOF")) bad = "PDF truncated";
     } else if (!strcmp(ext, ".html")) {
-        ck_assert_msg(ends_with(buf, n, "</html>"), "%s: HTML truncated (%zu bytes)", path, n);
+        if (!ends_with(buf, n, "</html>")) bad = "HTML truncated";
     }
     free(buf);
+    if (!bad) return NULL;
+    snprintf(msg, sizeof msg, "%s: %s (%zu bytes)", path, bad, n);
+    return msg;
 }
 
-/* Walks dir recursively, checking every regular file; returns the count. */
-static int check_tree(const char *dir)
+/* Walks dir recursively; *defect gets the first defect found (NULL: none).
+ * Returns the number of regular files. */
+static int walk_tree(const char *dir, char *defect, size_t len)
 {
     DIR *d = opendir(dir);
     if (!d) return 0;
@@ -135,12 +150,25 @@ static int check_tree(const char *dir)
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         struct stat sb;
-        ck_assert(lstat(p, &sb) == 0);
-        if (S_ISDIR(sb.st_mode)) count += check_tree(p);
-        else { check_complete(p); count++; }
+        if (lstat(p, &sb) != 0) continue;
+        if (S_ISDIR(sb.st_mode)) count += walk_tree(p, defect, len);
+        else {
+            const char *m = file_defect(p);
+            if (m && !*defect) snprintf(defect, len, "%s", m);
+            count++;
+        }
     }
     closedir(d);
     return count;
+}
+
+/* Every file under dir is complete; returns the number of files. */
+static int check_tree(const char *dir)
+{
+    char defect[8192] = "";
+    int n = walk_tree(dir, defect, sizeof defect);
+    ck_assert_msg(!*defect, "%s", defect);
+    return n;
 }
 
 /* The error output: one line (or more for compare: the last line counts)
@@ -403,6 +431,8 @@ END_TEST
 
 int main(void)
 {
+    snprintf(basedir, sizeof basedir, "/tmp/amp_rel_XXXXXX");
+    if (!mkdtemp(basedir)) { perror("mkdtemp"); return 1; }
     Suite *s = suite_create("reliability");
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, setup, teardown);
@@ -419,5 +449,8 @@ int main(void)
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", basedir);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", basedir);
     return failed ? 1 : 0;
 }
