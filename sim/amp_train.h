@@ -95,6 +95,10 @@ typedef struct amp_tensors {
     float src_gscale;
 } amp_tensors;
 
+/* A random-stream key from a tensor's name (FNV-1a): initial weights drawn
+ * with it do not depend on the policy (registry ids do: .master and operand
+ * copies), so every precision policy starts from the same weights. */
+uint64_t amp_tensor_name_key(const char *name);
 void amp_tensors_init(amp_tensors *r, uint64_t seed, amp_rounding mode, int sr_bits);
 void amp_tensors_free(amp_tensors *r);
 /* Adds a zero-filled tensor; name must be unique (AMP_EINVAL otherwise). */

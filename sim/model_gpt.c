@@ -368,7 +368,8 @@ static amp_status set_weight(amp_model *m, amp_tensor *w, const float *v)
 /* nanoGPT's _init_weights: Linear and Embedding weights N(0, 0.02), the
  * c_proj weights N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weight 1 bias 0.
  * Normal values by Box-Muller from amp_rand_uniform(seed, stream, i), the
- * stream keyed by the tensor's registry id. */
+ * stream keyed by the tensor's name (not its registry id, which depends on the
+ * policy), so every precision policy starts from the same weights. */
 static amp_status init_weights(amp_model *m, gpt *g, uint64_t seed)
 {
     amp_status s = AMP_OK;
@@ -382,7 +383,7 @@ static amp_status init_weights(amp_model *m, gpt *g, uint64_t seed)
         int is_bias = len >= 5 && !strcmp(nm + len - 5, ".bias");
         int is_ln = strstr(nm, ".ln_") != NULL;
         double sd = strstr(nm, "c_proj.weight") ? 0.02 / sqrt(2.0 * g->L) : 0.02;
-        uint64_t stream = 0x6770745f696e6974ull ^ (uint64_t)w->id;
+        uint64_t stream = 0x6770745f696e6974ull ^ amp_tensor_name_key(w->name);
         for (size_t k = 0; k < w->n; k++) {
             if (is_bias) v[k] = 0.0f;
             else if (is_ln) v[k] = 1.0f;

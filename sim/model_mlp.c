@@ -132,11 +132,8 @@ amp_status amp_mlp_create_act(amp_model *m, const amp_policy *pol, int B, int in
         for (int k = 0; k < 2 && !s; k++) {
             float *v = malloc(ws[k]->n * sizeof(float));
             if (!v) { s = amp_fail(AMP_ENOMEM, "out of memory"); break; }
-            /* the stream is keyed by the tensor's name, not its registry id (which
-             * depends on the policy: .master tensors), so every precision policy
-             * starts from the same weights */
-            uint64_t h = 0xcbf29ce484222325ull;          /* FNV-1a of the name */
-            for (const char *c = ws[k]->name; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+            /* keyed by the name, not the registry id: the same weights in every policy */
+            uint64_t h = amp_tensor_name_key(ws[k]->name);
             for (size_t i = 0; i < ws[k]->n; i++)
                 v[i] = (float)(2.0 * amp_rand_uniform(seed, h, i) - 1.0) * bound;
             s = set_weight(m, ws[k], v);

@@ -248,3 +248,10 @@ amp_status amp_tensor_observe(amp_tensors *r, amp_tensor *t)
     check_finite(r, t);
     return AMP_OK;
 }
+
+uint64_t amp_tensor_name_key(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *c = name; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    return h;
+}

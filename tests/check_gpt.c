@@ -377,6 +377,38 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* Every precision policy starts from the same initial weights (the init
+ * stream is keyed by the weight's name, not its policy-dependent registry id):
+ * the master (or weight) values of every WEIGHT tensor agree bit for bit. */
+START_TEST(test_same_init_every_policy)
+{
+    static const char *const precs[] = { "fp16-amp", "bf16-amp-cpu", "fp8-hybrid", "fp16-pure" };
+    amp_model ref;
+    make_model(&ref, "fp32", 2, 16, 32, 2, 2);
+    for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++) {
+        amp_model m;
+        make_model(&m, precs[k], 2, 16, 32, 2, 2);
+        int compared = 0;
+        for (int i = 0; i < ref.reg.n; i++) {
+            amp_tensor *a = ref.reg.t[i];
+            if (a->role != AMP_ROLE_WEIGHT) continue;
+            amp_tensor *b = NULL;
+            for (int j = 0; j < m.reg.n; j++)
+                if (m.reg.t[j]->role == AMP_ROLE_WEIGHT && !strcmp(m.reg.t[j]->name, a->name)) b = m.reg.t[j];
+            ck_assert_msg(b != NULL, "%s: no %s", precs[k], a->name);
+            const float *va = a->master ? a->master->data : a->data;
+            const float *vb = b->master ? b->master->data : b->data;
+            if (!b->master) continue;   /* pure policies keep weights in the format: rounded init */
+            ck_assert_msg(!memcmp(va, vb, a->n * sizeof(float)), "%s: %s starts from other values", precs[k], a->name);
+            compared++;
+        }
+        if (strcmp(precs[k], "fp16-pure")) ck_assert_int_gt(compared, 5);
+        m.destroy(&m);
+    }
+    ref.destroy(&ref);
+}
+END_TEST
+
 START_TEST(test_bad_sizes)
 {
     amp_policy pol;
@@ -410,6 +442,7 @@ int main(void)
     tcase_add_test(tc, test_attention_logged);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_bad_sizes);
+    tcase_add_test(tc, test_same_init_every_policy);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
