@@ -310,10 +310,18 @@ amp_status amp_model_cast_weights(amp_model *m);
 
 /* ---- optimizers ------------------------------------------------------------------- */
 typedef enum amp_optim_kind { AMP_OPT_SGD, AMP_OPT_MOMENTUM, AMP_OPT_ADAMW } amp_optim_kind;
+/* What a step does when its loss or weight gradients are not finite
+ * (--on-nonfinite): continue (the loss scaler alone decides whether the step is
+ * skipped, as in the frameworks), skip (never apply such an update), stop (end
+ * the run: AMP_ERUN, exit 1). A loss scale that reaches 0 also stops under stop. */
+typedef enum amp_nonfinite_policy { AMP_NF_CONTINUE, AMP_NF_SKIP, AMP_NF_STOP } amp_nonfinite_policy;
+amp_status amp_nonfinite_parse(const char *s, amp_nonfinite_policy *out);
+
 typedef struct amp_optim {
     amp_optim_kind kind;
     float lr, momentum, beta1, beta2, eps, weight_decay;
     int64_t t;               /* updates applied (AdamW bias correction) */
+    amp_nonfinite_policy on_nonfinite;   /* see above (default continue) */
 } amp_optim;
 amp_status amp_optim_parse(const char *name, amp_optim_kind *k);
 void amp_optim_defaults(amp_optim *o, amp_optim_kind k, float lr);
@@ -385,6 +393,7 @@ typedef struct amp_train_opts {
     int eval_batches;
     int64_t checkpoint_every; /* DIR/checkpoint.bin every K steps (0 = never) */
     int resume;              /* continue from DIR/checkpoint.bin if there is one */
+    amp_nonfinite_policy on_nonfinite; /* --on-nonfinite continue|skip|stop */
     /* emulated data parallelism (sim/train_dp.c): dp ranks of batch/dp rows each;
      * NULL = option not given (ring, fp32, none when dp > 1) */
     int dp;                  /* 1 = the plain single-process step */

@@ -13,7 +13,9 @@
  * train: time per step of fp32 (no statistics) vs fp16-amp with statistics of
  *   every tensor at every step; ratio = t_fp16amp+stats / t_fp32 (<= 1.25
  *   wanted); also against fp32 with the same statistics, and fp16-amp without
- *   statistics against fp32. */
+ *   statistics against fp32. Throughput: tokens per second, B*T / step time
+ *   (B for the MLP, one token per sample), for fp32, fp16-amp with statistics
+ *   and fp16-amp without (the CPU time of one thread, as above). */
 #include "ampsim.h"
 
 #include <cblas.h>
@@ -160,9 +162,10 @@ int amp_bench_train(FILE *out, int csv, const char *model)
     const int ncases = gpt ? 1 : 2;
     amp_gemm_init();
     amp_set_threads(1);
-    if (csv) fprintf(out, "model,t_fp32_ms,t_fp32_stats_ms,t_fp16amp_stats_ms,t_fp16amp_ms,ratio,ratio_vs_fp32_stats,ratio_nostats\n");
-    else fprintf(out, "%-32s %8s %13s %16s %12s %6s %9s %9s\n", "model (one step)", "fp32 ms", "fp32+stats ms",
-                 "fp16-amp+st ms", "fp16-amp ms", "ratio", "ratio(st)", "ratio(no)");
+    if (csv) fprintf(out, "model,t_fp32_ms,t_fp32_stats_ms,t_fp16amp_stats_ms,t_fp16amp_ms,ratio,ratio_vs_fp32_stats,ratio_nostats,"
+                          "tokens,fp32_tok_s,fp16amp_stats_tok_s,fp16amp_tok_s\n");
+    else fprintf(out, "%-32s %8s %13s %16s %12s %6s %9s %9s %10s %13s %11s\n", "model (one step)", "fp32 ms", "fp32+stats ms",
+                 "fp16-amp+st ms", "fp16-amp ms", "ratio", "ratio(st)", "ratio(no)", "fp32 tok/s", "amp+st tok/s", "amp tok/s");
     for (int i = 0; i < ncases; i++) {
         double t[4];
         const char *pols[4] = { "fp32", "fp32", "fp16-amp", "fp16-amp" };
@@ -208,10 +211,12 @@ int amp_bench_train(FILE *out, int csv, const char *model)
             free(xs[k]); free(toks[k]); free(ys[k]);
         }
         const char *name = gpt ? gpts[i].name : mlps[i].name;
-        if (csv) fprintf(out, "\"%s\",%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f\n", name, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3,
-                         t[3] * 1e3, t[2] / t[0], t[2] / t[1], t[3] / t[0]);
-        else fprintf(out, "%-32s %8.4f %13.4f %16.4f %12.4f %6.3f %9.3f %9.3f\n", name, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3,
-                     t[3] * 1e3, t[2] / t[0], t[2] / t[1], t[3] / t[0]);
+        /* tokens per step: B*T for the GPT, B samples for the MLP */
+        double ntok = gpt ? (double)gpts[i].B * gpts[i].T : (double)mlps[i].B;
+        if (csv) fprintf(out, "\"%s\",%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.0f,%.1f,%.1f,%.1f\n", name, t[0] * 1e3, t[1] * 1e3,
+                         t[2] * 1e3, t[3] * 1e3, t[2] / t[0], t[2] / t[1], t[3] / t[0], ntok, ntok / t[0], ntok / t[2], ntok / t[3]);
+        else fprintf(out, "%-32s %8.4f %13.4f %16.4f %12.4f %6.3f %9.3f %9.3f %10.0f %13.0f %11.0f\n", name, t[0] * 1e3, t[1] * 1e3,
+                     t[2] * 1e3, t[3] * 1e3, t[2] / t[0], t[2] / t[1], t[3] / t[0], ntok / t[0], ntok / t[2], ntok / t[3]);
     }
     return 0;
 }

@@ -35,6 +35,10 @@ static void usage(FILE *fp)
         "                          (default: every loss scaler; the run itself is unchanged)\n"
         "  --what-if-format FMT    the shadows round the gradients into FMT (default: wgrad)\n"
         "  --checkpoint-every K    write DIR/checkpoint.bin every K steps (default 0 = never)\n"
+        "  --on-nonfinite P        a step whose loss or weight gradients are not finite: continue (the\n"
+        "                          loss scaler alone decides, as in the frameworks; default), skip (never\n"
+        "                          apply it), stop (end the run, exit 1; also when the loss scale reaches 0).\n"
+        "                          Each case is an event in events.csv. NaN/Inf in the data is exit 2 at load.\n"
         "  --resume                continue from DIR/checkpoint.bin (same options; bit-identical)\n"
         "  --dp R                  emulate R data-parallel ranks (default 1): --batch stays the global\n"
         "                          batch (divisible by R), rank r gets rows [r*B/R, (r+1)*B/R)\n"
@@ -109,6 +113,8 @@ int amp_cli_train(int argc, char **argv)
         } else if (!strcmp(a, "--heads") || !strcmp(a, "--dim") || !strcmp(a, "--ctx") || !strcmp(a, "--eval-batches")) {
             if (amp_cli_parse_long(v, 1, 1 << 16, &n)) return amp_cli_usage_error("train", "%s: '%s' is not 1..65536", a, v);
             *(!strcmp(a, "--heads") ? &o.heads : !strcmp(a, "--dim") ? &o.dim : !strcmp(a, "--ctx") ? &o.ctx : &o.eval_batches) = (int)n;
+        } else if (!strcmp(a, "--on-nonfinite")) {
+            if (amp_nonfinite_parse(v, &o.on_nonfinite)) return amp_cli_fail(AMP_EINVAL);
         } else if (!strcmp(a, "--checkpoint-every")) {
             if (amp_cli_parse_long(v, 0, 1000000000L, &n)) return amp_cli_usage_error("train", "--checkpoint-every: '%s' is not an integer >= 0", v);
             o.checkpoint_every = n;

@@ -129,9 +129,30 @@ amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, floa
         free(ts);
         if (srun && srun != AMP_ERUN) return srun;
     }
+    /* --on-nonfinite: a non-finite loss or gradient (and, under stop, a loss
+     * scale that collapsed to 0) overrides the scaler's decision */
+    int bad = found_inf || !isfinite(info->loss);
+    if (bad && opt->on_nonfinite == AMP_NF_SKIP) res->skipped = 1;
+    if (!srun && opt->on_nonfinite == AMP_NF_STOP) {
+        if (bad) {
+            res->skipped = 1;
+            srun = amp_fail(AMP_ERUN, "non-finite %s at this step (--on-nonfinite stop)",
+                            !isfinite(info->loss) ? "loss" : "weight gradients");
+        } else if (sc && !(res->scale_after > 0)) {
+            srun = amp_fail(AMP_ERUN, "loss scale collapsed to 0 (--on-nonfinite stop)");
+        }
+    }
     info->skipped = res->skipped;
     if (!res->skipped && !srun && (s = amp_optim_step(opt, m, &info->vanished))) return s;
     return srun;
+}
+
+amp_status amp_nonfinite_parse(const char *s, amp_nonfinite_policy *out)
+{
+    static const char *const names[] = { "continue", "skip", "stop" };
+    for (int i = 0; i < 3; i++)
+        if (s && !strcmp(s, names[i])) { *out = (amp_nonfinite_policy)i; return AMP_OK; }
+    return amp_fail(AMP_EINVAL, "--on-nonfinite: '%s' is not continue, skip or stop", s ? s : "");
 }
 
 /* ---- the run -------------------------------------------------------------- */
@@ -162,6 +183,10 @@ static char *config_json(const amp_train_opts *o, const amp_policy *pol, const a
     cJSON_AddNumberToObject(c, "batch", o->batch);
     cJSON_AddNumberToObject(c, "lr", o->lr);
     cJSON_AddStringToObject(c, "optim", o->optim);
+    {
+        static const char *const nf[] = { "continue", "skip", "stop" };
+        cJSON_AddStringToObject(c, "on_nonfinite", nf[o->on_nonfinite]);
+    }
     snprintf(spec, sizeof spec, "%llu", (unsigned long long)o->seed);
     cJSON_AddStringToObject(c, "seed", spec);
     cJSON_AddStringToObject(c, "init", o->init ? o->init : "");
@@ -490,6 +515,7 @@ amp_status amp_train_run(const amp_train_opts *o)
     if (has_fp8) m.reg.fp8 = &fp8;
     if (o->init && (s = amp_model_load(&m, o->init))) goto done;
     amp_optim_defaults(&opt, ok, (float)o->lr);
+    opt.on_nonfinite = o->on_nonfinite;
     if ((s = amp_optim_attach(&opt, &m))) goto done;
     if (R > 1 && (s = amp_dp_create(&dp, &m, R, &ao))) goto done;
     char *cfg = config_json(o, &pol, &sc, has_fp8 ? &fp8 : NULL, data.path, data.sha256, layers, dp ? &ao : NULL);
@@ -534,6 +560,7 @@ amp_status amp_train_run(const amp_train_opts *o)
                                            opt.lr, info.vanished, info.nonfinite, v);
         if (!s2 && (do_t || do_h)) s2 = amp_runlog_tensors(log, &m.reg, step, do_t, do_h);
         if (!s2) s2 = log_step_events(log, &m, step, &info, &res, &rs);
+        if (!s2 && s == AMP_ERUN) s2 = amp_runlog_event(log, step, "stop", "", stopmsg);
         if (!s2 && dp) s2 = amp_dp_log(dp, log, step, do_t, do_h);
         if (!s2 && wi) s2 = amp_whatif_step_reg(wi, &m.reg, step, do_t);
         if (s2) { s = s2; break; }

@@ -1,0 +1,157 @@
+/* Check suite: --on-nonfinite continue|skip|stop on a model diverging to NaN
+ * (SGD with lr 1e30: the first update blows the weights up), a loss scale
+ * collapsing to 0 (torch's scaler backs off on every non-finite step), and
+ * NaN in the data (exit 2 at load, naming file:line). */
+#include "ampsim.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+static char tmpdir[256];
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/check_nonfinite.XXXXXX");
+    ck_assert(mkdtemp(tmpdir) != NULL);
+}
+
+static void teardown(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    ck_assert(system(cmd) == 0);
+}
+
+static int run(const char *args)
+{
+    const char *bin = getenv("AMPSIM");
+    ck_assert_msg(bin != NULL, "set AMPSIM to the ampsim binary");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s >out 2>err", tmpdir, bin, args);
+    int st = system(cmd);
+    ck_assert(st != -1 && WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static char *slurp(const char *rel)
+{
+    char p[700], *d;
+    size_t l;
+    snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
+    ck_assert_msg(amp_read_file(p, (size_t)1 << 26, &d, &l) == AMP_OK, "%s", amp_errmsg());
+    return d;
+}
+
+/* Counts metrics.csv rows and those with skipped == 1 (column 4). */
+static void metrics(const char *dir, int *rows, int *skipped)
+{
+    char rel[300];
+    snprintf(rel, sizeof rel, "%s/metrics.csv", dir);
+    char *d = slurp(rel), *line = strchr(d, '\n');
+    *rows = *skipped = 0;
+    while (line && line[1]) {
+        int step, sk;
+        char loss[64], scale[64];
+        ck_assert(sscanf(line + 1, "%d,%63[^,],%63[^,],%d", &step, loss, scale, &sk) == 4);
+        (*rows)++;
+        *skipped += sk;
+        line = strchr(line + 1, '\n');
+    }
+    free(d);
+}
+
+#define DIVERGE "train --lr 1e30 --steps 6 --log-every 0 --hist-every 0"
+
+START_TEST(diverging_model)
+{
+    int rows, sk;
+    /* continue: every step runs, none skipped (no scaler), the weights stay NaN */
+    ck_assert_int_eq(run(DIVERGE " --on-nonfinite continue --out c"), 0);
+    metrics("c", &rows, &sk);
+    ck_assert_int_eq(rows, 6);
+    ck_assert_int_eq(sk, 0);
+    char *e = slurp("c/events.csv");
+    ck_assert_msg(strstr(e, "first_nonfinite") != NULL, "%s", e);
+    free(e);
+    /* skip: every non-finite step is skipped */
+    ck_assert_int_eq(run(DIVERGE " --on-nonfinite skip --out s"), 0);
+    metrics("s", &rows, &sk);
+    ck_assert_int_eq(rows, 6);
+    ck_assert_int_eq(sk, 5);
+    /* stop: exit 1 at the first non-finite step, a stop event, summary says stopped */
+    ck_assert_int_eq(run(DIVERGE " --on-nonfinite stop --out t"), 1);
+    metrics("t", &rows, &sk);
+    ck_assert_int_eq(rows, 2);
+    e = slurp("t/events.csv");
+    ck_assert_msg(strstr(e, ",stop,") != NULL, "%s", e);
+    free(e);
+    char *sj = slurp("t/summary.json");
+    ck_assert_msg(strstr(sj, "\"stopped\":\ttrue") || strstr(sj, "\"stopped\": true") || strstr(sj, "\"stopped\":true"), "%s", sj);
+    free(sj);
+    char *err = slurp("err");
+    ck_assert_msg(strstr(err, "non-finite") != NULL, "%s", err);
+    free(err);
+    ck_assert_int_eq(run(DIVERGE " --on-nonfinite sometimes --out x"), 2);
+}
+END_TEST
+
+START_TEST(loss_scale_collapses_to_zero)
+{
+    /* torch has no minimum: 200 non-finite steps halve 65536 down to exactly 0 */
+    ck_assert_int_eq(run("train --lr 1e30 --steps 200 --log-every 0 --hist-every 0 --scaler torch --out z"), 0);
+    char *m = slurp("z/metrics.csv");
+    char *last = m + strlen(m) - 2;
+    while (last > m && *last != '\n') last--;
+    int step, sk;
+    char loss[64];
+    double scale;
+    ck_assert(sscanf(last + 1, "%d,%63[^,],%lf,%d", &step, loss, &scale, &sk) == 4);
+    ck_assert_int_eq(step, 199);
+    ck_assert(scale == 0.0);
+    free(m);
+    char *e = slurp("z/events.csv");
+    ck_assert_msg(strstr(e, ",zero,") != NULL, "no 'zero' event: %.300s", e);
+    free(e);
+    /* under stop the run ends at the first non-finite step instead */
+    ck_assert_int_eq(run("train --lr 1e30 --steps 200 --log-every 0 --hist-every 0 --scaler torch --on-nonfinite stop --out zs"), 1);
+}
+END_TEST
+
+START_TEST(nan_in_data_is_bad_input)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/bad.csv.gz", tmpdir);
+    gzFile g = gzopen(p, "wb");
+    ck_assert(g != NULL);
+    for (int r = 0; r < 40; r++) {
+        for (int c = 0; c < 64; c++) gzprintf(g, r == 7 && c == 3 ? "nan," : "%d,", (r + c) % 17);
+        gzprintf(g, "%d\n", r % 10);
+    }
+    gzclose(g);
+    ck_assert_int_eq(run("train --data bad.csv.gz --steps 2 --batch 4 --out d"), 2);
+    char *err = slurp("err");
+    ck_assert_msg(strstr(err, "bad.csv.gz") != NULL, "%s", err);
+    free(err);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("nonfinite");
+    TCase *tc = tcase_create("nonfinite");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, diverging_model);
+    tcase_add_test(tc, loss_scale_collapses_to_zero);
+    tcase_add_test(tc, nan_in_data_is_bad_input);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
