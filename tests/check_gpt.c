@@ -403,9 +403,9 @@ START_TEST(test_same_init_every_policy)
             compared++;
         }
         if (strcmp(precs[k], "fp16-pure")) ck_assert_int_gt(compared, 5);
-        m.destroy(&m);
+        amp_model_free(&m);
     }
-    ref.destroy(&ref);
+    amp_model_free(&ref);
 }
 END_TEST
 
