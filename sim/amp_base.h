@@ -38,6 +38,18 @@ static inline float    amp_u2f(uint32_t u) { union { uint32_t u; float f; } c = 
 static inline uint64_t amp_d2u(double d) { union { double d; uint64_t u; } c = { .d = d }; return c.u; }
 static inline double   amp_u2d(uint64_t u) { union { uint64_t u; double d; } c = { .u = u }; return c.d; }
 
+/* Little-endian 64-bit fields of the binary files (checkpoints, scaler images). */
+static inline void amp_put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint64_t amp_get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
 /* Counter-based random numbers: 64 well-mixed bits from (seed, stream, index).
  * Pure function: results never depend on call order or thread count. */
 uint64_t amp_rand64(uint64_t seed, uint64_t stream, uint64_t index);

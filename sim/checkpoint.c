@@ -19,9 +19,7 @@ static const char endmagic[8] = { 'A', 'M', 'P', 'S', 'I', 'M', 'E', 'N' };
 #define TRAILER_LEN 16u
 
 static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
 static uint32_t get32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
-static uint64_t get64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
 
 /* crc32 over any length (zlib takes uInt lengths). */
 static uint32_t crc_add(uint32_t crc, const void *data, size_t len)
@@ -93,7 +91,7 @@ amp_status amp_ckpt_put(amp_ckpt_writer *w, const char *name, const void *data, 
     h[0] = (uint8_t)nl;
     h[1] = (uint8_t)(nl >> 8);
     memcpy(h + 2, name, nl);
-    put64(h + 2 + nl, (uint64_t)len);
+    amp_put_le64(h + 2 + nl, (uint64_t)len);
     uint32_t c = crc_add((uint32_t)crc32(0L, Z_NULL, 0), h, 2 + nl + 8);
     c = crc_add(c, data, len);
     put32(h + 2 + nl + 8, c);
@@ -171,7 +169,7 @@ amp_status amp_ckpt_parse(const char *what, const uint8_t *data, size_t len, amp
         amp_ckpt_section *sec = &ck->sec[ck->n];
         memcpy(sec->name, nm, nl);
         sec->name[nl] = 0;
-        uint64_t pl = get64(data + pos + 2 + nl);
+        uint64_t pl = amp_get_le64(data + pos + 2 + nl);
         uint32_t crc = get32(data + pos + 2 + nl + 8);
         size_t hdr = 2 + nl + 12;
         if (pl > end - pos - hdr)
@@ -229,7 +227,7 @@ amp_status amp_ckpt_get(const amp_ckpt *ck, const char *name, void *out, size_t 
 amp_status amp_ckpt_put_u64(amp_ckpt_writer *w, const char *name, uint64_t v)
 {
     uint8_t b[8];
-    put64(b, v);
+    amp_put_le64(b, v);
     return amp_ckpt_put(w, name, b, 8);
 }
 
@@ -237,7 +235,7 @@ amp_status amp_ckpt_get_u64(const amp_ckpt *ck, const char *name, uint64_t *v)
 {
     uint8_t b[8];
     amp_status s = amp_ckpt_get(ck, name, b, 8);
-    if (!s) *v = get64(b);
+    if (!s) *v = amp_get_le64(b);
     return s;
 }
 
@@ -272,7 +270,7 @@ static void b_put(buf *b, const void *p, size_t n)
     b->n += n;
 }
 static void b_u32(buf *b, uint32_t v) { uint8_t x[4]; put32(x, v); b_put(b, x, 4); }
-static void b_u64(buf *b, uint64_t v) { uint8_t x[8]; put64(x, v); b_put(b, x, 8); }
+static void b_u64(buf *b, uint64_t v) { uint8_t x[8]; amp_put_le64(x, v); b_put(b, x, 8); }
 
 static amp_status b_emit(amp_ckpt_writer *w, const char *name, buf *b)
 {
@@ -292,7 +290,7 @@ static const uint8_t *c_take(cur *c, size_t n)
     return p;
 }
 static uint32_t c_u32(cur *c) { const uint8_t *p = c_take(c, 4); return p ? get32(p) : 0; }
-static uint64_t c_u64(cur *c) { const uint8_t *p = c_take(c, 8); return p ? get64(p) : 0; }
+static uint64_t c_u64(cur *c) { const uint8_t *p = c_take(c, 8); return p ? amp_get_le64(p) : 0; }
 static int64_t c_i64(cur *c) { return (int64_t)c_u64(c); }
 
 static amp_status c_open(const amp_ckpt *ck, const char *name, cur *c)

@@ -351,13 +351,6 @@ amp_status amp_fp8_quantize(amp_fp8_scaler *sc, size_t tensor, amp_fp8_role role
 #define FP8_MAGIC "AMPFP81"
 #define FP8_TEXT ((size_t)160)
 
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 amp_status amp_fp8_save(const amp_fp8_scaler *sc, uint8_t **buf, size_t *len)
 {
@@ -370,14 +363,14 @@ amp_status amp_fp8_save(const amp_fp8_scaler *sc, uint8_t **buf, size_t *len)
     amp_scaler_spec_str(&sc->spec, canon, sizeof canon);
     memcpy(b + 8, canon, FP8_TEXT);
     uint8_t *p = b + 8 + FP8_TEXT;
-    put64(p, sc->n); p += 8;
-    put64(p, L); p += 8;
+    amp_put_le64(p, sc->n); p += 8;
+    amp_put_le64(p, L); p += 8;
     for (size_t i = 0; i < sc->n; i++) {
         const amp_fp8_tstate *t = &sc->t[i];
-        put64(p, amp_f2u(t->scale)); p += 8;
-        put64(p, (uint64_t)t->count); p += 8;
-        put64(p, t->hist != NULL); p += 8;
-        if (t->hist) for (size_t k = 0; k < L; k++, p += 8) put64(p, amp_f2u(t->hist[k]));
+        amp_put_le64(p, amp_f2u(t->scale)); p += 8;
+        amp_put_le64(p, (uint64_t)t->count); p += 8;
+        amp_put_le64(p, t->hist != NULL); p += 8;
+        if (t->hist) for (size_t k = 0; k < L; k++, p += 8) amp_put_le64(p, amp_f2u(t->hist[k]));
     }
     *buf = b;
     *len = n;
@@ -394,7 +387,7 @@ amp_status amp_fp8_load(amp_fp8_scaler *sc, const uint8_t *b, size_t len)
         return amp_fail(AMP_EFORMAT, "fp8 scaler checkpoint: saved for '%.*s', not '%s'",
                         (int)strnlen((const char *)b + 8, FP8_TEXT), (const char *)b + 8, canon);
     const uint8_t *p = b + 8 + FP8_TEXT, *end = b + len;
-    uint64_t n = get64(p), L = get64(p + 8);
+    uint64_t n = amp_get_le64(p), L = amp_get_le64(p + 8);
     p += 16;
     if (L != (uint64_t)sc->spec.history || n > len / 24)
         return amp_fail(AMP_EFORMAT, "fp8 scaler checkpoint: %llu tensors, history %llu do not fit the spec",
@@ -404,15 +397,15 @@ amp_status amp_fp8_load(amp_fp8_scaler *sc, const uint8_t *b, size_t len)
     amp_status st = AMP_OK;
     for (uint64_t i = 0; i < n && !st; i++) {
         if (end - p < 24) { st = amp_fail(AMP_EFORMAT, "fp8 scaler checkpoint: truncated at tensor %llu", (unsigned long long)i); break; }
-        t[i].scale = amp_u2f((uint32_t)get64(p));
-        t[i].count = (long)get64(p + 8);
-        uint64_t has = get64(p + 16);
+        t[i].scale = amp_u2f((uint32_t)amp_get_le64(p));
+        t[i].count = (long)amp_get_le64(p + 8);
+        uint64_t has = amp_get_le64(p + 16);
         p += 24;
         if (has) {
             if ((uint64_t)(end - p) / 8 < L) { st = amp_fail(AMP_EFORMAT, "fp8 scaler checkpoint: truncated history of tensor %llu", (unsigned long long)i); break; }
             t[i].hist = malloc(L * sizeof *t[i].hist);
             if (!t[i].hist) { st = amp_fail(AMP_ENOMEM, "fp8 scaler checkpoint: out of memory"); break; }
-            for (uint64_t k = 0; k < L; k++, p += 8) t[i].hist[k] = amp_u2f((uint32_t)get64(p));
+            for (uint64_t k = 0; k < L; k++, p += 8) t[i].hist[k] = amp_u2f((uint32_t)amp_get_le64(p));
         }
     }
     if (!st && p != end) st = amp_fail(AMP_EFORMAT, "fp8 scaler checkpoint: %td trailing bytes", end - p);

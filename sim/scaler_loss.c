@@ -455,13 +455,6 @@ amp_status amp_scaler_update(amp_scaler *sc, const amp_scaler_obs *obs, amp_scal
 #define SCL_MAGIC "AMPSCL1"
 #define SCL_TEXT ((size_t)160)
 
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len)
 {
@@ -476,8 +469,8 @@ amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len)
     const uint64_t f[9] = { (uint64_t)sc->step, amp_f2u(sc->scale), amp_d2u(sc->dscale),
                             (uint64_t)sc->tracker, (uint64_t)sc->hyst, (uint64_t)sc->last_overflow,
                             (uint64_t)sc->failed, (uint64_t)(int64_t)sc->gexp, (uint64_t)sc->n_tensors };
-    for (int i = 0; i < 9; i++, p += 8) put64(p, f[i]);
-    for (size_t i = 0; i < sc->n_tensors; i++, p += 8) put64(p, (uint64_t)(int64_t)sc->texp[i]);
+    for (int i = 0; i < 9; i++, p += 8) amp_put_le64(p, f[i]);
+    for (size_t i = 0; i < sc->n_tensors; i++, p += 8) amp_put_le64(p, (uint64_t)(int64_t)sc->texp[i]);
     *buf = b;
     *len = n;
     return AMP_OK;
@@ -494,7 +487,7 @@ amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *b, size_t len)
                         (int)strnlen((const char *)b + 8, SCL_TEXT), (const char *)b + 8, canon);
     const uint8_t *p = b + 8 + SCL_TEXT;
     uint64_t f[9];
-    for (int i = 0; i < 9; i++, p += 8) f[i] = get64(p);
+    for (int i = 0; i < 9; i++, p += 8) f[i] = amp_get_le64(p);
     uint64_t nt = f[8];
     if (nt > (len - 8 - SCL_TEXT - 72) / 8 || len != 8 + SCL_TEXT + 72 + nt * 8)
         return amp_fail(AMP_EFORMAT, "scaler checkpoint: length %zu does not match %llu tensors", len,
@@ -503,7 +496,7 @@ amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *b, size_t len)
     if (nt) {
         te = malloc(nt * sizeof *te);
         if (!te) return amp_fail(AMP_ENOMEM, "scaler checkpoint: out of memory");
-        for (uint64_t i = 0; i < nt; i++, p += 8) te[i] = (int)(int64_t)get64(p);
+        for (uint64_t i = 0; i < nt; i++, p += 8) te[i] = (int)(int64_t)amp_get_le64(p);
     }
     free(sc->texp);
     sc->step = (long)f[0];
