@@ -1,7 +1,7 @@
 /* Check suite: `ampsim compare` — planning, SPEC-list splitting, fairness (each
  * run equals the same configuration trained alone), summary.csv figures
  * recomputed here from the runs' metrics.csv, resume, and bad input. */
-#include "ampsim.h"
+#include "cli_test.h"
 
 #include <check.h>
 #include <math.h>
@@ -11,40 +11,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-static char tmpdir[256];
-
-static void setup(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/check_compare.XXXXXX");
-    ck_assert(mkdtemp(tmpdir) != NULL);
-}
-
-static void teardown(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    ck_assert(system(cmd) == 0);
-}
-
-static int run(const char *args)
-{
-    const char *bin = getenv("AMPSIM");
-    ck_assert_msg(bin != NULL, "set AMPSIM to the ampsim binary");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s >out 2>err", tmpdir, bin, args);
-    int st = system(cmd);
-    ck_assert(st != -1 && WIFEXITED(st));
-    return WEXITSTATUS(st);
-}
-
-static char *slurp(const char *rel)
-{
-    char p[700], *d;
-    size_t l;
-    snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
-    ck_assert_msg(amp_read_file(p, (size_t)1 << 26, &d, &l) == AMP_OK, "%s", amp_errmsg());
-    return d;
-}
+static void setup(void) { ct_mkdtemp("check_compare"); }
+static void teardown(void) { ct_rmtree(); }
 
 /* The losses of a metrics.csv, parsed here with sscanf (not the library's reader). */
 static int losses(const char *rel, double *out, int max)

@@ -2,7 +2,7 @@
  * (SGD with lr 1e30: the first update blows the weights up), a loss scale
  * collapsing to 0 (torch's scaler backs off on every non-finite step), and
  * NaN in the data (exit 2 at load, naming file:line). */
-#include "ampsim.h"
+#include "cli_test.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -11,40 +11,8 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
-static char tmpdir[256];
-
-static void setup(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/check_nonfinite.XXXXXX");
-    ck_assert(mkdtemp(tmpdir) != NULL);
-}
-
-static void teardown(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    ck_assert(system(cmd) == 0);
-}
-
-static int run(const char *args)
-{
-    const char *bin = getenv("AMPSIM");
-    ck_assert_msg(bin != NULL, "set AMPSIM to the ampsim binary");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s >out 2>err", tmpdir, bin, args);
-    int st = system(cmd);
-    ck_assert(st != -1 && WIFEXITED(st));
-    return WEXITSTATUS(st);
-}
-
-static char *slurp(const char *rel)
-{
-    char p[700], *d;
-    size_t l;
-    snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
-    ck_assert_msg(amp_read_file(p, (size_t)1 << 26, &d, &l) == AMP_OK, "%s", amp_errmsg());
-    return d;
-}
+static void setup(void) { ct_mkdtemp("check_nonfinite"); }
+static void teardown(void) { ct_rmtree(); }
 
 /* Counts metrics.csv rows and those with skipped == 1 (column 4). */
 static void metrics(const char *dir, int *rows, int *skipped)
