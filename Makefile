@@ -51,7 +51,7 @@ $(BUILD)/%.o: %.c
 
 # The rounding kernels need gcc's full vectoriser (-O2 in gcc 12 only tries the
 # "very cheap" model); -O3 changes no result: -ffp-contract=off stays on.
-$(BUILD)/sim/round_fast.o: FILE_CFLAGS = -O3
+$(BUILD)/sim/round_fast.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512
 
 $(BUILD)/libampsim.a: $(LIB_OBJ)
 	@rm -f $@

@@ -54,6 +54,8 @@ const char *amp_class_name(amp_class c);
  * into the end bins. Zero, inf and NaN inputs are the class counters. */
 #define AMP_HIST_LO   (-160)
 #define AMP_HIST_BINS 320
+/* Relative accuracy of the three error sums of amp_stats. */
+#define AMP_STATS_SUM_RTOL 0x1p-18
 
 typedef struct amp_stats {
     uint64_t n;
@@ -63,6 +65,8 @@ typedef struct amp_stats {
     double sum_sq_err;     /* sum (y - x)^2 over finite x with finite y */
     double sum_sq;         /* sum x^2 over the same values */
     double sum_rel_sq;     /* sum ((y - x)/x)^2 over nonzero finite x, finite y */
+                           /* (each sum within a relative AMP_STATS_SUM_RTOL: the fast
+                            * kernels divide and, under rne, square in float32) */
     uint64_t n_rel;        /* how many terms in sum_rel_sq */
     uint64_t hist[AMP_HIST_BINS];
 } amp_stats;

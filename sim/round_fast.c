@@ -25,7 +25,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
-#define AMP_CLONES __attribute__((target_clones("avx2", "default")))
+#define AMP_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define AMP_CLONES
 #endif
@@ -133,7 +133,7 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     return res;
 }
 
-#define BLOCK 1024
+#define BLOCK 4096
 
 /* One kernel per mode, with and without class output. */
 #define DEF_KERNEL(NAME, MODE)                                                              \
@@ -178,15 +178,13 @@ DEF_KERNEL(k_to, AMP_RND_TO)
  * A +-inf input takes the overflow result (equal for rne, checked in
  * fast_params) and a zero input rounds to zero by itself. */
 #define RNE_ARGS uint32_t sh, uint32_t mask, uint32_t half_m1, uint32_t one, uint32_t minnorm,   \
-                 uint32_t maxbits, float cadd, uint32_t ovf0, uint32_t ovf1, uint32_t ovfc0,   \
-                 uint32_t ovfc1, uint32_t zsign
+                 uint32_t maxbits, float cadd, uint32_t ovf0, uint32_t ovf1, uint32_t zsign
 #define RNE_PASS(p) (p)->sh, (p)->mask, (p)->half - 1u, (p)->sh ? 1u : 0u, (p)->minnorm,       \
-                 (p)->maxbits, (p)->cadd, (p)->ovf_res[0], (p)->ovf_res[1], (p)->ovf_cls[0],    \
-                 (p)->ovf_cls[1], (p)->zsign
-#define RNE_NAMES sh, mask, half_m1, one, minnorm, maxbits, cadd, ovf0, ovf1, ovfc0, ovfc1, zsign
+                 (p)->maxbits, (p)->cadd, (p)->ovf_res[0], (p)->ovf_res[1], (p)->zsign
+#define RNE_NAMES sh, mask, half_m1, one, minnorm, maxbits, cadd, ovf0, ovf1, zsign
 
 static inline __attribute__((always_inline)) uint32_t
-rne_elem(uint32_t u, int int_sub, int want_cls, uint32_t *cnt, RNE_ARGS)
+rne_elem(uint32_t u, int int_sub, RNE_ARGS)
 {
     uint32_t a = u & 0x7fffffffu, s = u & 0x80000000u, neg = s >> 31;
     uint32_t r = (a + half_m1 + (((a >> sh) & one))) & ~mask;
@@ -198,49 +196,19 @@ rne_elem(uint32_t u, int int_sub, int want_cls, uint32_t *cnt, RNE_ARGS)
     }
     uint32_t is_nan = (int32_t)a > 0x7f800000;
     uint32_t ovf = ((int32_t)r > (int32_t)maxbits) | is_nan;
-    uint32_t flush = r == 0;
-    uint32_t res = sel(flush, s & zsign, r | s);
-    res = sel(ovf, sel(is_nan, u | 0x00400000u, sel(neg, ovf1, ovf0)), res);
-    if (want_cls) {
-        uint32_t is_zero = a == 0, is_inf = a == 0x7f800000u;
-        uint32_t sp = is_nan | is_inf | is_zero;
-        uint32_t ov = ovf & (sp ^ 1u);
-        uint32_t ov_is_ovf = sel(neg, ovfc1, ovfc0) == AMP_CLS_OVERFLOW;
-        uint32_t fl = flush & ((sp | ovf) ^ 1u);
-        uint32_t sb = (uint32_t)((int32_t)r < (int32_t)minnorm) & ((sp | ovf | flush) ^ 1u);
-        cnt[AMP_CLS_NAN_IN] += is_nan;
-        cnt[AMP_CLS_INF_IN] += is_inf;
-        cnt[AMP_CLS_ZERO_IN] += is_zero;
-        cnt[AMP_CLS_OVERFLOW] += ov & ov_is_ovf;
-        cnt[AMP_CLS_SATURATED] += ov & (ov_is_ovf ^ 1u);
-        cnt[AMP_CLS_FLUSHED] += fl;
-        cnt[AMP_CLS_SUBNORMAL] += sb;
-        cnt[AMP_CLS_ROUNDED] += (uint32_t)(r != a) & ((sp | ovf | flush | sb) ^ 1u);
-    }
-    return res;
+    uint32_t res = sel(r == 0, s & zsign, r | s);
+    return sel(ovf, sel(is_nan, u | 0x00400000u, sel(neg, ovf1, ovf0)), res);
 }
 
 #define DEF_RNE(NAME, INT_SUB)                                                                  \
     AMP_CLONES static void NAME##_body(const uint32_t *restrict x, uint32_t *restrict y,       \
                                        size_t n, RNE_ARGS)                                     \
     {                                                                                           \
-        uint32_t c_[AMP_CLS_COUNT];                                                             \
-        for (size_t i = 0; i < n; i++) y[i] = rne_elem(x[i], INT_SUB, 0, c_, RNE_NAMES);       \
-    }                                                                                           \
-    AMP_CLONES static void NAME##_cls_body(const uint32_t *restrict x, uint32_t *restrict y,   \
-                                           uint32_t *restrict cnt, size_t n, RNE_ARGS)         \
-    {                                                                                           \
-        uint32_t c[AMP_CLS_COUNT] = { 0 };                                                      \
-        for (size_t i = 0; i < n; i++) y[i] = rne_elem(x[i], INT_SUB, 1, c, RNE_NAMES);        \
-        for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                           \
+        for (size_t i = 0; i < n; i++) y[i] = rne_elem(x[i], INT_SUB, RNE_NAMES);              \
     }                                                                                           \
     static void NAME(const kparams *p, const uint32_t *x, uint32_t *y, size_t n)                \
     {                                                                                           \
         NAME##_body(x, y, n, RNE_PASS(p));                                                      \
-    }                                                                                           \
-    static void NAME##_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n) \
-    {                                                                                           \
-        NAME##_cls_body(x, y, cnt, n, RNE_PASS(p));                                             \
     }
 DEF_RNE(k_rne_sub, 0)
 DEF_RNE(k_rne_int, 1)
@@ -256,70 +224,198 @@ static const kern_cls_fn kernels_cls[] = {
     [AMP_RND_UP] = k_up_cls, [AMP_RND_DN] = k_dn_cls, [AMP_RND_TO] = k_to_cls,
 };
 
-/* Statistics of one block: x, y as bits, cls from the kernel. Error sums only
- * over finite nonzero x with finite y. The histogram is kept by float32
- * exponent field in 4 interleaved copies (no store-to-load stalls when
- * neighbouring values share a binade) and folded per chunk. */
+/* Statistics of one block, in vectorised passes over data still in L1.
+ *  1. block_scan: the float32 exponent field of each x as a byte, amax and
+ *     amin by two plain reductions, and, for the rne kernels (which then count
+ *     no classes themselves), the class counts by thresholds on |x|: rounding
+ *     is monotone and sign-symmetric, so each class is a range of |x| (see
+ *     rne_thresholds).
+ *  2. block_hist: the histogram of the exponent fields by comparing the bytes
+ *     with HIST_WAYS occupied fields at a time (byte counters, no scatter); a block
+ *     spanning more than HIST_VEC_SPAN binades is counted by a scalar loop.
+ *     Blocks holding float32 subnormals, infinities or NaNs also take a scalar
+ *     loop (block_rare) for what the reductions cannot tell.
+ *  3. block_sums: the error sums over finite nonzero x with finite y, in
+ *     double in 8 fixed lanes (so the order of the additions, hence every
+ *     result bit, is fixed). y - x is exact in double; the relative error
+ *     (y - x) / x is divided in float32 (relative error 2^-23 at most per
+ *     term) and squared in double; a block where that quotient overflows
+ *     float32 (a directed mode rounding a tiny x up to a large quantum) is
+ *     redone with the quotient in double. */
+#define HIST_VEC_SPAN 48
+#define HIST_WAYS 8                        /* fields counted per pass over the bytes */
+#define VB 64                              /* bytes per vector of the histogram pass */
+typedef uint8_t vu8 __attribute__((vector_size(VB)));
+typedef uint16_t vu16 __attribute__((vector_size(VB)));
+typedef uint32_t vu32 __attribute__((vector_size(VB)));
+typedef uint64_t vu64 __attribute__((vector_size(VB)));
+_Static_assert(BLOCK / VB <= 255, "byte counters of block_hist cannot overflow");
+
 typedef struct blockacc {
     uint32_t cls[AMP_CLS_COUNT];       /* all but exact (the rest) */
-    uint32_t hist[4][256];
+    uint32_t hist[4][256];             /* by float32 exponent field (1..254 counted) */
     uint64_t sub_hist[32];             /* float32 subnormal inputs by bit length */
     uint32_t amax, amin;               /* magnitude bits */
     double sum_sq_err, sum_sq, sum_rel_sq;
     uint64_t n_rel;
 } blockacc;
 
-AMP_CLONES static void block_stats(blockacc *acc, const uint32_t *restrict x, const uint32_t *restrict y,
-                                   size_t n)
+/* Class boundaries of rne on magnitude bits a (int32 compares):
+ * a <= tf flushes (or is zero), a < tn is subnormal, a <= tmax stays finite;
+ * a normal result is inexact iff a < minnorm (rounded up to it) or a & mask != 0. */
+typedef struct rne_thr {
+    int32_t tf, tn, tmax, mask, minnorm;
+    amp_class ovf_cls;                 /* overflow or saturated (the same for both signs) */
+} rne_thr;
+
+static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
 {
-    /* amax over non-NaN, amin over finite nonzero: two plain min/max reductions */
-    uint32_t amax = acc->amax, amin = acc->amin;
+    rne_thr t;
+    uint32_t half = p->sh ? 1u << (p->sh - 1) : 0;
+    /* min_subnormal / 2 ties to 0; minnorm - min_subnormal / 2 ties up to minnorm
+     * (even): half a quantum is `half` float32 ulps below minnorm when float32's
+     * subnormals share the quantum (int_sub), else 2 * half (the binade below
+     * minnorm has ulps half as wide); max + ulp/2 ties up (overflow) iff max's
+     * last bit is odd. With
+     * sh == 0 (float32 itself) nothing flushes, rounds up to normal or overflows. */
+    double hs = f->min_subnormal / 2;
+    t.tf = p->sh && hs >= 0x1p-149 ? (int32_t)amp_f2u((float)hs) : 0;
+    t.tn = (int32_t)(p->minnorm - (p->int_sub ? half : 2 * half));
+    t.tmax = (int32_t)(p->maxbits + half - (p->sh ? (p->maxbits >> p->sh) & 1u : 0));
+    t.mask = (int32_t)p->mask;
+    t.minnorm = (int32_t)p->minnorm;
+    t.ovf_cls = (amp_class)p->ovf_cls[0];
+    return t;
+}
+
+typedef struct scan {
+    uint32_t amax;     /* max of the magnitude bits (a NaN if above 0x7f800000) */
+    uint32_t amin_m1;  /* min of (magnitude bits - 1), unsigned: zeros do not count */
+    uint32_t c[7];     /* rne: zero, <= tf, < tn, <= tmax, < inf, == inf, inexact normal */
+} scan;
+
+/* The scan of one block; with `fuse`, the rne kernel (RNE_ARGS) in the same
+ * loop, writing y, and the class counts by thresholds t. */
+static inline __attribute__((always_inline)) void
+scan_body(scan *sc, const uint32_t *restrict x, uint32_t *restrict y, uint8_t *restrict e8, size_t n,
+          int fuse, int int_sub, rne_thr t, RNE_ARGS)
+{
+    uint32_t amax = 0, amin = 0xffffffffu;
+    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t a = x[i] & 0x7fffffffu;
-        uint32_t mx = sel(a <= 0x7f800000u, a, 0u);
-        amax = amax > mx ? amax : mx;
+        uint32_t u = x[i], a = u & 0x7fffffffu, am1 = a - 1u;
+        int32_t ia = (int32_t)a;
+        e8[i] = (uint8_t)(a >> 23);
+        amax = amax > a ? amax : a;
+        amin = amin < am1 ? amin : am1;
+        if (fuse) {
+            y[i] = rne_elem(u, int_sub, RNE_NAMES);
+            c0 += ia == 0;
+            c1 += ia <= t.tf;
+            c2 += ia < t.tn;
+            c3 += ia <= t.tmax;
+            c4 += ia < 0x7f800000;
+            c5 += ia == 0x7f800000;
+            c6 += (ia >= t.tn) & (ia <= t.tmax) & (((ia & t.mask) != 0) | (ia < t.minnorm));
+        }
     }
-    for (size_t i = 0; i < n; i++) {
-        uint32_t a = x[i] & 0x7fffffffu;
-        uint32_t mn = sel(a - 1u < 0x7f7fffffu, a, 0x7f800000u);   /* 0 < a < inf */
-        amin = amin < mn ? amin : mn;
+    sc->amax = amax;
+    sc->amin_m1 = amin;
+    sc->c[0] = c0, sc->c[1] = c1, sc->c[2] = c2, sc->c[3] = c3;
+    sc->c[4] = c4, sc->c[5] = c5, sc->c[6] = c6;
+}
+
+AMP_CLONES static void block_scan(scan *sc, const uint32_t *restrict x, uint8_t *restrict e8, size_t n)
+{
+    rne_thr t = { 0, 0, 0, 0, 0, AMP_CLS_OVERFLOW };
+    scan_body(sc, x, NULL, e8, n, 0, 0, t, 0, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0);
+}
+
+#define DEF_RNE_SCAN(NAME, INT_SUB)                                                            \
+    AMP_CLONES static void NAME##_body(scan *sc, const uint32_t *restrict x, uint32_t *restrict y, \
+                                       uint8_t *restrict e8, size_t n, rne_thr t, RNE_ARGS)   \
+    {                                                                                          \
+        scan_body(sc, x, y, e8, n, 1, INT_SUB, t, RNE_NAMES);                                  \
+    }                                                                                          \
+    static void NAME(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uint8_t *e8,  \
+                     size_t n, rne_thr t)                                                      \
+    {                                                                                          \
+        NAME##_body(sc, x, y, e8, n, t, RNE_PASS(p));                                          \
     }
-    acc->amax = amax;
-    acc->amin = amin;
-    /* Error sums: the masked operands are gathered in float32 arrays
-     * (vectorised), then the terms are formed and summed in double in 4 fixed
-     * lanes (a float sum cannot be reordered, so the lanes are explicit; the
-     * order is fixed, hence deterministic). y - x of two floats is exact in
-     * double; the quotient too is taken in double (in float it could overflow:
-     * a tiny x rounded up to a huge ulp by a directed mode). */
+DEF_RNE_SCAN(k_rne_scan_sub, 0)
+DEF_RNE_SCAN(k_rne_scan_int, 1)
+
+/* Adds to hist[f] the number of bytes e8[0..n) equal to f, for every f in
+ * [lo, hi] (1 <= lo <= hi <= 254); n is a multiple of VB. HIST_WAYS fields
+ * per pass: independent chains of byte counters. */
+AMP_CLONES static void block_hist(uint32_t *hist, const uint8_t *e8, size_t n, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t f = lo; f <= hi; f += HIST_WAYS) {
+        vu8 acc[HIST_WAYS] = { { 0 } }, want[HIST_WAYS];
+        for (int k = 0; k < HIST_WAYS; k++)
+            for (int j = 0; j < VB; j++) want[k][j] = (uint8_t)(f + (uint32_t)k);
+        for (size_t i = 0; i < n; i += VB) {
+            vu8 v;
+            memcpy(&v, e8 + i, VB);
+            for (int k = 0; k < HIST_WAYS; k++) acc[k] -= (vu8)(v == want[k]);   /* true is -1 */
+        }
+        for (int k = 0; k < HIST_WAYS && f + (uint32_t)k <= hi; k++) {
+            vu16 s16 = ((vu16)acc[k] & 0xff) + ((vu16)acc[k] >> 8);
+            vu32 s32 = ((vu32)s16 & 0xffff) + ((vu32)s16 >> 16);
+            vu64 s64 = ((vu64)s32 & 0xffffffffu) + ((vu64)s32 >> 32);
+            uint64_t c = 0;
+            for (int j = 0; j < VB / 8; j++) c += s64[j];
+            hist[f + (uint32_t)k] += (uint32_t)c;
+        }
+    }
+}
+
+/* finite nonzero x with finite y, as bits */
+static inline uint32_t rel_ok(uint32_t xu, uint32_t yu)
+{
+    return ((xu & 0x7fffffffu) - 1u < 0x7f7fffffu) & ((yu & 0x7fffffffu) < 0x7f800000u);
+}
+
+AMP_CLONES static void block_sums(blockacc *acc, const uint32_t *restrict x, const uint32_t *restrict y,
+                                  size_t n)
+{
+    /* the masked operands and the float32 quotients, gathered in arrays (vectorised) */
     float yv[BLOCK], xv[BLOCK], qv[BLOCK];
-    uint32_t nr = 0;
+    uint32_t nr = 0, qbad = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t xu = x[i], yu = y[i];
-        uint32_t a = xu & 0x7fffffffu, b = yu & 0x7fffffffu;
-        uint32_t ok = (a - 1u < 0x7f7fffffu) & (b < 0x7f800000u);   /* finite nonzero x, finite y */
-        yv[i] = amp_u2f(sel(ok, yu, 0u));
-        xv[i] = amp_u2f(sel(ok, xu, 0u));
-        qv[i] = amp_u2f(sel(ok, xu, 0x3f800000u));                     /* 1.0f where not ok */
+        uint32_t ok = rel_ok(x[i], y[i]);
+        float yy = amp_u2f(sel(ok, y[i], 0u)), xx = amp_u2f(sel(ok, x[i], 0u));
+        float q = (float)((double)yy - (double)xx) / amp_u2f(sel(ok, x[i], 0x3f800000u));
+        yv[i] = yy;
+        xv[i] = xx;
+        qv[i] = q;
+        qbad |= (amp_f2u(q) & 0x7fffffffu) >= 0x7f800000u;
         nr += ok;
     }
-    size_t n4 = n & ~(size_t)3;
-    double lse[4] = { 0 }, lsq[4] = { 0 }, lsr[4] = { 0 };
-    for (size_t i = 0; i < n4; i += 4)
-        for (int j = 0; j < 4; j++) {
-            double xx = xv[i + j], d = (double)yv[i + j] - xx, r = d / (double)qv[i + j];
+    size_t n8 = n & ~(size_t)7;
+    double lse[8] = { 0 }, lsq[8] = { 0 }, lsr[8] = { 0 };
+    for (size_t i = 0; i < n8; i += 8)
+        for (int j = 0; j < 8; j++) {
+            double xx = xv[i + j], d = (double)yv[i + j] - xx, r = qv[i + j];
             lse[j] += d * d;
             lsq[j] += xx * xx;
             lsr[j] += r * r;
         }
-    for (size_t i = n4; i < n; i++) {
-        double xx = xv[i], d = (double)yv[i] - xx, r = d / (double)qv[i];
-        lse[0] += d * d;
-        lsq[0] += xx * xx;
-        lsr[0] += r * r;
+    for (size_t i = n8; i < n; i++) {
+        double xx = xv[i], d = (double)yv[i] - xx, r = qv[i];
+        lse[i - n8] += d * d;
+        lsq[i - n8] += xx * xx;
+        lsr[i - n8] += r * r;
+    }
+    if (qbad) {                                   /* rare: redo the quotients in double */
+        for (int j = 0; j < 8; j++) lsr[j] = 0;
+        for (size_t i = 0; i < n; i++) {
+            double xx = xv[i] != 0.0f ? xv[i] : 1.0, r = ((double)yv[i] - (double)xv[i]) / xx;
+            lsr[i & 7] += r * r;
+        }
     }
     double se = 0, sq = 0, sr = 0;
-    for (int j = 0; j < 4; j++) {
+    for (int j = 0; j < 8; j++) {
         se += lse[j];
         sq += lsq[j];
         sr += lsr[j];
@@ -328,21 +424,158 @@ AMP_CLONES static void block_stats(blockacc *acc, const uint32_t *restrict x, co
     acc->sum_sq += sq;
     acc->sum_rel_sq += sr;
     acc->n_rel += nr;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        acc->hist[0][(x[i] >> 23) & 0xff]++;
-        acc->hist[1][(x[i + 1] >> 23) & 0xff]++;
-        acc->hist[2][(x[i + 2] >> 23) & 0xff]++;
-        acc->hist[3][(x[i + 3] >> 23) & 0xff]++;
-    }
-    for (; i < n; i++) acc->hist[0][(x[i] >> 23) & 0xff]++;
-    /* field 0 holds zeros and float32 subnormals: split them by bit length */
-    if (acc->hist[0][0] | acc->hist[1][0] | acc->hist[2][0] | acc->hist[3][0]) {
-        for (size_t j = 0; j < n; j++) {
-            uint32_t a = x[j] & 0x7fffffffu;
-            if (a != 0 && a < 0x00800000u) acc->sub_hist[31 - __builtin_clz(a)]++;
+}
+
+/* The error sums of an rne block without NaN or inf inputs (the scan tells):
+ * the values with a finite y are those of the sums, and for them
+ * |y - x| <= |x| (a saturated x is above max finite); a zero x adds 0 to each
+ * sum (its divisor is 1). In float32, 16 lanes:
+ * y - x, x and y - x scaled by the power of two `scale` (exact), chosen from
+ * the block's amax so that no square overflows; 32 lanes of at most 32
+ * terms, then added in double. Relative error of each sum below 2^-18
+ * (AMP_STATS_SUM_RTOL): the scaled squares are normal floats, except where
+ * a scaled |y - x| is below 2^-50, and then the block's sum of squared errors
+ * is redone in double. */
+#define SUM_LANES 32
+#define SUM_GROUP 1024                     /* values per float partial sum: 32 per lane */
+/* one term of block_sums_rne: value i of X, Y into lane j */
+#define SUM_TERM(X, Y, i, j)                                                                    \
+    do {                                                                                        \
+        uint32_t fin = (amp_f2u(Y[i]) & 0x7fffffffu) < 0x7f800000u;                             \
+        float xx = amp_u2f(sel(fin, amp_f2u(X[i]), 0u));                                        \
+        float d = amp_u2f(sel(fin, amp_f2u(Y[i]), 0u)) - xx, xs = xx * scale, ds = d * scale;   \
+        float q = d / (xx != 0.0f ? xx : 1.0f);                                                 \
+        lse[j] += ds * ds;                                                                      \
+        lsq[j] += xs * xs;                                                                      \
+        lsr[j] += q * q;                                                                        \
+        ltiny[j] |= (uint32_t)(ds != 0.0f) & (uint32_t)(fabsf(ds) < 0x1p-50f);                 \
+    } while (0)
+
+/* sum (y - x)^2 over finite y, in double (x finite): block_sums_rne's fallback */
+AMP_CLONES static double block_sq_err(const float *restrict x, const float *restrict y, size_t n)
+{
+    double l[8] = { 0 };
+    size_t n8 = n & ~(size_t)7;
+    for (size_t i = 0; i < n8; i += 8)
+        for (int j = 0; j < 8; j++) {
+            uint32_t fin = (amp_f2u(y[i + j]) & 0x7fffffffu) < 0x7f800000u;
+            double d = (double)amp_u2f(sel(fin, amp_f2u(y[i + j]), 0u)) - (double)amp_u2f(sel(fin, amp_f2u(x[i + j]), 0u));
+            l[j] += d * d;
         }
-        acc->hist[0][0] = acc->hist[1][0] = acc->hist[2][0] = acc->hist[3][0] = 0;
+    for (size_t i = n8; i < n; i++)
+        if ((amp_f2u(y[i]) & 0x7fffffffu) < 0x7f800000u) l[i - n8] += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+    double se = 0;
+    for (int j = 0; j < 8; j++) se += l[j];
+    return se;
+}
+
+AMP_CLONES static void block_sums_rne(blockacc *acc, const float *restrict x, const float *restrict y, size_t n,
+                                      float scale, double unscale2)
+{
+    double dse[SUM_LANES] = { 0 }, dsq[SUM_LANES] = { 0 }, dsr[SUM_LANES] = { 0 };
+    uint32_t tiny = 0;
+    for (size_t i0 = 0; i0 < n; i0 += SUM_GROUP) {
+        size_t m = n - i0 < SUM_GROUP ? n - i0 : SUM_GROUP, ml = m & ~(size_t)(SUM_LANES - 1);
+        const float *restrict xg = x + i0, *restrict yg = y + i0;
+        float lse[SUM_LANES] = { 0 }, lsq[SUM_LANES] = { 0 }, lsr[SUM_LANES] = { 0 };
+        uint32_t ltiny[SUM_LANES] = { 0 };
+        for (size_t i = 0; i < ml; i += SUM_LANES)
+            for (size_t j = 0; j < SUM_LANES; j++) SUM_TERM(xg, yg, i + j, j);
+        for (size_t i = ml; i < m; i++) SUM_TERM(xg, yg, i, i - ml);
+        for (int j = 0; j < SUM_LANES; j++) {
+            dse[j] += lse[j];
+            dsq[j] += lsq[j];
+            dsr[j] += lsr[j];
+            tiny |= ltiny[j];
+        }
+    }
+    double se = 0, sq = 0, sr = 0;
+    for (int j = 0; j < SUM_LANES; j++) {
+        se += dse[j];
+        sq += dsq[j];
+        sr += dsr[j];
+    }
+    acc->sum_sq_err += tiny ? block_sq_err(x, y, n) : se * unscale2;
+    acc->sum_sq += sq * unscale2;
+    acc->sum_rel_sq += sr;
+}
+#undef SUM_TERM
+
+/* Blocks with float32 subnormal, infinite or NaN inputs: amax over non-NaN,
+ * the exponent range of the finite normal inputs, the subnormals by bit length. */
+static void block_rare(blockacc *acc, const uint32_t *x, size_t n, uint32_t *amax, uint32_t *nmin, uint32_t *nmax)
+{
+    uint32_t mx = 0, lo = 0x7f800000u, hi = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t a = x[j] & 0x7fffffffu;
+        if (a > 0x7f800000u) continue;
+        if (a > mx) mx = a;
+        if (a == 0x7f800000u) continue;
+        if (a >= 0x00800000u) {
+            if (a < lo) lo = a;
+            if (a > hi) hi = a;
+        } else if (a != 0) {
+            acc->sub_hist[31 - __builtin_clz(a)]++;
+        }
+    }
+    *amax = mx, *nmin = lo, *nmax = hi;
+}
+
+/* Rounds block x -> y (n <= BLOCK) and adds its statistics to acc: with
+ * thr, by the fused rne kernel and scan (class counts by thresholds);
+ * otherwise by the mode's kernel with class counters, then the scan. */
+static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *thr, kern_cls_fn kc,
+                              const uint32_t *x, uint32_t *y, size_t n)
+{
+    uint8_t e8[BLOCK + VB];
+    scan sc;
+    if (thr) {
+        (p->int_sub ? k_rne_scan_int : k_rne_scan_sub)(p, &sc, x, y, e8, n, *thr);
+        uint32_t nan = (uint32_t)n - sc.c[4] - sc.c[5], ovf = sc.c[4] - sc.c[3];
+        acc->cls[AMP_CLS_ZERO_IN] += sc.c[0];
+        acc->cls[AMP_CLS_FLUSHED] += sc.c[1] - sc.c[0];
+        acc->cls[AMP_CLS_SUBNORMAL] += sc.c[2] - sc.c[1];
+        acc->cls[AMP_CLS_ROUNDED] += sc.c[6];
+        acc->cls[AMP_CLS_INF_IN] += sc.c[5];
+        acc->cls[AMP_CLS_NAN_IN] += nan;
+        acc->cls[thr->ovf_cls] += ovf;
+    } else {
+        kc(p, x, y, acc->cls, n);
+        block_scan(&sc, x, e8, n);
+    }
+    uint32_t amax = sc.amax, amin = sc.amin_m1 < 0x7f7fffffu ? sc.amin_m1 + 1u : 0x7f800000u;
+    uint32_t nmin = amin, nmax = amax;
+    if (amax >= 0x7f800000u || amin < 0x00800000u) block_rare(acc, x, n, &amax, &nmin, &nmax);
+    if (amax > acc->amax) acc->amax = amax;
+    if (amin < acc->amin) acc->amin = amin;
+    if (nmin <= nmax) {                           /* some finite normal input */
+        uint32_t lo = nmin >> 23, hi = nmax >> 23;
+        if (hi - lo < HIST_VEC_SPAN) {
+            size_t nv = (n + VB - 1) / VB * VB;
+            memset(e8 + n, 0, nv - n);            /* field 0 is never counted here */
+            block_hist(acc->hist[0], e8, nv, lo, hi);
+        } else {                                  /* 4 copies: no store-to-load chains */
+            size_t i = 0;
+            for (; i + 4 <= n; i += 4) {
+                acc->hist[0][e8[i]]++;
+                acc->hist[1][e8[i + 1]]++;
+                acc->hist[2][e8[i + 2]]++;
+                acc->hist[3][e8[i + 3]]++;
+            }
+            for (; i < n; i++) acc->hist[0][e8[i]]++;
+        }
+    }
+    if (thr && amax < 0x7f800000u) {             /* rne, no NaN or inf input */
+        /* scale: the largest |x| with a finite y (overflowing values are out unless
+         * saturated) to [2^60, 2^61); no float scale above 2^127 is needed */
+        uint32_t top = thr->ovf_cls == AMP_CLS_SATURATED || amax <= (uint32_t)thr->tmax ? amax : (uint32_t)thr->tmax;
+        int e = (int)(top >> 23) - 127, k = 60 - e > 127 ? 127 : 60 - e;
+        block_sums_rne(acc, (const float *)(const void *)x, (const float *)(const void *)y, n,
+                       ldexpf(1.0f, k), ldexp(1.0, -2 * k));
+        /* finite nonzero x with finite y: overflowing values are out unless saturated */
+        acc->n_rel += (thr->ovf_cls == AMP_CLS_SATURATED ? sc.c[4] : sc.c[3]) - sc.c[0];
+    } else {
+        block_sums(acc, x, y, n);
     }
 }
 
@@ -400,7 +633,7 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     memset(&acc, 0, sizeof acc);
     acc.amin = 0x7f800000u;
     uint32_t xin[BLOCK];
-    kern_cls_fn kc = p.rne_ok ? (p.int_sub ? k_rne_int_cls : k_rne_sub_cls) : kernels_cls[o->mode];
+    rne_thr thr = rne_thresholds(&p, f);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
         const uint32_t *xb = xu + i;
@@ -408,8 +641,7 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
             memcpy(xin, xb, len * sizeof *xin);
             xb = xin;
         }
-        kc(&p, xb, yu + i, acc.cls, len);
-        block_stats(&acc, xb, yu + i, len);
+        block_round_stats(&acc, &p, p.rne_ok ? &thr : NULL, kernels_cls[o->mode], xb, yu + i, len);
     }
     st->n += n;
     uint64_t others = 0;

@@ -219,6 +219,31 @@ START_TEST(stats_equal_mpfr_classes)
 }
 END_TEST
 
+/* The error sums where the fast rne path must fall back or rescale: a block
+ * whose largest |x| is exact while every error is 2^-160 below it (scaled
+ * errors underflow float32), and one whose largest values overflow and so are
+ * out of the sums (the scale must come from the values that stay). */
+START_TEST(stats_sums_wide_range)
+{
+    size_t n = 3000;
+    float *x = malloc(n * sizeof *x);
+    ck_assert(x);
+    const amp_format *bf = amp_format_get(AMP_FMT_BF16), *e4 = amp_format_get(AMP_FMT_E4M3);
+    rt_rng r = { seed + 7 };
+    for (size_t i = 0; i < n; i++)                    /* bf16: exact 2^100, errors near 2^-68 */
+        x[i] = i % 100 == 0 ? 0x1p100f : (float)ldexp(1.0 + rt_unif(&r), -60);
+    amp_round_opts o = amp_round_defaults();
+    rt_batch b = { bf, &o, "wide range bf16", seed, 0 };
+    size_t bad = rt_check_batch(&b, x, 0, n);
+    for (size_t i = 0; i < n; i++)                    /* e4m3: 1e30 overflows, the rest near 1 */
+        x[i] = i % 7 == 0 ? 1e30f : (float)(1.0 + rt_unif(&r));
+    b = (rt_batch){ e4, &o, "overflow-excluded e4m3", seed, 0 };
+    bad += rt_check_batch(&b, x, 0, n);
+    free(x);
+    ck_assert_msg(bad == 0, "%zu statistics mismatches (seed 0x%llx)", bad, (unsigned long long)seed);
+}
+END_TEST
+
 /* ---- stochastic rounding ---------------------------------------------------------- */
 /* The neighbours of x: MPFR toward zero, and away from zero (rup for positive,
  * rdn for negative x; same overflow policy as sr since neither is toward zero). */
@@ -488,6 +513,7 @@ int main(void)
     tcase_add_test(tc, classes_by_construction_fp16);
     tcase_add_test(tc, classes_by_construction_e4m3);
     tcase_add_loop_test(tc, stats_equal_mpfr_classes, 0, AMP_FMT_COUNT);
+    tcase_add_test(tc, stats_sums_wide_range);
     suite_add_tcase(s, tc);
     TCase *sr = tcase_create("sr");
     tcase_set_timeout(sr, 300);

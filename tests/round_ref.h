@@ -229,12 +229,13 @@ static inline void rt_report(const rt_batch *b, size_t *bad, const char *path, s
                 (unsigned long long)b->seed);
 }
 
+/* The error sums' contract (amp_round.h): within a relative AMP_STATS_SUM_RTOL. */
 static inline int rt_close(double got, long double want)
 {
     if (isinf(got) || got > 1e300) return want > 1e300L || isinf((double)want);
     long double d = (long double)got - want;
     if (d < 0) d = -d;
-    return d <= 1e-9L * (want < 0 ? -want : want) + 1e-300L;
+    return d <= (long double)AMP_STATS_SUM_RTOL * (want < 0 ? -want : want) + 1e-300L;
 }
 
 static inline size_t rt_check_batch(const rt_batch *b, const void *xv, int is64, size_t n)
