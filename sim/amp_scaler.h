@@ -136,6 +136,8 @@ typedef struct amp_scaler {
     long tracker;            /* growth tracker / apex unskipped */
     long hyst;               /* deepspeed cur_hysteresis / megatron hysteresis tracker */
     long last_overflow;      /* deepspeed last_overflow_iter */
+    float ceiling;           /* underflow: early growth stays below it (the last scale
+                              * that overflowed; 0 = none) until a periodic growth */
     int failed;              /* deepspeed raised: further updates refused */
     int gexp;                /* adaptive: global scale = 2^gexp */
     size_t n_tensors;        /* adaptive */

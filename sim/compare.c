@@ -179,6 +179,17 @@ static amp_status read_run(const char *dir, const char *name, run_data *rd)
     return AMP_OK;
 }
 
+/* Mean loss over the last quarter of the steps (at least one): a single
+ * batch's loss is noisy, this is what a run "ends at". */
+static double tail_mean(const run_data *rd)
+{
+    if (!rd->nsteps) return NAN;
+    size_t from = rd->nsteps - (rd->nsteps / 4 ? rd->nsteps / 4 : 1);
+    double sum = 0;
+    for (size_t s = from; s < rd->nsteps; s++) sum += rd->loss[s];
+    return sum / (double)(rd->nsteps - from);
+}
+
 static void put_num(FILE *fp, double v)
 {
     if (isnan(v)) fputs(",nan", fp);
@@ -202,14 +213,15 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
     amp_afile af;
     if ((st = amp_afile_open(&af, path))) { free(ref.loss); return st; }
     fprintf(af.fp, "name,precision,scaler,status,steps,final_loss,max_abs_diff,mean_abs_diff,"
-                   "skipped_steps,mean_flushed_frac_grads,first_divergence_step\n");
+                   "skipped_steps,mean_flushed_frac_grads,first_divergence_step,tail_mean_loss,tail_diff\n");
+    double ref_tail = ref_ok ? tail_mean(&ref) : NAN;
     for (int i = 0; i < n; i++) {
         const amp_run_cfg *r = &runs[i];
         fprintf(af.fp, "%s,%s,\"%s\"", r->name, r->precision, r->scaler);
         run_data rd;
         if (status[i] != 0 || (st = read_run(dir, r->name, &rd))) {
             if (status[i] == 0) fprintf(stderr, "ampsim compare: %s\n", amp_errmsg());
-            fprintf(af.fp, ",failed,,,,,,,\n");
+            fprintf(af.fp, ",failed,,,,,,,,,\n");
             continue;
         }
         double fin = rd.nsteps ? rd.loss[rd.nsteps - 1] : NAN;
@@ -234,8 +246,12 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
         put_num(af.fp, mean);
         fprintf(af.fp, ",%ld", rd.skipped);
         put_num(af.fp, rd.flushed_frac);
-        if (first >= 0) fprintf(af.fp, ",%ld\n", first);
-        else fputs(",\n", af.fp);
+        if (first >= 0) fprintf(af.fp, ",%ld", first);
+        else fputc(',', af.fp);
+        double tail = tail_mean(&rd);
+        put_num(af.fp, tail);
+        put_num(af.fp, tail - ref_tail);
+        fputc('\n', af.fp);
         free(rd.loss);
     }
     free(ref.loss);

@@ -247,12 +247,18 @@ static void keras_update(amp_scaler *sc, int found, amp_scaler_result *r)
  * A = max amax of the scaled gradients, M = smallest max_finite among their
  * formats. If F > flush and A * growth * headroom <= M, grow now (as torch
  * grows, float(double(scale)*growth), refused if not finite) and reset the
- * tracker. inf/NaN backs off exactly as torch does. */
+ * tracker -- but never to the ceiling: the last scale that overflowed. Some
+ * values flush at any safe scale (a deep network's far layers), so without
+ * the ceiling the scale would climb back into the overflow it just left at
+ * every step. torch's periodic growth (interval clean steps) lifts the
+ * ceiling: that growth is the probe the frameworks make. inf/NaN backs off
+ * exactly as torch does. */
 static void underflow_update(amp_scaler *sc, const amp_scaler_obs *obs, int found, amp_scaler_result *r)
 {
     const amp_scaler_spec *p = &sc->spec;
-    int early = 0;
+    int early = 0, periodic = !found && sc->tracker + 1 == p->interval;
     double frac = 0, amax = 0, maxf = INFINITY;
+    float s = sc->scale;
     if (!found && obs) {
         double nz = 0, fl = 0;
         for (size_t i = 0; i < obs->n_tensors; i++) {
@@ -267,12 +273,13 @@ static void underflow_update(amp_scaler *sc, const amp_scaler_obs *obs, int foun
         }
         if (nz > 0) {
             frac = fl / nz;
-            early = frac > p->flush && amax * p->growth * p->headroom <= maxf &&
-                    sc->tracker + 1 != p->interval;
+            early = frac > p->flush && amax * p->growth * p->headroom <= maxf && !periodic &&
+                    (sc->ceiling == 0 || (double)s * p->growth < (double)sc->ceiling);
         }
     }
-    float s = sc->scale;
     torch_update(sc, found, early, r);
+    if (found) sc->ceiling = s;
+    else if (periodic) sc->ceiling = 0;
     if (early && sc->scale != s)
         event(r, AMP_SEV_UNDERFLOW_RAISE, -1, "%.9g -> %.9g: flushed fraction %.3g > %.3g, amax %.3g",
               s, sc->scale, frac, p->flush, amax);
@@ -448,17 +455,18 @@ amp_status amp_scaler_update(amp_scaler *sc, const amp_scaler_obs *obs, amp_scal
 }
 
 /* ---- checkpoint image -------------------------------------------------------
- * "AMPSCL1\0", canonical spec (160 bytes, NUL padded), then little-endian
+ * "AMPSCL2\0", canonical spec (160 bytes, NUL padded), then little-endian
  * u64 fields: step, float32 bits of scale, double bits of dscale, tracker, hyst, last_overflow,
- * failed, gexp, n_tensors, and n_tensors texp values (signed as two's
- * complement u64). */
-#define SCL_MAGIC "AMPSCL1"
+ * failed, gexp, n_tensors, float32 bits of ceiling, and n_tensors texp values
+ * (signed as two's complement u64). "AMPSCL1" images (no ceiling) still load. */
+#define SCL_MAGIC "AMPSCL2"
+#define SCL_MAGIC1 "AMPSCL1"
 #define SCL_TEXT ((size_t)160)
 
 
 amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len)
 {
-    size_t n = 8 + SCL_TEXT + 8 * (9 + sc->n_tensors);
+    size_t n = 8 + SCL_TEXT + 8 * (10 + sc->n_tensors);
     uint8_t *b = calloc(1, n);
     if (!b) return amp_fail(AMP_ENOMEM, "scaler: out of memory for its checkpoint");
     memcpy(b, SCL_MAGIC, 8);
@@ -466,10 +474,11 @@ amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len)
     amp_scaler_spec_str(&sc->spec, canon, sizeof canon);
     memcpy(b + 8, canon, SCL_TEXT);
     uint8_t *p = b + 8 + SCL_TEXT;
-    const uint64_t f[9] = { (uint64_t)sc->step, amp_f2u(sc->scale), amp_d2u(sc->dscale),
-                            (uint64_t)sc->tracker, (uint64_t)sc->hyst, (uint64_t)sc->last_overflow,
-                            (uint64_t)sc->failed, (uint64_t)(int64_t)sc->gexp, (uint64_t)sc->n_tensors };
-    for (int i = 0; i < 9; i++, p += 8) amp_put_le64(p, f[i]);
+    const uint64_t f[10] = { (uint64_t)sc->step, amp_f2u(sc->scale), amp_d2u(sc->dscale),
+                             (uint64_t)sc->tracker, (uint64_t)sc->hyst, (uint64_t)sc->last_overflow,
+                             (uint64_t)sc->failed, (uint64_t)(int64_t)sc->gexp, (uint64_t)sc->n_tensors,
+                             amp_f2u(sc->ceiling) };
+    for (int i = 0; i < 10; i++, p += 8) amp_put_le64(p, f[i]);
     for (size_t i = 0; i < sc->n_tensors; i++, p += 8) amp_put_le64(p, (uint64_t)(int64_t)sc->texp[i]);
     *buf = b;
     *len = n;
@@ -478,7 +487,9 @@ amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len)
 
 amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *b, size_t len)
 {
-    if (len < 8 + SCL_TEXT + 72 || memcmp(b, SCL_MAGIC, 8))
+    int v1 = len >= 8 && !memcmp(b, SCL_MAGIC1, 8);
+    size_t nf = v1 ? 9 : 10, head = 8 + SCL_TEXT + 8 * nf;
+    if (len < head || (!v1 && memcmp(b, SCL_MAGIC, 8)))
         return amp_fail(AMP_EFORMAT, "scaler checkpoint: not a scaler state image");
     char canon[SCL_TEXT] = { 0 };
     amp_scaler_spec_str(&sc->spec, canon, sizeof canon);
@@ -486,10 +497,10 @@ amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *b, size_t len)
         return amp_fail(AMP_EFORMAT, "scaler checkpoint: saved for scaler '%.*s', not '%s'",
                         (int)strnlen((const char *)b + 8, SCL_TEXT), (const char *)b + 8, canon);
     const uint8_t *p = b + 8 + SCL_TEXT;
-    uint64_t f[9];
-    for (int i = 0; i < 9; i++, p += 8) f[i] = amp_get_le64(p);
+    uint64_t f[10] = { 0 };
+    for (size_t i = 0; i < nf; i++, p += 8) f[i] = amp_get_le64(p);
     uint64_t nt = f[8];
-    if (nt > (len - 8 - SCL_TEXT - 72) / 8 || len != 8 + SCL_TEXT + 72 + nt * 8)
+    if (nt > (len - head) / 8 || len != head + nt * 8)
         return amp_fail(AMP_EFORMAT, "scaler checkpoint: length %zu does not match %llu tensors", len,
                         (unsigned long long)nt);
     int *te = NULL;
@@ -509,5 +520,6 @@ amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *b, size_t len)
     sc->gexp = (int)(int64_t)f[7];
     sc->n_tensors = (size_t)nt;
     sc->texp = te;
+    sc->ceiling = amp_u2f((uint32_t)f[9]);
     return AMP_OK;
 }

@@ -87,7 +87,7 @@ START_TEST(compare_runs_fair_and_summarised)
     }
     char *s = slurp("cmp/summary.csv");
     static const char head[] = "name,precision,scaler,status,steps,final_loss,max_abs_diff,mean_abs_diff,"
-                               "skipped_steps,mean_flushed_frac_grads,first_divergence_step\n";
+                               "skipped_steps,mean_flushed_frac_grads,first_divergence_step,tail_mean_loss,tail_diff\n";
     ck_assert_msg(!strncmp(s, head, strlen(head)), "%s", s);
     char *row = strstr(s, "\nfp16-amp__none,");
     ck_assert_msg(row != NULL, "%s", s);
@@ -98,6 +98,16 @@ START_TEST(compare_runs_fair_and_summarised)
     ck_assert(fabs(fin - l[29]) <= 1e-8 * fabs(l[29]));
     ck_assert(fabs(dmax - mx) <= 1e-8 + 1e-7 * mx);
     ck_assert(fabs(dmean - sum / 30) <= 1e-8 + 1e-7 * dmean);
+    /* the last two columns: mean loss of steps 23..29 (the last quarter, 7 steps)
+     * and its difference to the reference's */
+    double tl = 0, tr = 0, tail, tdiff;
+    for (int i = 23; i < 30; i++) tl += l[i] / 7, tr += ref[i] / 7;
+    char *eol = strchr(row + 1, '\n'), *c = eol;
+    ck_assert(eol != NULL);
+    for (int k = 0; k < 2; k++)
+        do c--; while (*c != ',');
+    ck_assert(sscanf(c, ",%lf,%lf", &tail, &tdiff) == 2);
+    ck_assert_msg(fabs(tail - tl) <= 1e-7 * tl && fabs(tdiff - (tl - tr)) <= 1e-7 * tl, "%g %g vs %g %g", tail, tdiff, tl, tl - tr);
     ck_assert(strstr(s, "\nref,fp32,\"none\",ok,30,") != NULL);
     free(s);
     /* resume: the same command runs nothing again and writes the same summary */

@@ -281,6 +281,54 @@ START_TEST(underflow_strategy)
 }
 END_TEST
 
+/* underflow's ceiling: after an overflow at S it backs off to S/2 and, although
+ * values still flush and there is headroom, does not grow early to S again;
+ * the periodic growth after `interval` clean steps lifts the ceiling, and the
+ * early growth resumes above it. The ceiling survives a checkpoint image. */
+START_TEST(underflow_ceiling)
+{
+    float g[1000];
+    for (int i = 0; i < 1000; i++) g[i] = i < 10 ? 0x1p-8f : 0x1p-60f;   /* 99% flush at any safe scale */
+    amp_scaler sc;
+    ck_assert_int_eq(amp_scaler_init_str(&sc, "underflow:init=2^10,interval=5,flush=0.01"), AMP_OK);
+    amp_stats st;
+    amp_scaler_tensor tt = { "w", 0, NULL, &st, 0 };
+    amp_scaler_obs obs = { 0, 1, &tt };
+    amp_scaler_result r;
+    round_stats(g, 1000, amp_scaler_scale(&sc), &st);
+    ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);          /* early: 2^11 */
+    ck_assert(r.scale_after == 0x1p11f);
+    obs.found_inf = 1;                                                      /* overflow at 2^11 */
+    ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
+    ck_assert(r.skipped && r.scale_after == 0x1p10f);
+    obs.found_inf = 0;
+    /* clean steps 1..4 at 2^10: no early growth to the ceiling 2^11 */
+    for (int k = 0; k < 4; k++) {
+        round_stats(g, 1000, amp_scaler_scale(&sc), &st);
+        ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
+        ck_assert_msg(r.scale_after == 0x1p10f && !has_event(&r, AMP_SEV_UNDERFLOW_RAISE), "step %d: %a", k, r.scale_after);
+    }
+    uint8_t *img;
+    size_t len;
+    ck_assert_int_eq(amp_scaler_save(&sc, &img, &len), AMP_OK);
+    amp_scaler back;
+    ck_assert_int_eq(amp_scaler_init_str(&back, "underflow:init=2^10,interval=5,flush=0.01"), AMP_OK);
+    ck_assert_int_eq(amp_scaler_load(&back, img, len), AMP_OK);
+    ck_assert(back.ceiling == 0x1p11f && back.scale == 0x1p10f && back.tracker == 4);
+    free(img);
+    amp_scaler_free(&back);
+    /* the 5th clean step is torch's periodic growth: 2^11, ceiling lifted */
+    round_stats(g, 1000, amp_scaler_scale(&sc), &st);
+    ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
+    ck_assert(r.scale_after == 0x1p11f && has_event(&r, AMP_SEV_GROWTH) && sc.ceiling == 0);
+    /* and the early growth goes on from there */
+    round_stats(g, 1000, amp_scaler_scale(&sc), &st);
+    ck_assert_int_eq(amp_scaler_update(&sc, &obs, &r), AMP_OK);
+    ck_assert(r.scale_after == 0x1p12f && has_event(&r, AMP_SEV_UNDERFLOW_RAISE));
+    amp_scaler_free(&sc);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("scaler_adaptive");
@@ -291,6 +339,7 @@ static Suite *suite(void)
     tcase_add_test(tc, adaptive_global_pools);
     tcase_add_test(tc, adaptive_damping);
     tcase_add_test(tc, underflow_strategy);
+    tcase_add_test(tc, underflow_ceiling);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -261,7 +261,7 @@ START_TEST(mpi_failed_run_marked)
                             " \"precisions\": [\"bf16-amp\"], \"vary\": {\"batch\": [0, 8]}}");
     ck_assert_int_eq(sh("%s %s sweep grid.json --out m >out 2>err", mpirun(2), bin()), 1);
     char *s = slurp("m/summary.csv");
-    ck_assert_msg(strstr(s, "\nbatch0,,0,ref,fp32,\"none\",failed,,,,,,,\n") != NULL, "%s", s);
+    ck_assert_msg(strstr(s, "\nbatch0,,0,ref,fp32,\"none\",failed,,,,,,,,,\n") != NULL, "%s", s);
     ck_assert_msg(strstr(s, "\nbatch0,,0,bf16-amp__none,bf16-amp,\"none\",failed,") != NULL, "%s", s);
     ck_assert_msg(strstr(s, "\nbatch8,,8,ref,fp32,\"none\",ok,5,") != NULL, "%s", s);
     ck_assert_msg(strstr(s, "\nbatch8,,8,bf16-amp__none,bf16-amp,\"none\",ok,5,") != NULL, "%s", s);
