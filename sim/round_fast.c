@@ -291,7 +291,7 @@ static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
 typedef struct scan {
     uint32_t amax;     /* max of the magnitude bits (a NaN if above 0x7f800000) */
     uint32_t amin_m1;  /* min of (magnitude bits - 1), unsigned: zeros do not count */
-    uint32_t c[7];     /* rne: zero, <= tf, < tn, <= tmax, < inf, == inf, inexact normal */
+    uint32_t c[4];     /* rne: zero, <= tf, < tn, inexact normal (see rne_thr) */
 } scan;
 
 /* The scan of one block; with `fuse`, the rne kernel (RNE_ARGS) in the same
@@ -301,7 +301,7 @@ scan_body(scan *sc, const uint32_t *restrict x, uint32_t *restrict y, uint8_t *r
           int fuse, int int_sub, rne_thr t, RNE_ARGS)
 {
     uint32_t amax = 0, amin = 0xffffffffu;
-    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0;
+    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t u = x[i], a = u & 0x7fffffffu, am1 = a - 1u;
         int32_t ia = (int32_t)a;
@@ -313,21 +313,17 @@ scan_body(scan *sc, const uint32_t *restrict x, uint32_t *restrict y, uint8_t *r
             c0 += ia == 0;
             c1 += ia <= t.tf;
             c2 += ia < t.tn;
-            c3 += ia <= t.tmax;
-            c4 += ia < 0x7f800000;
-            c5 += ia == 0x7f800000;
-            c6 += (ia >= t.tn) & (ia <= t.tmax) & (((ia & t.mask) != 0) | (ia < t.minnorm));
+            c3 += (ia >= t.tn) & (ia <= t.tmax) & (((ia & t.mask) != 0) | (ia < t.minnorm));
         }
     }
     sc->amax = amax;
     sc->amin_m1 = amin;
     sc->c[0] = c0, sc->c[1] = c1, sc->c[2] = c2, sc->c[3] = c3;
-    sc->c[4] = c4, sc->c[5] = c5, sc->c[6] = c6;
 }
 
 AMP_CLONES static void block_scan(scan *sc, const uint32_t *restrict x, uint8_t *restrict e8, size_t n)
 {
-    rne_thr t = { 0, 0, 0, 0, 0, AMP_CLS_OVERFLOW };
+    rne_thr t = { 0, 0, 0, 0, 0, AMP_CLS_OVERFLOW };   /* unused: no classes here */
     scan_body(sc, x, NULL, e8, n, 0, 0, t, 0, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0);
 }
 
@@ -503,6 +499,21 @@ AMP_CLONES static void block_sums_rne(blockacc *acc, const float *restrict x, co
 
 /* Blocks with float32 subnormal, infinite or NaN inputs: amax over non-NaN,
  * the exponent range of the finite normal inputs, the subnormals by bit length. */
+/* rne blocks with values above tmax (overflow, inf or NaN): how many are
+ * <= tmax, finite, and infinite. */
+AMP_CLONES static void block_high(const uint32_t *restrict x, size_t n, int32_t tmax, uint32_t *le, uint32_t *fin,
+                                  uint32_t *inf)
+{
+    uint32_t c0 = 0, c1 = 0, c2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t ia = (int32_t)(x[i] & 0x7fffffffu);
+        c0 += ia <= tmax;
+        c1 += ia < 0x7f800000;
+        c2 += ia == 0x7f800000;
+    }
+    *le = c0, *fin = c1, *inf = c2;
+}
+
 static void block_rare(blockacc *acc, const uint32_t *x, size_t n, uint32_t *amax, uint32_t *nmin, uint32_t *nmax)
 {
     uint32_t mx = 0, lo = 0x7f800000u, hi = 0;
@@ -529,16 +540,19 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
 {
     uint8_t e8[BLOCK + VB];
     scan sc;
+    uint32_t n_fin_y = 0;
     if (thr) {
         (p->int_sub ? k_rne_scan_int : k_rne_scan_sub)(p, &sc, x, y, e8, n, *thr);
-        uint32_t nan = (uint32_t)n - sc.c[4] - sc.c[5], ovf = sc.c[4] - sc.c[3];
+        uint32_t le = (uint32_t)n, fin = (uint32_t)n, inf = 0;
+        if (sc.amax > (uint32_t)thr->tmax) block_high(x, n, thr->tmax, &le, &fin, &inf);
+        n_fin_y = thr->ovf_cls == AMP_CLS_SATURATED ? fin : le;   /* finite x with finite y */
         acc->cls[AMP_CLS_ZERO_IN] += sc.c[0];
         acc->cls[AMP_CLS_FLUSHED] += sc.c[1] - sc.c[0];
         acc->cls[AMP_CLS_SUBNORMAL] += sc.c[2] - sc.c[1];
-        acc->cls[AMP_CLS_ROUNDED] += sc.c[6];
-        acc->cls[AMP_CLS_INF_IN] += sc.c[5];
-        acc->cls[AMP_CLS_NAN_IN] += nan;
-        acc->cls[thr->ovf_cls] += ovf;
+        acc->cls[AMP_CLS_ROUNDED] += sc.c[3];
+        acc->cls[AMP_CLS_INF_IN] += inf;
+        acc->cls[AMP_CLS_NAN_IN] += (uint32_t)n - fin - inf;
+        acc->cls[thr->ovf_cls] += fin - le;
     } else {
         kc(p, x, y, acc->cls, n);
         block_scan(&sc, x, e8, n);
@@ -573,7 +587,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         block_sums_rne(acc, (const float *)(const void *)x, (const float *)(const void *)y, n,
                        ldexpf(1.0f, k), ldexp(1.0, -2 * k));
         /* finite nonzero x with finite y: overflowing values are out unless saturated */
-        acc->n_rel += (thr->ovf_cls == AMP_CLS_SATURATED ? sc.c[4] : sc.c[3]) - sc.c[0];
+        acc->n_rel += n_fin_y - sc.c[0];
     } else {
         block_sums(acc, x, y, n);
     }
