@@ -26,6 +26,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
 #define AMP_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define AMP_HIST512 1                     /* block_hist512, chosen at run time */
+#include <immintrin.h>
 #else
 #define AMP_CLONES
 #endif
@@ -366,6 +368,31 @@ AMP_CLONES static void block_hist(uint32_t *hist, const uint8_t *e8, size_t n, u
     }
 }
 
+#ifdef AMP_HIST512
+/* block_hist with AVX-512BW: a compare into a mask and a masked byte add per
+ * field and 64 bytes (the generic vectors need three operations), and the
+ * byte counters summed by vpsadbw. Same counts, about 20% faster. */
+__attribute__((target("avx512bw"))) static void block_hist512(uint32_t *hist, const uint8_t *e8, size_t n,
+                                                              uint32_t lo, uint32_t hi)
+{
+    const __m512i one = _mm512_set1_epi8(1);
+    for (uint32_t f = lo; f <= hi; f += HIST_WAYS) {
+        __m512i acc[HIST_WAYS], want[HIST_WAYS];
+        for (int k = 0; k < HIST_WAYS; k++) {
+            acc[k] = _mm512_setzero_si512();
+            want[k] = _mm512_set1_epi8((char)(uint8_t)(f + (uint32_t)k));
+        }
+        for (size_t i = 0; i < n; i += 64) {
+            __m512i v = _mm512_loadu_si512(e8 + i);
+            for (int k = 0; k < HIST_WAYS; k++)
+                acc[k] = _mm512_mask_add_epi8(acc[k], _mm512_cmpeq_epi8_mask(v, want[k]), acc[k], one);
+        }
+        for (int k = 0; k < HIST_WAYS && f + (uint32_t)k <= hi; k++)
+            hist[f + (uint32_t)k] += (uint32_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(acc[k], _mm512_setzero_si512()));
+    }
+}
+#endif
+
 /* finite nonzero x with finite y, as bits */
 static inline uint32_t rel_ok(uint32_t xu, uint32_t yu)
 {
@@ -423,31 +450,80 @@ AMP_CLONES static void block_sums(blockacc *acc, const uint32_t *restrict x, con
 }
 
 /* The error sums of an rne block without NaN or inf inputs (the scan tells):
- * the values with a finite y are those of the sums, and for them
+ * the values with a finite y are those of the sums (all of them when nothing
+ * overflows or when overflow saturates: the unmasked variant), and for them
  * |y - x| <= |x| (a saturated x is above max finite); a zero x adds 0 to each
- * sum (its divisor is 1). In float32, 16 lanes:
- * y - x, x and y - x scaled by the power of two `scale` (exact), chosen from
- * the block's amax so that no square overflows; 32 lanes of at most 32
- * terms, then added in double. Relative error of each sum below 2^-18
- * (AMP_STATS_SUM_RTOL): the scaled squares are normal floats, except where
- * a scaled |y - x| is below 2^-50, and then the block's sum of squared errors
- * is redone in double. */
+ * sum (its divisor is 1). In float32, 32 lanes of at most 32 terms, then added
+ * in double: y - x, and x and y - x scaled by the power of two `scale`
+ * (exact), chosen from the block's amax so that no square overflows. Each sum
+ * is within a relative 2^-18 (AMP_STATS_SUM_RTOL) as long as every scaled
+ * square is a normal float32: a nonzero |y - x| is at least 2^-23 of |x| (its
+ * float32 ulp) or |x| itself (flushed), so this holds when the block's |x|
+ * span fewer than 86 binades; a wider block's sum of squared errors is redone
+ * in double (block_sq_err). */
 #define SUM_LANES 32
 #define SUM_GROUP 1024                     /* values per float partial sum: 32 per lane */
-/* one term of block_sums_rne: value i of X, Y into lane j */
+/* one term of block_sums_rne: value i of X, Y into lane j; with `masked`,
+ * a value whose y is not finite is left out */
 #define SUM_TERM(X, Y, i, j)                                                                    \
     do {                                                                                        \
-        uint32_t fin = (amp_f2u(Y[i]) & 0x7fffffffu) < 0x7f800000u;                             \
-        float xx = amp_u2f(sel(fin, amp_f2u(X[i]), 0u));                                        \
-        float d = amp_u2f(sel(fin, amp_f2u(Y[i]), 0u)) - xx, xs = xx * scale, ds = d * scale;   \
+        float xx = X[i], yy = Y[i];                                                             \
+        if (masked) {                                                                           \
+            uint32_t fin = (amp_f2u(yy) & 0x7fffffffu) < 0x7f800000u;                           \
+            xx = amp_u2f(sel(fin, amp_f2u(xx), 0u));                                            \
+            yy = amp_u2f(sel(fin, amp_f2u(yy), 0u));                                            \
+        }                                                                                       \
+        float d = yy - xx, xs = xx * scale, ds = d * scale;                                     \
         float q = d / (xx != 0.0f ? xx : 1.0f);                                                 \
         lse[j] += ds * ds;                                                                      \
         lsq[j] += xs * xs;                                                                      \
         lsr[j] += q * q;                                                                        \
-        ltiny[j] |= (uint32_t)(ds != 0.0f) & (uint32_t)(fabsf(ds) < 0x1p-50f);                 \
     } while (0)
 
-/* sum (y - x)^2 over finite y, in double (x finite): block_sums_rne's fallback */
+static inline __attribute__((always_inline)) void
+sums_rne_body(blockacc *acc, const float *restrict x, const float *restrict y, size_t n, float scale,
+              double unscale2, int masked)
+{
+    double dse[SUM_LANES] = { 0 }, dsq[SUM_LANES] = { 0 }, dsr[SUM_LANES] = { 0 };
+    for (size_t i0 = 0; i0 < n; i0 += SUM_GROUP) {
+        size_t m = n - i0 < SUM_GROUP ? n - i0 : SUM_GROUP, ml = m & ~(size_t)(SUM_LANES - 1);
+        const float *restrict xg = x + i0, *restrict yg = y + i0;
+        float lse[SUM_LANES] = { 0 }, lsq[SUM_LANES] = { 0 }, lsr[SUM_LANES] = { 0 };
+        for (size_t i = 0; i < ml; i += SUM_LANES)
+            for (size_t j = 0; j < SUM_LANES; j++) SUM_TERM(xg, yg, i + j, j);
+        for (size_t i = ml; i < m; i++) SUM_TERM(xg, yg, i, i - ml);
+        for (int j = 0; j < SUM_LANES; j++) {
+            dse[j] += lse[j];
+            dsq[j] += lsq[j];
+            dsr[j] += lsr[j];
+        }
+    }
+    double se = 0, sq = 0, sr = 0;
+    for (int j = 0; j < SUM_LANES; j++) {
+        se += dse[j];
+        sq += dsq[j];
+        sr += dsr[j];
+    }
+    acc->sum_sq_err += se * unscale2;
+    acc->sum_sq += sq * unscale2;
+    acc->sum_rel_sq += sr;
+}
+#undef SUM_TERM
+
+AMP_CLONES static void block_sums_rne(blockacc *acc, const float *restrict x, const float *restrict y, size_t n,
+                                      float scale, double unscale2)
+{
+    sums_rne_body(acc, x, y, n, scale, unscale2, 0);
+}
+
+AMP_CLONES static void block_sums_rne_masked(blockacc *acc, const float *restrict x, const float *restrict y,
+                                             size_t n, float scale, double unscale2)
+{
+    sums_rne_body(acc, x, y, n, scale, unscale2, 1);
+}
+
+/* sum (y - x)^2 over finite y, in double (x finite): for blocks whose scaled
+ * errors could underflow float32 */
 AMP_CLONES static double block_sq_err(const float *restrict x, const float *restrict y, size_t n)
 {
     double l[8] = { 0 };
@@ -464,38 +540,6 @@ AMP_CLONES static double block_sq_err(const float *restrict x, const float *rest
     for (int j = 0; j < 8; j++) se += l[j];
     return se;
 }
-
-AMP_CLONES static void block_sums_rne(blockacc *acc, const float *restrict x, const float *restrict y, size_t n,
-                                      float scale, double unscale2)
-{
-    double dse[SUM_LANES] = { 0 }, dsq[SUM_LANES] = { 0 }, dsr[SUM_LANES] = { 0 };
-    uint32_t tiny = 0;
-    for (size_t i0 = 0; i0 < n; i0 += SUM_GROUP) {
-        size_t m = n - i0 < SUM_GROUP ? n - i0 : SUM_GROUP, ml = m & ~(size_t)(SUM_LANES - 1);
-        const float *restrict xg = x + i0, *restrict yg = y + i0;
-        float lse[SUM_LANES] = { 0 }, lsq[SUM_LANES] = { 0 }, lsr[SUM_LANES] = { 0 };
-        uint32_t ltiny[SUM_LANES] = { 0 };
-        for (size_t i = 0; i < ml; i += SUM_LANES)
-            for (size_t j = 0; j < SUM_LANES; j++) SUM_TERM(xg, yg, i + j, j);
-        for (size_t i = ml; i < m; i++) SUM_TERM(xg, yg, i, i - ml);
-        for (int j = 0; j < SUM_LANES; j++) {
-            dse[j] += lse[j];
-            dsq[j] += lsq[j];
-            dsr[j] += lsr[j];
-            tiny |= ltiny[j];
-        }
-    }
-    double se = 0, sq = 0, sr = 0;
-    for (int j = 0; j < SUM_LANES; j++) {
-        se += dse[j];
-        sq += dsq[j];
-        sr += dsr[j];
-    }
-    acc->sum_sq_err += tiny ? block_sq_err(x, y, n) : se * unscale2;
-    acc->sum_sq += sq * unscale2;
-    acc->sum_rel_sq += sr;
-}
-#undef SUM_TERM
 
 /* Blocks with float32 subnormal, infinite or NaN inputs: amax over non-NaN,
  * the exponent range of the finite normal inputs, the subnormals by bit length. */
@@ -567,7 +611,11 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         if (hi - lo < HIST_VEC_SPAN) {
             size_t nv = (n + VB - 1) / VB * VB;
             memset(e8 + n, 0, nv - n);            /* field 0 is never counted here */
-            block_hist(acc->hist[0], e8, nv, lo, hi);
+#ifdef AMP_HIST512
+            if (__builtin_cpu_supports("avx512bw")) block_hist512(acc->hist[0], e8, nv, lo, hi);
+            else
+#endif
+                block_hist(acc->hist[0], e8, nv, lo, hi);
         } else {                                  /* 4 copies: no store-to-load chains */
             size_t i = 0;
             for (; i + 4 <= n; i += 4) {
@@ -579,13 +627,17 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
             for (; i < n; i++) acc->hist[0][e8[i]]++;
         }
     }
-    if (thr && amax < 0x7f800000u) {             /* rne, no NaN or inf input */
+    if (thr && sc.amax < 0x7f800000u) {          /* rne, no NaN or inf input (sc.amax counts NaN) */
         /* scale: the largest |x| with a finite y (overflowing values are out unless
          * saturated) to [2^60, 2^61); no float scale above 2^127 is needed */
         uint32_t top = thr->ovf_cls == AMP_CLS_SATURATED || amax <= (uint32_t)thr->tmax ? amax : (uint32_t)thr->tmax;
         int e = (int)(top >> 23) - 127, k = 60 - e > 127 ? 127 : 60 - e;
-        block_sums_rne(acc, (const float *)(const void *)x, (const float *)(const void *)y, n,
-                       ldexpf(1.0f, k), ldexp(1.0, -2 * k));
+        const float *xf = (const float *)(const void *)x, *yf = (const float *)(const void *)y;
+        double se0 = acc->sum_sq_err;
+        int masked = thr->ovf_cls != AMP_CLS_SATURATED && amax > (uint32_t)thr->tmax;
+        (masked ? block_sums_rne_masked : block_sums_rne)(acc, xf, yf, n, ldexpf(1.0f, k), ldexp(1.0, -2 * k));
+        if (amin < 0x7f800000u && (int)(top >> 23) - (int)(amin >> 23) > 85)   /* see block_sums_rne */
+            acc->sum_sq_err = se0 + block_sq_err(xf, yf, n);
         /* finite nonzero x with finite y: overflowing values are out unless saturated */
         acc->n_rel += n_fin_y - sc.c[0];
     } else {
