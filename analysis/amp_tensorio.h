@@ -1,5 +1,6 @@
 /* ampsim — tensor files: .npy (v1-3; f2, f4, f8, little-endian, C order),
- * .safetensors (F16, BF16, F32, F64), raw .f32 / .f64.
+ * .safetensors (F16, BF16, F32, F64, F8_E4M3, F8_E5M2; integer and bool
+ * tensors are checked and skipped), raw .f32 / .f64.
  *
  * Readers are strict (header bounds, offsets inside the file, shape x dtype
  * size equal to the byte range, no overlap, no size overflow) and return
@@ -10,10 +11,15 @@
 
 #include "amp_base.h"
 
-typedef enum amp_dtype { AMP_DT_F16, AMP_DT_BF16, AMP_DT_F32, AMP_DT_F64, AMP_DT_COUNT } amp_dtype;
+typedef enum amp_dtype {
+    AMP_DT_F16, AMP_DT_BF16, AMP_DT_F32, AMP_DT_F64,
+    AMP_DT_F8E4M3, AMP_DT_F8E5M2,   /* OCP FP8 (PyTorch float8_e4m3fn, float8_e5m2) */
+    AMP_DT_COUNT
+} amp_dtype;
 #define AMP_MAX_DIMS 8
 
-/* Bytes per element (2, 2, 4, 8) and a short name ("f16", "bf16", "f32", "f64"). */
+/* Bytes per element (2, 2, 4, 8, 1, 1) and a short name ("f16", "bf16", "f32",
+ * "f64", "f8e4m3", "f8e5m2"). */
 size_t amp_dtype_size(amp_dtype dt);
 const char *amp_dtype_name(amp_dtype dt);
 
@@ -32,6 +38,8 @@ typedef struct amp_tensor_file {
     size_t map_len;
     int n_tensors;
     amp_tensor_view *tensors;  /* in file order (safetensors: by data offset) */
+    int n_skipped;             /* safetensors: integer/bool tensors left out */
+    char skipped[256];         /* the first of them, "name (I64)" */
 } amp_tensor_file;
 
 /* Opens and validates a tensor file; the kind is chosen by extension
@@ -44,10 +52,13 @@ void amp_tensor_file_close(amp_tensor_file *tf);
 /* The parsers behind amp_tensor_file_open, on a file's bytes in memory
  * (what the fuzz harnesses drive). `path` only names the file in messages.
  * Views point into buf. amp_safetensors_parse returns a malloc'ed array
- * (free() it; NULL when *n == 0). */
+ * (free() it; NULL when *n == 0) of the float tensors; integer and bool
+ * tensors are validated like the others (their bytes count in the layout
+ * checks) and left out: *n_skipped of them, the first named in skipped
+ * ("name (I64)"); both may be NULL. */
 amp_status amp_npy_parse(const char *path, const void *buf, size_t len, amp_tensor_view *v);
 amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len,
-                                 amp_tensor_view **tensors, int *n);
+                                 amp_tensor_view **tensors, int *n, int *n_skipped, char skipped[256]);
 amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtype dt,
                          amp_tensor_view *v);
 

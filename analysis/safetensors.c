@@ -7,7 +7,10 @@
  * of strings. The reader checks what the reference implementation checks:
  * N <= 100 MiB and inside the file; every offset inside the data area;
  * end - begin == prod(shape) * itemsize without overflow; tensors, sorted by
- * offset, neither overlap nor leave gaps, and cover the data area exactly. */
+ * offset, neither overlap nor leave gaps, and cover the data area exactly.
+ * Float tensors (F16, BF16, F32, F64, F8_E4M3, F8_E5M2) are returned; integer
+ * and bool tensors (a state_dict's num_batches_tracked, token ids) pass the
+ * same checks and are skipped; any other dtype is an error. */
 #include "ampsim.h"
 #include "amp_tensorio.h"
 #include "amp_io.h"
@@ -22,7 +25,14 @@
 typedef struct st_item {
     amp_tensor_view v;
     size_t begin, end;
+    const char *skip;          /* non-float dtype name: validated, not returned */
 } st_item;
+
+/* dtypes that are not floats: checked (by element size) and skipped */
+static const struct { const char *name; size_t size; } other_dtypes[] = {
+    { "BOOL", 1 }, { "U8", 1 }, { "I8", 1 }, { "I16", 2 }, { "U16", 2 },
+    { "I32", 4 }, { "U32", 4 }, { "I64", 8 }, { "U64", 8 },
+};
 
 static int cmp_item(const void *a, const void *b)
 {
@@ -70,11 +80,22 @@ static amp_status parse_tensor(const char *path, const cJSON *t, size_t data_len
         return amp_fail(AMP_EFORMAT, "%s: tensor '%s': dtype is not a string", path, name);
     const char *d = dt->valuestring;
     amp_tensor_view *v = &it->v;
+    size_t esize = 0;
+    it->skip = NULL;
     if (!strcmp(d, "F16")) v->dtype = AMP_DT_F16;
     else if (!strcmp(d, "BF16")) v->dtype = AMP_DT_BF16;
     else if (!strcmp(d, "F32")) v->dtype = AMP_DT_F32;
     else if (!strcmp(d, "F64")) v->dtype = AMP_DT_F64;
-    else return amp_fail(AMP_EFORMAT, "%s: tensor '%s': dtype %.32s not supported (F16, BF16, F32, F64)", path, name, d);
+    else if (!strcmp(d, "F8_E4M3")) v->dtype = AMP_DT_F8E4M3;
+    else if (!strcmp(d, "F8_E5M2")) v->dtype = AMP_DT_F8E5M2;
+    else {
+        for (size_t k = 0; k < sizeof other_dtypes / sizeof other_dtypes[0]; k++)
+            if (!strcmp(d, other_dtypes[k].name)) it->skip = other_dtypes[k].name, esize = other_dtypes[k].size;
+        if (!it->skip)
+            return amp_fail(AMP_EFORMAT, "%s: tensor '%s': dtype %.32s not supported (float: F16, BF16, F32, F64, "
+                            "F8_E4M3, F8_E5M2; skipped: BOOL, U8..U64, I8..I64)", path, name, d);
+    }
+    if (!esize) esize = amp_dtype_size(v->dtype);
 
     if (!cJSON_IsArray(shape))
         return amp_fail(AMP_EFORMAT, "%s: tensor '%s': shape is not an array", path, name);
@@ -90,7 +111,7 @@ static amp_status parse_tensor(const char *path, const cJSON *t, size_t data_len
             return amp_fail(AMP_EFORMAT, "%s: tensor '%s': shape too large (size overflow)", path, name);
         v->ndim++;
     }
-    if (!amp_mul_size(n, amp_dtype_size(v->dtype), &bytes))
+    if (!amp_mul_size(n, esize, &bytes))
         return amp_fail(AMP_EFORMAT, "%s: tensor '%s': shape too large (size overflow)", path, name);
     v->n = n;
 
@@ -107,11 +128,14 @@ static amp_status parse_tensor(const char *path, const cJSON *t, size_t data_len
     return AMP_OK;
 }
 
-amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len, amp_tensor_view **tensors, int *n_out)
+amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len, amp_tensor_view **tensors, int *n_out,
+                                 int *n_skipped, char skipped[256])
 {
     const unsigned char *b = buf;
     *tensors = NULL;
     *n_out = 0;
+    if (n_skipped) *n_skipped = 0;
+    if (skipped) skipped[0] = 0;
     if (len < 8) return amp_fail(AMP_EFORMAT, "%s: truncated header (%zu bytes)", path, len);
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
@@ -198,15 +222,22 @@ amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len, 
         st = amp_fail(AMP_EFORMAT, "%s: %zu trailing bytes after the last tensor", path, data_len - pos);
         goto out;
     }
-    if (n > 0) {
-        amp_tensor_view *vs = malloc((size_t)n * sizeof *vs);
+    int nf = 0, ns = 0;
+    for (int i = 0; i < n; i++) {
+        if (!items[i].skip) { nf++; continue; }
+        if (!ns++ && skipped) snprintf(skipped, 256, "%.200s (%s)", items[i].v.name, items[i].skip);
+    }
+    if (n_skipped) *n_skipped = ns;
+    if (nf > 0) {
+        amp_tensor_view *vs = malloc((size_t)nf * sizeof *vs);
         if (!vs) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", path); goto out; }
-        for (int i = 0; i < n; i++) {
-            vs[i] = items[i].v;
-            vs[i].data = b + 8 + hl + items[i].begin;
+        for (int i = 0, k = 0; i < n; i++) {
+            if (items[i].skip) continue;
+            vs[k] = items[i].v;
+            vs[k++].data = b + 8 + hl + items[i].begin;
         }
         *tensors = vs;
-        *n_out = n;
+        *n_out = nf;
     }
 out:
     free(items);

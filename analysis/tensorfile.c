@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const size_t dtype_size[AMP_DT_COUNT] = { 2, 2, 4, 8 };
-static const char *const dtype_name[AMP_DT_COUNT] = { "f16", "bf16", "f32", "f64" };
-_Static_assert(AMP_DT_COUNT == 4, "dtype tables cover every dtype");
+static const size_t dtype_size[AMP_DT_COUNT] = { 2, 2, 4, 8, 1, 1 };
+static const char *const dtype_name[AMP_DT_COUNT] = { "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2" };
+_Static_assert(AMP_DT_COUNT == 6, "dtype tables cover every dtype");
 
 size_t amp_dtype_size(amp_dtype dt)
 {
@@ -105,7 +105,7 @@ amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf)
 
     amp_status st;
     if (k == K_SAFETENSORS) {
-        st = amp_safetensors_parse(path, map, len, &tf->tensors, &tf->n_tensors);
+        st = amp_safetensors_parse(path, map, len, &tf->tensors, &tf->n_tensors, &tf->n_skipped, tf->skipped);
     } else {
         tf->tensors = calloc(1, sizeof *tf->tensors);
         if (!tf->tensors) st = amp_fail(AMP_ENOMEM, "%s: out of memory", path);
@@ -151,6 +151,13 @@ void amp_tensor_view_to_f32(const amp_tensor_view *v, size_t first, size_t n, fl
             out[i] = amp_u2f((uint32_t)h << 16);
         }
         break;
+    case AMP_DT_F8E4M3:
+    case AMP_DT_F8E5M2: {
+        /* exact: every FP8 value is a float32; the format table's decoder */
+        const amp_format *f = amp_format_get(v->dtype == AMP_DT_F8E4M3 ? AMP_FMT_E4M3 : AMP_FMT_E5M2);
+        for (size_t i = 0; i < n; i++) out[i] = amp_decode1(f, p[i]);
+        break;
+    }
     default:
         AMP_ASSERT(!"amp_tensor_view_to_f32 on a float64 view (use amp_tensor_view_to_f64 + amp_round_f64)");
     }

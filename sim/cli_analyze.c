@@ -180,6 +180,9 @@ int amp_cli_analyze(int argc, char **argv)
     for (int fi = 0; fi < nfiles && !st; fi++) {
         amp_tensor_file tf;
         if ((st = amp_tensor_file_open(files[fi], &tf))) break;
+        if (tf.n_skipped)
+            fprintf(stderr, "ampsim analyze: %s: skipped %d non-float tensor%s (%s%s)\n", files[fi], tf.n_skipped,
+                    tf.n_skipped > 1 ? "s" : "", tf.skipped, tf.n_skipped > 1 ? ", ..." : "");
         for (int t = 0; t < tf.n_tensors && !st; t++) st = amp_analyze_view(&tf.tensors[t], &o, &rows, &n_rows);
         if (st && strncmp(amp_errmsg(), files[fi], strlen(files[fi]))) {
             char msg[512];

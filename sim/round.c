@@ -278,13 +278,9 @@ static amp_status run_chunks(const amp_format *f, const amp_round_opts *o, const
     amp_status s = amp_round_check_opts(f, o);
     if (s) return s;
     size_t nchunks = (n + AMP_CHUNK - 1) / AMP_CHUNK;
-    if (nchunks <= 1) {
-        amp_stats local;
-        if (st) amp_stats_init(&local);
-        if (is64) round_chunk_generic_f64(f, o, x, y, n, 0, st ? &local : NULL);
-        else if (!amp_round_fast_f32(f, o, x, y, n, st ? &local : NULL))
-            round_chunk_generic_f32(f, o, x, y, n, 0, st ? &local : NULL);
-        if (st) amp_stats_merge(st, &local);
+    if (nchunks <= 1) {                          /* both paths add to st */
+        if (is64) round_chunk_generic_f64(f, o, x, y, n, 0, st);
+        else if (!amp_round_fast_f32(f, o, x, y, n, st)) round_chunk_generic_f32(f, o, x, y, n, 0, st);
         return AMP_OK;
     }
     amp_stats *parts = NULL;

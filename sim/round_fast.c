@@ -22,6 +22,7 @@
 #include "round_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
@@ -255,12 +256,41 @@ _Static_assert(BLOCK / VB <= 255, "byte counters of block_hist cannot overflow")
 
 typedef struct blockacc {
     uint32_t cls[AMP_CLS_COUNT];       /* all but exact (the rest) */
-    uint32_t hist[4][256];             /* by float32 exponent field (1..254 counted) */
     uint64_t sub_hist[32];             /* float32 subnormal inputs by bit length */
     uint32_t amax, amin;               /* magnitude bits */
     double sum_sq_err, sum_sq, sum_rel_sq;
     uint64_t n_rel;
+    uint32_t hlo, hhi;                 /* fields of hist zeroed so far (none: hlo > hhi) */
+    uint32_t hist[4][256];             /* by float32 exponent field (1..254 counted); only
+                                        * fields 0, 255 and [hlo, hhi] are initialised */
 } blockacc;
+
+static void acc_init(blockacc *acc)
+{
+    memset(acc, 0, offsetof(blockacc, hist));
+    acc->amin = 0x7f800000u;
+    acc->hlo = 255, acc->hhi = 0;
+    for (int c = 0; c < 4; c++) acc->hist[c][0] = acc->hist[c][255] = 0;
+}
+
+/* Makes fields [lo, hi] of hist counted (zeroes those not yet zeroed): the
+ * clearing costs what the data touch, not 4 x 256 counters per call. */
+static void hist_open(blockacc *acc, uint32_t lo, uint32_t hi)
+{
+    if (acc->hlo > acc->hhi) {
+        for (int c = 0; c < 4; c++) memset(&acc->hist[c][lo], 0, (hi - lo + 1) * sizeof(uint32_t));
+        acc->hlo = lo, acc->hhi = hi;
+        return;
+    }
+    if (lo < acc->hlo) {
+        for (int c = 0; c < 4; c++) memset(&acc->hist[c][lo], 0, (acc->hlo - lo) * sizeof(uint32_t));
+        acc->hlo = lo;
+    }
+    if (hi > acc->hhi) {
+        for (int c = 0; c < 4; c++) memset(&acc->hist[c][acc->hhi + 1], 0, (hi - acc->hhi) * sizeof(uint32_t));
+        acc->hhi = hi;
+    }
+}
 
 /* Class boundaries of rne on magnitude bits a (int32 compares):
  * a <= tf flushes (or is zero), a < tn is subnormal, a <= tmax stays finite;
@@ -608,6 +638,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
     if (amin < acc->amin) acc->amin = amin;
     if (nmin <= nmax) {                           /* some finite normal input */
         uint32_t lo = nmin >> 23, hi = nmax >> 23;
+        hist_open(acc, lo, hi);
         if (hi - lo < HIST_VEC_SPAN) {
             size_t nv = (n + VB - 1) / VB * VB;
             memset(e8 + n, 0, nv - n);            /* field 0 is never counted here */
@@ -696,8 +727,7 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
         return 1;
     }
     blockacc acc;
-    memset(&acc, 0, sizeof acc);
-    acc.amin = 0x7f800000u;
+    acc_init(&acc);
     uint32_t xin[BLOCK];
     rne_thr thr = rne_thresholds(&p, f);
     for (size_t i = 0; i < n; i += BLOCK) {
@@ -723,9 +753,9 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     st->sum_sq += acc.sum_sq;
     st->sum_rel_sq += acc.sum_rel_sq;
     st->n_rel += acc.n_rel;
-    for (int field = 1; field < 255; field++) {
+    for (uint32_t field = acc.hlo; field <= acc.hhi; field++) {
         uint64_t c = (uint64_t)acc.hist[0][field] + acc.hist[1][field] + acc.hist[2][field] + acc.hist[3][field];
-        if (c) hist_add(st, field - 127, c);
+        if (c) hist_add(st, (int)field - 127, c);
     }
     for (int bl = 0; bl < 32; bl++)
         if (acc.sub_hist[bl]) hist_add(st, bl - 149, acc.sub_hist[bl]);

@@ -289,6 +289,48 @@ START_TEST(st_valid)
 }
 END_TEST
 
+/* FP8 tensors decode exactly (OCP values: e4m3 0x38 = 1, 0x7e = 448, 0xfe = -448,
+ * 0x01 = 2^-9, 0x7f = NaN; e5m2 0x3c = 1, 0x7b = 57344, 0x7c = inf, 0x01 = 2^-16);
+ * integer and bool tensors are validated, skipped and named. */
+START_TEST(st_fp8_and_skipped)
+{
+    unsigned char buf[2048], data[64] = { 0 };
+    char p[512];
+    const unsigned char e4[5] = { 0x38, 0x7e, 0xfe, 0x01, 0x7f }, e5[4] = { 0x3c, 0x7b, 0x7c, 0x01 };
+    int64_t nbt = 42;
+    memcpy(data, &nbt, 8);               /* "bn.num_batches_tracked" I64 at 0..8 */
+    memcpy(data + 8, e4, 5);             /* "q" F8_E4M3 at 8..13 */
+    memcpy(data + 13, e5, 4);            /* "r" F8_E5M2 at 13..17 */
+    data[17] = 1;                        /* "mask" BOOL at 17..18 */
+    const char *json = "{\"bn.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,8]},"
+                       "\"q\":{\"dtype\":\"F8_E4M3\",\"shape\":[5],\"data_offsets\":[8,13]},"
+                       "\"r\":{\"dtype\":\"F8_E5M2\",\"shape\":[4],\"data_offsets\":[13,17]},"
+                       "\"mask\":{\"dtype\":\"BOOL\",\"shape\":[1],\"data_offsets\":[17,18]}}";
+    path_of(p, sizeof p, "fp8.safetensors");
+    write_bytes(p, buf, make_st(buf, json, data, 18));
+    amp_tensor_file tf;
+    ck_assert_msg(amp_tensor_file_open(p, &tf) == AMP_OK, "%s", amp_errmsg());
+    ck_assert_int_eq(tf.n_tensors, 2);
+    ck_assert_int_eq(tf.n_skipped, 2);
+    ck_assert_str_eq(tf.skipped, "bn.num_batches_tracked (I64)");
+    ck_assert_str_eq(tf.tensors[0].name, "q");
+    ck_assert_str_eq(tf.tensors[1].name, "r");
+    float f[5];
+    amp_tensor_view_to_f32(&tf.tensors[0], 0, 5, f);
+    ck_assert(f[0] == 1.0f && f[1] == 448.0f && f[2] == -448.0f && f[3] == 0x1p-9f && isnan(f[4]));
+    amp_tensor_view_to_f32(&tf.tensors[1], 0, 4, f);
+    ck_assert(f[0] == 1.0f && f[1] == 57344.0f && isinf(f[2]) && f[2] > 0 && f[3] == 0x1p-16f);
+    amp_tensor_file_close(&tf);
+    /* a skipped tensor still counts in the layout checks: a wrong byte count is an error */
+    const char *bad = "{\"n\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    write_bytes(p, buf, make_st(buf, bad, data, 8));
+    ck_assert(amp_tensor_file_open(p, &tf) == AMP_EFORMAT && strstr(amp_errmsg(), "byte range"));
+    const char *unk = "{\"n\":{\"dtype\":\"C64\",\"shape\":[1],\"data_offsets\":[0,8]}}";
+    write_bytes(p, buf, make_st(buf, unk, data, 8));
+    ck_assert(amp_tensor_file_open(p, &tf) == AMP_EFORMAT && strstr(amp_errmsg(), "C64"));
+}
+END_TEST
+
 typedef struct bad_st {
     const char *what;
     const char *json;       /* NULL: raw bytes */
@@ -308,8 +350,8 @@ static const bad_st bad_sts[] = {
     { "malformed JSON", "{\"t\":", 0, NULL, 0 },
     { "does not start with '{'", "[1,2]", 0, NULL, 0 },
     { "trailing characters", "{} x", 0, NULL, 0 },
-    { "dtype I32 not supported", T1("\"I32\"", "[1]", "[0,4]"), 4, NULL, 0 },
-    { "dtype F8_E4M3 not supported", T1("\"F8_E4M3\"", "[1]", "[0,1]"), 1, NULL, 0 },
+    { "dtype C64 not supported", T1("\"C64\"", "[1]", "[0,8]"), 8, NULL, 0 },
+    { "dtype F8_E8M0 not supported", T1("\"F8_E8M0\"", "[1]", "[0,1]"), 1, NULL, 0 },
     { "dtype is not a string", T1("4", "[1]", "[0,4]"), 4, NULL, 0 },
     { "missing 'dtype'", "{\"t\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, NULL, 0 },
     { "missing 'data_offsets'", "{\"t\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, NULL, 0 },
@@ -573,6 +615,7 @@ static Suite *suite(void)
     tcase_add_test(t, npy_writers);
     tcase_add_test(t, npy_header_v2);
     tcase_add_test(t, safetensors_writer);
+    tcase_add_test(t, st_fp8_and_skipped);
     suite_add_tcase(s, t);
     return s;
 }

@@ -6,7 +6,10 @@
  *   fp16, bf16, e4m3, e5m2 under rne; fp16 also under rna rtz rup rdn rto.
  * Inputs go in blocks of 2^20 patterns over 2 OpenMP threads (the library
  * itself runs one thread per call). Blocks alternate with and without the
- * fused statistics, so both kernel variants are checked.
+ * fused statistics, so both kernel variants are checked; in the blocks with
+ * statistics the class counts, histogram, amax, amin and n_rel must equal
+ * those derived from the reference results, and the error sums must be
+ * within AMP_STATS_SUM_RTOL of long double sums.
  * Prints the mismatch count and the time of each format/mode; exit 1 on any
  * mismatch. AMP_EXH_FORMATS=fp16,e4m3 and AMP_EXH_MODES=rne,... narrow it. */
 #include "round_ref.h"
@@ -26,6 +29,52 @@ static int listed(const char *env, const char *name)
     return 0;
 }
 
+/* The class of x -> want by DESIGN §2 (want is the reference result). No
+ * case here saturates: no AMP_SATURATE, and fp16, bf16, e4m3, e5m2 all have an
+ * inf or a NaN to overflow to (an x above max finite that rounds to it is
+ * merely rounded). */
+static int ref_class(const amp_format *f, float x, float want)
+{
+    if (isnan(x)) return AMP_CLS_NAN_IN;
+    if (isinf(x)) return AMP_CLS_INF_IN;
+    if (x == 0) return AMP_CLS_ZERO_IN;
+    if (!isfinite(want)) return AMP_CLS_OVERFLOW;
+    if (want == 0) return AMP_CLS_FLUSHED;
+    if (fabs((double)want) < f->min_normal) return AMP_CLS_SUBNORMAL;
+    return want == x ? AMP_CLS_EXACT : AMP_CLS_ROUNDED;
+}
+
+/* 1 if st holds the statistics of x -> want[0..n) */
+static int stats_match(const amp_format *f, const float *x, const float *want, size_t n, const amp_stats *st)
+{
+    uint64_t cls[AMP_CLS_COUNT] = { 0 }, nrel = 0;
+    static _Thread_local uint64_t hist[AMP_HIST_BINS];
+    memset(hist, 0, sizeof hist);
+    double amax = 0, amin = INFINITY;
+    long double se = 0, sq = 0, sr = 0;
+    for (size_t i = 0; i < n; i++) {
+        cls[ref_class(f, x[i], want[i])]++;
+        if (isnan(x[i])) continue;
+        double ax = fabs((double)x[i]);
+        if (ax > amax) amax = ax;
+        if (isinf(x[i]) || x[i] == 0) continue;
+        if (ax < amin) amin = ax;
+        hist[rt_hist_bin(ax)]++;
+        if (isfinite(want[i])) {
+            long double d = (long double)want[i] - x[i];
+            se += d * d;
+            sq += (long double)x[i] * x[i];
+            sr += (d / x[i]) * (d / x[i]);
+            nrel++;
+        }
+    }
+    int ok = st->n == n && st->amax == amax && st->amin_nonzero == amin && st->n_rel == nrel &&
+             rt_close(st->sum_sq_err, se) && rt_close(st->sum_sq, sq) && rt_close(st->sum_rel_sq, sr);
+    for (int c = 0; c < AMP_CLS_COUNT; c++) ok &= st->cls[c] == cls[c];
+    for (int b = 0; b < AMP_HIST_BINS; b++) ok &= st->hist[b] == hist[b];
+    return ok;
+}
+
 static uint64_t run_one(const amp_format *f, amp_rounding m)
 {
     rt_grid g;
@@ -39,8 +88,8 @@ static uint64_t run_one(const amp_format *f, amp_rounding m)
     o.mode = m;
     #pragma omp parallel num_threads(2) reduction(+ : bad)
     {
-        float *x = malloc(BLOCK * sizeof *x), *y = malloc(BLOCK * sizeof *y);
-        if (!x || !y) {
+        float *x = malloc(BLOCK * sizeof *x), *y = malloc(BLOCK * sizeof *y), *ref = malloc(BLOCK * sizeof *ref);
+        if (!x || !y || !ref) {
             #pragma omp atomic write
             stop = 1;
         }
@@ -65,6 +114,7 @@ static uint64_t run_one(const amp_format *f, amp_rounding m)
             size_t hint = 0;
             for (uint64_t i = 0; i < BLOCK; i++) {
                 float want = rt_grid_round(&g, m, 0, x[i], &hint);
+                ref[i] = want;
                 if (!rt_same(want, y[i])) {
                     if (bad < 10) {
                         #pragma omp critical
@@ -75,9 +125,16 @@ static uint64_t run_one(const amp_format *f, amp_rounding m)
                     bad++;
                 }
             }
+            if (st_on && !stats_match(f, x, ref, BLOCK, &st)) {
+                #pragma omp critical
+                fprintf(stderr, "STATS MISMATCH %s %s block 0x%08llx\n", f->name, amp_rounding_name(m),
+                        (unsigned long long)(blk * BLOCK));
+                bad++;
+            }
         }
         free(x);
         free(y);
+        free(ref);
     }
     rt_grid_free(&g);
     return bad + (uint64_t)stop;
