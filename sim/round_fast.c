@@ -612,15 +612,15 @@ sums_rne_body(blockacc *acc, const float *restrict x, const float *restrict y, s
             dsr[j] += lsr[j];
         }
     }
-    double se = 0, sq = 0, sr = 0;
-    for (int j = 0; j < SUM_LANES; j++) {
-        se += dse[j];
-        sq += dsq[j];
-        sr += dsr[j];
-    }
-    acc->sum_sq_err += se * unscale2;
-    acc->sum_sq += sq * unscale2;
-    acc->sum_rel_sq += sr;
+    for (int w = SUM_LANES / 2; w > 0; w /= 2)   /* pairwise: log-depth, fixed order */
+        for (int j = 0; j < w; j++) {
+            dse[j] += dse[j + w];
+            dsq[j] += dsq[j + w];
+            dsr[j] += dsr[j + w];
+        }
+    acc->sum_sq_err += dse[0] * unscale2;
+    acc->sum_sq += dsq[0] * unscale2;
+    acc->sum_rel_sq += dsr[0];
 }
 #undef SUM_TERM
 
