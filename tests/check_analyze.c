@@ -12,6 +12,7 @@
  *  - the CLI: CSV header and rows, JSON, the table, bad files and options.
  * Seed: fixed, AMP_TEST_SEED=<n> to change; printed on failure. */
 #include "ampsim.h"
+#include "cli_test.h"
 
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -355,49 +356,9 @@ START_TEST(options_and_csv)
 END_TEST
 
 /* ---- the CLI ----------------------------------------------------------------------- */
-static char tmpdir[256];
+static void cli_setup(void) { ct_mkdtemp("check_analyze"); }
 
-static void cli_setup(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/check_analyze.XXXXXX");
-    ck_assert(mkdtemp(tmpdir) != NULL);
-}
-
-static void cli_teardown(void)
-{
-    DIR *d = opendir(tmpdir);
-    struct dirent *e;
-    char p[600];
-    while (d && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-        unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(tmpdir);
-}
-
-/* Runs `ampsim ARGS` with stdout/stderr in tmpdir/out, tmpdir/err; returns
- * the exit code. */
-static int run(const char *args)
-{
-    const char *bin = getenv("AMPSIM");
-    ck_assert_msg(bin != NULL, "set AMPSIM to the ampsim binary");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s >out 2>err", tmpdir, bin, args);
-    int st = system(cmd);
-    ck_assert(st != -1 && WIFEXITED(st));
-    return WEXITSTATUS(st);
-}
-
-static char *slurp(const char *name)
-{
-    char p[600], *d;
-    size_t len;
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    ck_assert(amp_read_file(p, 1 << 24, &d, &len) == AMP_OK);
-    return d;
-}
+static void cli_teardown(void) { ct_rmtree(); }
 
 static int count_lines(const char *s)
 {

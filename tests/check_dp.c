@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "ampsim.h"
+#include "cli_test.h"
 #include "amp_train_dp.h"
 
-static char tmpdir[256];
 static const char *ampsim, *srcdir;
 
 static void setup(void)
@@ -25,52 +25,24 @@ static void setup(void)
     ampsim = getenv("AMPSIM");
     srcdir = getenv("AMP_SRCDIR");
     ck_assert_msg(ampsim && srcdir, "set AMPSIM and AMP_SRCDIR");
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/check_dp.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    ct_mkdtemp("check_dp");
 }
 
-static void teardown(void)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void teardown(void) { ct_rmtree(); }
 
 /* Runs `ampsim train ARGS` in tmpdir, stderr into tmpdir/err; the exit code. */
 static int train(const char *args)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd '%s' && AMP_SRCDIR='%s' '%s' train %s >'%s/out' 2>'%s/err'", tmpdir, srcdir, ampsim,
-             args, tmpdir, tmpdir);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-static char *slurp(const char *rel)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-    char *d;
-    size_t n;
-    if (amp_read_file(path, 1 << 28, &d, &n)) return NULL;
-    return d;
+    snprintf(cmd, sizeof cmd, "train %s", args);
+    return run(cmd);
 }
 
 static int same_files(const char *d1, const char *d2, int with_config)
 {
-    const char *files[] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv", "summary.json", "config.json" };
-    for (int f = 0; f < 5 + with_config; f++) {
-        char p1[128], p2[128];
-        snprintf(p1, sizeof p1, "%s/%s", d1, files[f]);
-        snprintf(p2, sizeof p2, "%s/%s", d2, files[f]);
-        char *a = slurp(p1), *b = slurp(p2);
-        int same = a && b && !strcmp(a, b);
-        if (!same) fprintf(stderr, "%s and %s differ\n", p1, p2);
-        free(a);
-        free(b);
-        if (!same) return 0;
-    }
-    return 1;
+    static const char *const files[] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv", "summary.json",
+                                         "config.json" };
+    return ct_same_files(d1, d2, files, 5 + with_config);
 }
 
 /* Column 1 (loss) of DIR/metrics.csv; returns rows. */
@@ -102,7 +74,7 @@ START_TEST(test_dp1_identical)
     snprintf(args, sizeof args, "%s --dp 1 --out dp1", A);
     ck_assert_int_eq(train(args), 0);
     ck_assert(same_files("plain", "dp1", 1));
-    char *cfg = slurp("dp1/config.json");
+    char *cfg = ct_read("dp1/config.json");
     ck_assert_ptr_null(strstr(cfg, "allreduce"));   /* --dp 1: config.json unchanged */
     free(cfg);
 }
@@ -212,7 +184,7 @@ START_TEST(test_fp32_tree_vs_single)
         ck_assert_msg(fabs(l2[s] - l1[s]) <= 1e-6, "step %d: dp2 %.9g vs single %.9g", s, l2[s], l1[s]);
         ck_assert_msg(fabs(l4[s] - l1[s]) <= 1e-6, "step %d: dp4 %.9g vs single %.9g", s, l4[s], l1[s]);
     }
-    char *cfg = slurp("dp4/config.json");
+    char *cfg = ct_read("dp4/config.json");
     ck_assert_ptr_nonnull(strstr(cfg, "\"dp\":\t4"));
     ck_assert_ptr_nonnull(strstr(cfg, "\"allreduce\":\t\"tree\""));
     ck_assert_ptr_nonnull(strstr(cfg, "\"allreduce_format\":\t\"fp32\""));
@@ -227,7 +199,7 @@ static void check_rows(const char *dir, const char *fmt, int R, int want_rows)
 {
     char rel[256];
     snprintf(rel, sizeof rel, "%s/tensors.csv", dir);
-    char *t = slurp(rel);
+    char *t = ct_read(rel);
     ck_assert_ptr_nonnull(t);
     int rows = 0;
     for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
@@ -271,7 +243,7 @@ START_TEST(test_lowp_rows)
     snprintf(args, sizeof args, "%s --dp 2 --allreduce tree --allreduce-format e5m2 --allreduce-scale pow2 --out e5", A);
     ck_assert_int_eq(train(args), 0);
     check_rows("e5", "e5m2", 2, 3 * 6);
-    char *ev = slurp("e5/events.csv");
+    char *ev = ct_read("e5/events.csv");
     ck_assert_ptr_nonnull(strstr(ev, "allreduce_scale,fc1.weight.grad,pow2 scale"));
     free(ev);
     /* the low-precision reduction changes training: the losses differ from fp32's */
@@ -294,13 +266,13 @@ START_TEST(test_overflow_event)
     char args[512];
     snprintf(args, sizeof args, "%s --allreduce-format e5m2 --out o8", A);
     ck_assert_int_eq(train(args), 0);
-    char *ev = slurp("o8/events.csv");
+    char *ev = ct_read("o8/events.csv");
     ck_assert_msg(strstr(ev, "0,allreduce_overflow,fc1.weight.grad,") != NULL, "%s", ev);
     ck_assert_msg(strstr(ev, "0,first_nonfinite,fc1.weight.grad,backward") != NULL, "%s", ev);
     free(ev);
     snprintf(args, sizeof args, "%s --allreduce-format fp32 --out o32", A);
     ck_assert_int_eq(train(args), 0);
-    ev = slurp("o32/events.csv");
+    ev = ct_read("o32/events.csv");
     ck_assert_ptr_null(strstr(ev, "allreduce_overflow"));
     free(ev);
 }
@@ -320,7 +292,7 @@ START_TEST(test_dp_resume)
     snprintf(args, sizeof args, "%s --out again --resume", A);
     ck_assert_int_eq(train(args), 0);
     ck_assert(same_files("ref", "again", 1));
-    char *a = slurp("again/tensors.csv");
+    char *a = ct_read("again/tensors.csv");
     ck_assert_ptr_nonnull(strstr(a, "\n28,fc1.weight.grad.allreduce,"));
     free(a);
     snprintf(cmd, sizeof cmd, "%s --allreduce-format e5m2", A);
@@ -332,7 +304,7 @@ END_TEST
 static void expect_bad(const char *args, const char *needle, const char *needle2)
 {
     int rc = train(args);
-    char *err = slurp("err");
+    char *err = ct_read("err");
     ck_assert_msg(rc == 2, "'%s' exited %d (stderr: %s)", args, rc, err ? err : "");
     ck_assert_msg(err && strstr(err, needle), "'%s': stderr '%s' does not name '%s'", args, err ? err : "", needle);
     if (needle2) ck_assert_msg(strstr(err, needle2), "'%s': stderr '%s' does not name '%s'", args, err, needle2);
@@ -355,7 +327,7 @@ START_TEST(test_bad_options)
     expect_bad("--dp 2 --model gpt --eval-every 5", "--eval-every", "--dp");
     char *err;
     ck_assert_int_eq(train("--help"), 0);
-    err = slurp("out");
+    err = ct_read("out");
     ck_assert_ptr_nonnull(strstr(err, "--allreduce-format"));
     free(err);
 }

@@ -9,6 +9,7 @@
  * (2^(16-k) decay, tie-to-even at 2^-150, 2^127 growth limit). adaptive and
  * underflow: tests/check_scaler_adaptive.c. */
 #include "ampsim.h"
+#include "scaler_test.h"
 
 #include <check.h>
 #include <float.h>
@@ -19,13 +20,6 @@
 
 /* ck_assert records a checkpoint (a write) on every call: loops use REQUIRE. */
 #define REQUIRE(c, ...) do { if (!(c)) ck_abort_msg(__VA_ARGS__); } while (0)
-
-static uint64_t lcg_state;
-static uint32_t lcg(void)
-{
-    lcg_state = lcg_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(lcg_state >> 33);
-}
 
 /* ---- the golden trace ------------------------------------------------------ */
 static const char golden_pattern[] = "FFFIFFFFIIIFFFIIIII";
@@ -286,12 +280,6 @@ static amp_status step(amp_scaler *sc, int inf, amp_scaler_result *r)
     return amp_scaler_update(sc, &obs, r);
 }
 
-static int has_event(const amp_scaler_result *r, amp_scaler_event_kind k)
-{
-    for (int i = 0; i < r->n_events; i++) if (r->events[i].kind == k) return 1;
-    return 0;
-}
-
 /* torch: 65536 * 0.5^k = 2^(16-k) down to 2^-149 (k = 165); 2^-150 is a tie
  * between 0 and 2^-149 and rounds to even: 0, where it stays. */
 START_TEST(torch_decays_to_zero)
@@ -483,32 +471,6 @@ START_TEST(none_and_static)
     amp_scaler_free(&sc);
 }
 END_TEST
-
-/* Rounds g*scale into fp16 and returns its statistics and the exact flushed fraction. */
-static double round_stats(const float *g, size_t n, float scale, amp_stats *st)
-{
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    for (size_t i = 0; i < n; i++) x[i] = g[i] * scale;
-    amp_stats_init(st);
-    amp_round_opts o = amp_round_defaults();
-    ck_assert_int_eq(amp_round_f32(amp_format_get(AMP_FMT_FP16), &o, x, y, n, st), AMP_OK);
-    size_t nz = 0, fl = 0;
-    for (size_t i = 0; i < n; i++) if (x[i] != 0) { nz++; if (y[i] == 0) fl++; }
-    free(x);
-    free(y);
-    return nz ? (double)fl / (double)nz : 0;
-}
-
-/* log-uniform magnitudes over [2^lo, 2^hi), random signs */
-static void make_grad(float *g, size_t n, double lo, double hi)
-{
-    for (size_t i = 0; i < n; i++) {
-        double u = (lcg() + 0.5) / 4294967296.0 * 2;
-        if (u >= 1) u -= 1;
-        double v = exp2(lo + (hi - lo) * u);
-        g[i] = (float)((lcg() & 1) ? v : -v);
-    }
-}
 
 /* underflow (ours): without statistics it is exactly torch. */
 START_TEST(underflow_without_stats_is_torch)

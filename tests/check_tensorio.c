@@ -7,6 +7,7 @@
  *  - writers: npy f32/u8/u16 and safetensors f32 round-trip through the readers,
  *    and a failed write leaves nothing behind. */
 #include "ampsim.h"
+#include "cli_test.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -17,27 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmpdir[256];
+static void setup(void) { ct_mkdtemp("check_tensorio"); }
 
-static void setup(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/check_tensorio.XXXXXX");
-    ck_assert(mkdtemp(tmpdir) != NULL);
-}
-
-static void teardown(void)
-{
-    DIR *d = opendir(tmpdir);
-    struct dirent *e;
-    char p[512];
-    while (d && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-        unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(tmpdir);
-}
+static void teardown(void) { ct_rmtree(); }
 
 static int count_files(void)
 {

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "ampsim.h"
+#include "cli_test.h"
 #include "amp_tensorio.h"
 
-static char tmpdir[256];
 static const char *ampsim, *srcdir;
 
 static void setup(void)
@@ -21,35 +21,17 @@ static void setup(void)
     ampsim = getenv("AMPSIM");
     srcdir = getenv("AMP_SRCDIR");
     ck_assert_msg(ampsim && srcdir, "set AMPSIM and AMP_SRCDIR");
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/check_train.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    ct_mkdtemp("check_train");
 }
 
-static void teardown(void)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void teardown(void) { ct_rmtree(); }
 
-/* Runs `ampsim train ARGS` with stderr into tmpdir/err; returns the exit code. */
+/* Runs `ampsim train ARGS` in tmpdir, stderr into tmpdir/err; the exit code. */
 static int train(const char *args)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "cd '%s' && AMP_SRCDIR='%s' '%s' train %s >'%s/out' 2>'%s/err'", tmpdir, srcdir, ampsim,
-             args, tmpdir, tmpdir);
-    int rc = system(cmd);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-static char *slurp(const char *rel)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-    char *d;
-    size_t n;
-    if (amp_read_file(path, 1 << 28, &d, &n)) return NULL;
-    return d;
+    snprintf(cmd, sizeof cmd, "train %s", args);
+    return run(cmd);
 }
 
 /* Reads column `col` (0-based) of a CSV with a header into v; returns rows. */
@@ -169,7 +151,7 @@ START_TEST(test_threads_identical)
             char p1[64], p2[64];
             snprintf(p1, sizeof p1, "%s/%s", r ? "s1" : "t1", files[f]);
             snprintf(p2, sizeof p2, "%s/%s", r ? "s2" : "t2", files[f]);
-            char *d1 = slurp(p1), *d2 = slurp(p2);
+            char *d1 = ct_read(p1), *d2 = ct_read(p2);
             ck_assert_msg(d1 && d2, "missing %s", p1);
             ck_assert_msg(!strcmp(d1, d2), "%s differs between --threads 1 and 2", p1);
             free(d1);
@@ -182,7 +164,7 @@ END_TEST
 START_TEST(test_run_directory_and_save)
 {
     ck_assert_int_eq(train("--steps 5 --hidden 12 --layers 3 --act gelu --log-every 1 --save w.safetensors --out g"), 0);
-    char *tg = slurp("g/tensors.csv");
+    char *tg = ct_read("g/tensors.csv");
     ck_assert_ptr_nonnull(strstr(tg, "\n0,gelu2.out.grad,act_grad,fp32,"));
     free(tg);
     ck_assert_int_eq(train("--steps 5 --hidden 12 --layers 3 --save w.safetensors --out run"), 0);
@@ -190,17 +172,17 @@ START_TEST(test_run_directory_and_save)
     for (int f = 0; f < 6; f++) {
         char rel[64];
         snprintf(rel, sizeof rel, "run/%s", files[f]);
-        char *d = slurp(rel);
+        char *d = ct_read(rel);
         ck_assert_msg(d != NULL, "missing %s", rel);
         free(d);
     }
     char cmd[512];
     snprintf(cmd, sizeof cmd, "ls '%s/run' | grep -q tmp", tmpdir);
     ck_assert_msg(system(cmd) != 0, "temporary files left in the run directory");
-    char *m = slurp("run/metrics.csv");
+    char *m = ct_read("run/metrics.csv");
     ck_assert(!strncmp(m, "step,loss,loss_scale,skipped,grad_norm,lr,", 42));
     free(m);
-    char *cfg = slurp("run/config.json");
+    char *cfg = ct_read("run/config.json");
     ck_assert_ptr_nonnull(strstr(cfg, "\"data_sha256\""));
     free(cfg);
     char path[512];
@@ -223,11 +205,11 @@ START_TEST(test_run_directory_and_save)
     /* the saved weights load back; a model of another width refuses them, naming the tensor */
     ck_assert_int_eq(train("--steps 1 --hidden 12 --layers 3 --init w.safetensors --out run2"), 0);
     ck_assert_int_eq(train("--steps 1 --hidden 16 --layers 3 --init w.safetensors --out run3"), 2);
-    char *err = slurp("err");
+    char *err = ct_read("err");
     ck_assert_msg(strstr(err, "fc1.weight"), "message does not name the tensor: %s", err);
     free(err);
     ck_assert_int_eq(train("--steps 1 --hidden 12 --layers 2 --init w.safetensors --out run4"), 2);
-    err = slurp("err");
+    err = ct_read("err");
     ck_assert_msg(strstr(err, "fc2.weight") || strstr(err, "fc3"), "message does not name the tensor: %s", err);
     free(err);
 }
@@ -239,7 +221,7 @@ END_TEST
 START_TEST(test_overflow_events)
 {
     ck_assert_int_eq(train("--precision fp16-amp --scaler torch:init=2^30 --steps 40 --out e"), 0);
-    char *ev = slurp("e/events.csv"), *sum = slurp("e/summary.json"), *met = slurp("e/metrics.csv");
+    char *ev = ct_read("e/events.csv"), *sum = ct_read("e/summary.json"), *met = ct_read("e/metrics.csv");
     ck_assert_ptr_nonnull(ev);
     ck_assert_msg(strstr(ev, "\n0,first_nonfinite,fc2.out.grad,backward;") != NULL, "events: %s", ev);
     ck_assert_ptr_nonnull(strstr(ev, "\n0,skip,,"));
@@ -267,7 +249,7 @@ START_TEST(test_fp8_hybrid)
 {
     ck_assert_int_eq(train("--precision fp8-hybrid --scaler delayed --steps 30 --log-every 10 --out d"), 0);
     ck_assert_int_eq(train("--precision fp8-hybrid --scaler current --steps 30 --log-every 10 --out c"), 0);
-    char *cd = slurp("d/config.json"), *md = slurp("d/metrics.csv"), *mc = slurp("c/metrics.csv"), *td = slurp("d/tensors.csv");
+    char *cd = ct_read("d/config.json"), *md = ct_read("d/metrics.csv"), *mc = ct_read("c/metrics.csv"), *td = ct_read("d/tensors.csv");
     ck_assert_ptr_nonnull(strstr(cd, "\"fp8_scaler\":\t\"delayed:"));
     ck_assert_msg(strcmp(md, mc) != 0, "delayed and current scaling gave the same run");
     ck_assert_ptr_nonnull(strstr(td, ",fc2.input,act,e4m3,"));
@@ -298,7 +280,7 @@ START_TEST(test_layerwise_scaling)
     ck_assert_int_eq(read_col(p2, 2, sc, 64), 60);
     ck_assert(sc[0] != 1.0);                            /* a scale was in use */
     ck_assert_int_eq(train("--precision fp16-amp --layers 8 --hidden 16 --steps 30 --scaler adaptive --out f"), 0);
-    char *ev = slurp("f/events.csv");
+    char *ev = ct_read("f/events.csv");
     ck_assert_msg(strstr(ev, "layer_scales") != NULL, "no layer-wise scale events: %s", ev);
     free(ev);
 }
@@ -308,19 +290,8 @@ END_TEST
  * the same bytes as an uninterrupted run (issue 8 runs the many-trial version). */
 static int same_files(const char *d1, const char *d2)
 {
-    const char *files[] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv", "summary.json" };
-    for (int f = 0; f < 5; f++) {
-        char p1[128], p2[128];
-        snprintf(p1, sizeof p1, "%s/%s", d1, files[f]);
-        snprintf(p2, sizeof p2, "%s/%s", d2, files[f]);
-        char *a = slurp(p1), *b = slurp(p2);
-        int same = a && b && !strcmp(a, b);
-        if (!same) fprintf(stderr, "%s and %s differ\n", p1, p2);
-        free(a);
-        free(b);
-        if (!same) return 0;
-    }
-    return 1;
+    static const char *const files[] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv", "summary.json" };
+    return ct_same_files(d1, d2, files, 5);
 }
 
 START_TEST(test_checkpoint_resume)
@@ -357,7 +328,7 @@ END_TEST
 static void expect_bad(const char *args, const char *needle)
 {
     int rc = train(args);
-    char *err = slurp("err");
+    char *err = ct_read("err");
     ck_assert_msg(rc == 2, "'%s' exited %d (stderr: %s)", args, rc, err ? err : "");
     ck_assert_msg(err && strstr(err, needle), "'%s': stderr '%s' does not name '%s'", args, err ? err : "", needle);
     ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "'%s': not one line: %s", args, err);
