@@ -28,10 +28,13 @@ typedef struct st_item {
     const char *skip;          /* non-float dtype name: validated, not returned */
 } st_item;
 
-/* dtypes that are not floats: checked (by element size) and skipped */
-static const struct { const char *name; size_t size; } other_dtypes[] = {
-    { "BOOL", 1 }, { "U8", 1 }, { "I8", 1 }, { "I16", 2 }, { "U16", 2 },
-    { "I32", 4 }, { "U32", 4 }, { "I64", 8 }, { "U64", 8 },
+/* Every dtype the reader knows: a float one maps to an amp_dtype; the others
+ * (dtype -1) are checked by element size and skipped. */
+static const struct { const char *name; int dtype; size_t size; } st_dtypes[] = {
+    { "F16", AMP_DT_F16, 2 }, { "BF16", AMP_DT_BF16, 2 }, { "F32", AMP_DT_F32, 4 }, { "F64", AMP_DT_F64, 8 },
+    { "F8_E4M3", AMP_DT_F8E4M3, 1 }, { "F8_E5M2", AMP_DT_F8E5M2, 1 },
+    { "BOOL", -1, 1 }, { "U8", -1, 1 }, { "I8", -1, 1 }, { "I16", -1, 2 }, { "U16", -1, 2 },
+    { "I32", -1, 4 }, { "U32", -1, 4 }, { "I64", -1, 8 }, { "U64", -1, 8 },
 };
 
 static int cmp_item(const void *a, const void *b)
@@ -80,22 +83,14 @@ static amp_status parse_tensor(const char *path, const cJSON *t, size_t data_len
         return amp_fail(AMP_EFORMAT, "%s: tensor '%s': dtype is not a string", path, name);
     const char *d = dt->valuestring;
     amp_tensor_view *v = &it->v;
-    size_t esize = 0;
-    it->skip = NULL;
-    if (!strcmp(d, "F16")) v->dtype = AMP_DT_F16;
-    else if (!strcmp(d, "BF16")) v->dtype = AMP_DT_BF16;
-    else if (!strcmp(d, "F32")) v->dtype = AMP_DT_F32;
-    else if (!strcmp(d, "F64")) v->dtype = AMP_DT_F64;
-    else if (!strcmp(d, "F8_E4M3")) v->dtype = AMP_DT_F8E4M3;
-    else if (!strcmp(d, "F8_E5M2")) v->dtype = AMP_DT_F8E5M2;
-    else {
-        for (size_t k = 0; k < sizeof other_dtypes / sizeof other_dtypes[0]; k++)
-            if (!strcmp(d, other_dtypes[k].name)) it->skip = other_dtypes[k].name, esize = other_dtypes[k].size;
-        if (!it->skip)
-            return amp_fail(AMP_EFORMAT, "%s: tensor '%s': dtype %.32s not supported (float: F16, BF16, F32, F64, "
-                            "F8_E4M3, F8_E5M2; skipped: BOOL, U8..U64, I8..I64)", path, name, d);
-    }
-    if (!esize) esize = amp_dtype_size(v->dtype);
+    size_t k = 0, nk = sizeof st_dtypes / sizeof st_dtypes[0];
+    while (k < nk && strcmp(d, st_dtypes[k].name)) k++;
+    if (k == nk)
+        return amp_fail(AMP_EFORMAT, "%s: tensor '%s': dtype %.32s not supported (float: F16, BF16, F32, F64, "
+                        "F8_E4M3, F8_E5M2; skipped: BOOL, U8..U64, I8..I64)", path, name, d);
+    size_t esize = st_dtypes[k].size;
+    it->skip = st_dtypes[k].dtype < 0 ? st_dtypes[k].name : NULL;
+    v->dtype = it->skip ? AMP_DT_F32 : (amp_dtype)st_dtypes[k].dtype;   /* a skipped view is never returned */
 
     if (!cJSON_IsArray(shape))
         return amp_fail(AMP_EFORMAT, "%s: tensor '%s': shape is not an array", path, name);

@@ -227,24 +227,27 @@ static const kern_cls_fn kernels_cls[] = {
     [AMP_RND_UP] = k_up_cls, [AMP_RND_DN] = k_dn_cls, [AMP_RND_TO] = k_to_cls,
 };
 
-/* Statistics of one block, in vectorised passes over data still in L1.
- *  1. block_scan: the float32 exponent field of each x as a byte, amax and
- *     amin by two plain reductions, and, for the rne kernels (which then count
- *     no classes themselves), the class counts by thresholds on |x|: rounding
- *     is monotone and sign-symmetric, so each class is a range of |x| (see
- *     rne_thresholds).
- *  2. block_hist: the histogram of the exponent fields by comparing the bytes
- *     with HIST_WAYS occupied fields at a time (byte counters, no scatter); a block
- *     spanning more than HIST_VEC_SPAN binades is counted by a scalar loop.
- *     Blocks holding float32 subnormals, infinities or NaNs also take a scalar
- *     loop (block_rare) for what the reductions cannot tell.
- *  3. block_sums: the error sums over finite nonzero x with finite y, in
- *     double in 8 fixed lanes (so the order of the additions, hence every
- *     result bit, is fixed). y - x is exact in double; the relative error
- *     (y - x) / x is divided in float32 (relative error 2^-23 at most per
- *     term) and squared in double; a block where that quotient overflows
- *     float32 (a directed mode rounding a tiny x up to a large quantum) is
- *     redone with the quotient in double. */
+/* Statistics of one block (BLOCK values, still in L1), block_round_stats:
+ *  1. the scan: the float32 exponent field of each x as a byte, amax and amin.
+ *     Under rne it runs in the kernel's own loop (k_rne_scan_*, or
+ *     k_rne_scan512 with AVX-512) and also counts the classes by thresholds on
+ *     |x|: rounding is monotone and sign-symmetric, so each class is a range
+ *     of |x| (rne_thresholds). Other modes count classes in their kernel
+ *     (round_elem) and scan after it (block_scan). Blocks with NaN, inf or
+ *     float32 subnormal inputs take a scalar pass for what the reductions
+ *     cannot tell (block_nonfinite, block_rare).
+ *  2. the histogram of the exponent fields: byte compares against HIST_WAYS
+ *     occupied fields at a time with byte counters (block_hist, block_hist512),
+ *     or a scalar loop over 4 copies when a block spans more than HIST_VEC_SPAN
+ *     binades. Only the fields that occur are ever cleared (hist_open).
+ *  3. the error sums over finite nonzero x with finite y: under rne in float32
+ *     with a power-of-two block scale (block_sums_rne, below); otherwise in
+ *     double in 8 fixed lanes (block_sums): y - x is exact in double, the
+ *     relative error (y - x) / x is divided in float32 (relative error 2^-23
+ *     at most per term) and squared in double; a block where that quotient
+ *     overflows float32 (a directed mode rounding a tiny x up to a large
+ *     quantum) is redone with the quotient in double. Every sum is added in a
+ *     fixed order, so the bytes do not depend on the thread count. */
 #define HIST_VEC_SPAN 48
 #define HIST_WAYS 8                        /* fields counted per pass over the bytes */
 #define VB 64                              /* bytes per vector of the histogram pass */
@@ -323,9 +326,7 @@ static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
 typedef struct scan {
     uint32_t amax;     /* max of the magnitude bits (a NaN if above 0x7f800000) */
     uint32_t amin_m1;  /* min of (magnitude bits - 1), unsigned: zeros do not count */
-    uint32_t c[5];     /* rne: zero, <= tf, < tn, inexact normal (see rne_thr), and
-                        * <= tmax when le_known (the AVX-512 path counts it) */
-    int le_known;
+    uint32_t c[5];     /* rne: zero, <= tf, < tn, inexact normal, <= tmax (see rne_thr) */
 } scan;
 
 /* The scan of one block; with `fuse`, the rne kernel (RNE_ARGS) in the same
@@ -335,7 +336,7 @@ scan_body(scan *sc, const uint32_t *restrict x, uint32_t *restrict y, uint8_t *r
           int fuse, int int_sub, rne_thr t, RNE_ARGS)
 {
     uint32_t amax = 0, amin = 0xffffffffu;
-    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t u = x[i], a = u & 0x7fffffffu, am1 = a - 1u;
         int32_t ia = (int32_t)a;
@@ -348,12 +349,13 @@ scan_body(scan *sc, const uint32_t *restrict x, uint32_t *restrict y, uint8_t *r
             c1 += ia <= t.tf;
             c2 += ia < t.tn;
             c3 += (ia >= t.tn) & (ia <= t.tmax) & (((ia & t.mask) != 0) | (ia < t.minnorm));
+            c4 += ia <= t.tmax;
         }
     }
     sc->amax = amax;
     sc->amin_m1 = amin;
     sc->c[0] = c0, sc->c[1] = c1, sc->c[2] = c2, sc->c[3] = c3;
-    sc->c[4] = 0, sc->le_known = 0;
+    sc->c[4] = c4;
 }
 
 AMP_CLONES static void block_scan(scan *sc, const uint32_t *restrict x, uint8_t *restrict e8, size_t n)
@@ -380,7 +382,7 @@ DEF_RNE_SCAN(k_rne_scan_int, 1)
 /* The fused rne kernel and scan written with AVX-512 intrinsics: the same
  * operations as rne_elem and scan_body (compares into masks, masked selects
  * and masked counter adds: about half the instructions gcc makes of the
- * generic loop), plus the count of |x| <= tmax. Results are bit-identical
+ * generic loop). Results and counts are bit-identical
  * (tests/check_round*.c and make check-exhaustive run this path on machines
  * that have AVX-512). */
 typedef struct scan512 {
@@ -446,7 +448,6 @@ rne_scan512_body(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uin
     sc->amax = _mm512_reduce_max_epu32(a5.amax);
     sc->amin_m1 = _mm512_reduce_min_epu32(a5.amin);
     for (int k = 0; k < 5; k++) sc->c[k] = a5.c[k];
-    sc->le_known = 1;
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void
@@ -657,19 +658,16 @@ AMP_CLONES static double block_sq_err(const float *restrict x, const float *rest
 
 /* Blocks with float32 subnormal, infinite or NaN inputs: amax over non-NaN,
  * the exponent range of the finite normal inputs, the subnormals by bit length. */
-/* rne blocks with values above tmax (overflow, inf or NaN): how many are
- * <= tmax, finite, and infinite. */
-AMP_CLONES static void block_high(const uint32_t *restrict x, size_t n, int32_t tmax, uint32_t *le, uint32_t *fin,
-                                  uint32_t *inf)
+/* Blocks with NaN or inf inputs: how many inputs are finite, and infinite. */
+AMP_CLONES static void block_nonfinite(const uint32_t *restrict x, size_t n, uint32_t *fin, uint32_t *inf)
 {
-    uint32_t c0 = 0, c1 = 0, c2 = 0;
+    uint32_t c1 = 0, c2 = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t ia = (int32_t)(x[i] & 0x7fffffffu);
-        c0 += ia <= tmax;
         c1 += ia < 0x7f800000;
         c2 += ia == 0x7f800000;
     }
-    *le = c0, *fin = c1, *inf = c2;
+    *fin = c1, *inf = c2;
 }
 
 static void block_rare(blockacc *acc, const uint32_t *x, size_t n, uint32_t *amax, uint32_t *nmin, uint32_t *nmax)
@@ -705,11 +703,8 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         else
 #endif
             (p->int_sub ? k_rne_scan_int : k_rne_scan_sub)(p, &sc, x, y, e8, n, *thr);
-        uint32_t le = (uint32_t)n, fin = (uint32_t)n, inf = 0;
-        if (sc.amax >= 0x7f800000u || (sc.amax > (uint32_t)thr->tmax && !sc.le_known))
-            block_high(x, n, thr->tmax, &le, &fin, &inf);      /* NaN or inf inputs, or no count of <= tmax */
-        else if (sc.amax > (uint32_t)thr->tmax)
-            le = sc.c[4];
+        uint32_t le = sc.c[4], fin = (uint32_t)n, inf = 0;
+        if (sc.amax >= 0x7f800000u) block_nonfinite(x, n, &fin, &inf);   /* NaN or inf inputs */
         n_fin_y = thr->ovf_cls == AMP_CLS_SATURATED ? fin : le;   /* finite x with finite y */
         acc->cls[AMP_CLS_ZERO_IN] += sc.c[0];
         acc->cls[AMP_CLS_FLUSHED] += sc.c[1] - sc.c[0];
