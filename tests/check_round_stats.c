@@ -244,6 +244,41 @@ START_TEST(stats_sums_wide_range)
 }
 END_TEST
 
+/* The histogram's vector paths (byte compares, GFNI windows) and its scalar
+ * loop are chosen by how many binades a block spans: data spanning 1 to 130
+ * binades, a length with a partial vector at the end, with and without a few
+ * zeros and NaNs, in formats of each rne kernel and one other mode. */
+START_TEST(stats_hist_spans)
+{
+    static const int spans[] = { 1, 7, 20, 47, 48, 49, 60, 95, 96, 97, 130 };
+    static const amp_format_id fmts[] = { AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3, AMP_FMT_E5M2FNUZ };
+    size_t n = 4096 + 1000 + 37, bad = 0;
+    float *x = malloc(n * sizeof *x);
+    ck_assert(x);
+    rt_rng r = { seed + 11 };
+    for (size_t si = 0; si < sizeof spans / sizeof spans[0]; si++)
+        for (int special = 0; special < 2; special++) {
+            for (size_t i = 0; i < n; i++) {
+                uint64_t u = rt_next(&r);
+                x[i] = (float)ldexp((u & 1) ? -1.0 - rt_unif(&r) : 1.0 + rt_unif(&r),
+                                    -spans[si] / 2 - 8 + (int)(rt_next(&r) % (uint64_t)spans[si]));
+                if (special && u % 97 == 0) x[i] = (u & 2) ? 0.0f : NAN;
+            }
+            for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
+                for (int m = 0; m < 2; m++) {
+                    amp_round_opts o = amp_round_defaults();
+                    o.mode = m ? AMP_RND_TZ : AMP_RND_NE;
+                    char what[64];
+                    snprintf(what, sizeof what, "span %d%s", spans[si], special ? " +0/NaN" : "");
+                    rt_batch b = { amp_format_get(fmts[fi]), &o, what, seed, 0 };
+                    bad += rt_check_batch(&b, x, 0, n);
+                }
+        }
+    free(x);
+    ck_assert_msg(bad == 0, "%zu statistics mismatches (seed 0x%llx)", bad, (unsigned long long)seed);
+}
+END_TEST
+
 /* ---- stochastic rounding ---------------------------------------------------------- */
 /* The neighbours of x: MPFR toward zero, and away from zero (rup for positive,
  * rdn for negative x; same overflow policy as sr since neither is toward zero). */
@@ -514,6 +549,7 @@ int main(void)
     tcase_add_test(tc, classes_by_construction_e4m3);
     tcase_add_loop_test(tc, stats_equal_mpfr_classes, 0, AMP_FMT_COUNT);
     tcase_add_test(tc, stats_sums_wide_range);
+    tcase_add_test(tc, stats_hist_spans);
     suite_add_tcase(s, tc);
     TCase *sr = tcase_create("sr");
     tcase_set_timeout(sr, 300);
