@@ -259,39 +259,53 @@ _Static_assert(BLOCK / VB <= 255, "byte counters of block_hist cannot overflow")
 
 typedef struct blockacc {
     uint32_t cls[AMP_CLS_COUNT];       /* all but exact (the rest) */
-    uint64_t sub_hist[32];             /* float32 subnormal inputs by bit length */
     uint32_t amax, amin;               /* magnitude bits */
     double sum_sq_err, sum_sq, sum_rel_sq;
     uint64_t n_rel;
-    uint32_t hlo, hhi;                 /* fields of hist zeroed so far (none: hlo > hhi) */
+    int has_sub;                       /* sub_hist is initialised */
+    uint32_t hlo[2], hhi[2];           /* fields of hist copy 0 / copies 1-3 zeroed so far
+                                        * (none: hlo > hhi) */
+    uint64_t sub_hist[32];             /* float32 subnormal inputs by bit length */
     uint32_t hist[4][256];             /* by float32 exponent field (1..254 counted); only
-                                        * fields 0, 255 and [hlo, hhi] are initialised */
+                                        * fields 0, 255 and those zeroed are initialised */
 } blockacc;
 
+/* Small calls pay for what they touch: no clearing of sub_hist or hist here. */
 static void acc_init(blockacc *acc)
 {
-    memset(acc, 0, offsetof(blockacc, hist));
-    acc->amin = 0x7f800000u;
-    acc->hlo = 255, acc->hhi = 0;
+    for (int c = 0; c < AMP_CLS_COUNT; c++) acc->cls[c] = 0;
+    acc->amax = 0, acc->amin = 0x7f800000u;
+    acc->sum_sq_err = acc->sum_sq = acc->sum_rel_sq = 0;
+    acc->n_rel = 0;
+    acc->has_sub = 0;
+    acc->hlo[0] = acc->hlo[1] = 255, acc->hhi[0] = acc->hhi[1] = 0;
     for (int c = 0; c < 4; c++) acc->hist[c][0] = acc->hist[c][255] = 0;
 }
 
-/* Makes fields [lo, hi] of hist counted (zeroes those not yet zeroed): the
- * clearing costs what the data touch, not 4 x 256 counters per call. */
-static void hist_open(blockacc *acc, uint32_t lo, uint32_t hi)
+static void zero_fields(blockacc *acc, int copies, uint32_t lo, uint32_t hi)
 {
-    if (acc->hlo > acc->hhi) {
-        for (int c = 0; c < 4; c++) memset(&acc->hist[c][lo], 0, (hi - lo + 1) * sizeof(uint32_t));
-        acc->hlo = lo, acc->hhi = hi;
+    for (int c = copies ? 1 : 0; c < (copies ? 4 : 1); c++)
+        for (uint32_t f = lo; f <= hi; f++) acc->hist[c][f] = 0;
+}
+
+/* Makes fields [lo, hi] of hist copy 0 (copies = 0) or of copies 1-3
+ * (copies = 1) counted, zeroing those not yet zeroed: the clearing costs
+ * what the data touch, not 4 x 256 counters per call. */
+static void hist_open(blockacc *acc, int copies, uint32_t lo, uint32_t hi)
+{
+    uint32_t *hl = &acc->hlo[copies], *hh = &acc->hhi[copies];
+    if (*hl > *hh) {
+        zero_fields(acc, copies, lo, hi);
+        *hl = lo, *hh = hi;
         return;
     }
-    if (lo < acc->hlo) {
-        for (int c = 0; c < 4; c++) memset(&acc->hist[c][lo], 0, (acc->hlo - lo) * sizeof(uint32_t));
-        acc->hlo = lo;
+    if (lo < *hl) {
+        zero_fields(acc, copies, lo, *hl - 1);
+        *hl = lo;
     }
-    if (hi > acc->hhi) {
-        for (int c = 0; c < 4; c++) memset(&acc->hist[c][acc->hhi + 1], 0, (hi - acc->hhi) * sizeof(uint32_t));
-        acc->hhi = hi;
+    if (hi > *hh) {
+        zero_fields(acc, copies, *hh + 1, hi);
+        *hh = hi;
     }
 }
 
@@ -543,44 +557,55 @@ __attribute__((target("avx512bw"))) static void block_hist512(uint32_t *hist, co
  * ones every 31 vectors. Same counts. */
 #define HIST_GF_SPAN 96                    /* fields spanned up to which it beats the scalar loop */
 #define GF_WIN 4                           /* windows of 8 fields per pass over the bytes */
-__attribute__((target("avx512f,avx512bw,gfni,avx512bitalg"))) static void
-block_hist_gfni(uint32_t *hist, const uint8_t *e8, size_t n, uint32_t lo, uint32_t hi)
+#define TGF __attribute__((target("avx512f,avx512bw,gfni,avx512bitalg")))
+/* fields [f, f + 8 nw) of block_hist_gfni: nw windows in one pass */
+static inline __attribute__((always_inline)) TGF void
+hist_gfni_pass(uint32_t *hist, const uint8_t *e8, size_t n, uint32_t f, uint32_t hi, int nw)
 {
     const __m512i bit = _mm512_set1_epi64((long long)0x8040201008040201ull);   /* byte i: 1 << i */
     const __m512i lut = _mm512_set4_epi32(0, 0, (int)0x80402010u, 0x08040201);   /* 1 << d for d < 8 */
     const __m512i eight = _mm512_set1_epi8(8), zero = _mm512_setzero_si512();
+    __m512i base[GF_WIN], acc16[GF_WIN];
+    for (int w = 0; w < nw; w++) {
+        base[w] = _mm512_set1_epi8((char)(uint8_t)(f + 8u * (uint32_t)w));
+        acc16[w] = zero;
+    }
+    for (size_t i0 = 0; i0 < n; i0 += 31 * 64) {
+        size_t i1 = n - i0 < 31 * 64 ? n : i0 + 31 * 64;
+        __m512i acc[GF_WIN];
+        for (int w = 0; w < nw; w++) acc[w] = zero;
+        for (size_t i = i0; i < i1; i += 64) {
+            __m512i v = _mm512_loadu_si512(e8 + i);
+            for (int w = 0; w < nw; w++) {
+                __m512i d = _mm512_sub_epi8(v, base[w]);
+                __m512i oh = _mm512_maskz_shuffle_epi8(_mm512_cmplt_epu8_mask(d, eight), lut, d);
+                acc[w] = _mm512_add_epi8(acc[w], _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(bit, oh, 0)));
+            }
+        }
+        for (int w = 0; w < nw; w++)              /* word j of each 128-bit lane: field base + j */
+            acc16[w] = _mm512_add_epi16(acc16[w], _mm512_add_epi16(_mm512_unpacklo_epi8(acc[w], zero),
+                                                                   _mm512_unpackhi_epi8(acc[w], zero)));
+    }
+    for (int w = 0; w < nw; w++) {
+        __m256i s = _mm256_add_epi16(_mm512_castsi512_si256(acc16[w]), _mm512_extracti64x4_epi64(acc16[w], 1));
+        __m128i q = _mm_add_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        uint16_t c[8];
+        _mm_storeu_si128((__m128i *)(void *)c, q);
+        for (uint32_t j = 0; j < 8; j++) {
+            uint32_t field = f + 8u * (uint32_t)w + j;
+            if (field <= hi) hist[field] += c[j];
+        }
+    }
+}
+
+static TGF void block_hist_gfni(uint32_t *hist, const uint8_t *e8, size_t n, uint32_t lo, uint32_t hi)
+{
     for (uint32_t f = lo; f <= hi; f += 8 * GF_WIN) {
-        __m512i base[GF_WIN], acc16[GF_WIN];
-        for (int w = 0; w < GF_WIN; w++) {
-            base[w] = _mm512_set1_epi8((char)(uint8_t)(f + 8u * (uint32_t)w));
-            acc16[w] = zero;
-        }
-        for (size_t i0 = 0; i0 < n; i0 += 31 * 64) {
-            size_t i1 = n - i0 < 31 * 64 ? n : i0 + 31 * 64;
-            __m512i acc[GF_WIN];
-            for (int w = 0; w < GF_WIN; w++) acc[w] = zero;
-            for (size_t i = i0; i < i1; i += 64) {
-                __m512i v = _mm512_loadu_si512(e8 + i);
-                for (int w = 0; w < GF_WIN; w++) {
-                    __m512i d = _mm512_sub_epi8(v, base[w]);
-                    __m512i oh = _mm512_maskz_shuffle_epi8(_mm512_cmplt_epu8_mask(d, eight), lut, d);
-                    acc[w] = _mm512_add_epi8(acc[w], _mm512_popcnt_epi8(_mm512_gf2p8affine_epi64_epi8(bit, oh, 0)));
-                }
-            }
-            for (int w = 0; w < GF_WIN; w++)      /* word j of each 128-bit lane: field base + j */
-                acc16[w] = _mm512_add_epi16(acc16[w], _mm512_add_epi16(_mm512_unpacklo_epi8(acc[w], zero),
-                                                                       _mm512_unpackhi_epi8(acc[w], zero)));
-        }
-        for (int w = 0; w < GF_WIN; w++) {
-            __m256i s = _mm256_add_epi16(_mm512_castsi512_si256(acc16[w]), _mm512_extracti64x4_epi64(acc16[w], 1));
-            __m128i q = _mm_add_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            uint16_t c[8];
-            _mm_storeu_si128((__m128i *)(void *)c, q);
-            for (uint32_t j = 0; j < 8; j++) {
-                uint32_t field = f + 8u * (uint32_t)w + j;
-                if (field <= hi) hist[field] += c[j];
-            }
-        }
+        uint32_t nw = (hi - f) / 8 + 1;
+        if (nw >= 4) hist_gfni_pass(hist, e8, n, f, hi, 4);
+        else if (nw == 3) hist_gfni_pass(hist, e8, n, f, hi, 3);
+        else if (nw == 2) hist_gfni_pass(hist, e8, n, f, hi, 2);
+        else hist_gfni_pass(hist, e8, n, f, hi, 1);
     }
 }
 #endif
@@ -676,20 +701,27 @@ static inline __attribute__((always_inline)) void
 sums_rne_body(blockacc *acc, const float *restrict x, const float *restrict y, size_t n, float scale,
               double unscale2, int masked)
 {
-    double dse[SUM_LANES] = { 0 }, dsq[SUM_LANES] = { 0 }, dsr[SUM_LANES] = { 0 };
+    double dse[SUM_LANES], dsq[SUM_LANES], dsr[SUM_LANES];
     for (size_t i0 = 0; i0 < n; i0 += SUM_GROUP) {
         size_t m = n - i0 < SUM_GROUP ? n - i0 : SUM_GROUP, ml = m & ~(size_t)(SUM_LANES - 1);
         const float *restrict xg = x + i0, *restrict yg = y + i0;
         float lse[SUM_LANES] = { 0 }, lsq[SUM_LANES] = { 0 }, lsr[SUM_LANES] = { 0 };
         for (size_t i = 0; i < ml; i += SUM_LANES)
             for (size_t j = 0; j < SUM_LANES; j++) SUM_TERM(xg, yg, i + j, j);
-        for (size_t i = ml; i < m; i++) SUM_TERM(xg, yg, i, i - ml);
-        for (int j = 0; j < SUM_LANES; j++) {
-            dse[j] += lse[j];
-            dsq[j] += lsq[j];
-            dsr[j] += lsr[j];
+        if (ml < m) {                             /* the rest in lanes 0.., the others add +0 */
+            float xt[SUM_LANES] = { 0 }, yt[SUM_LANES] = { 0 };
+            memcpy(xt, xg + ml, (m - ml) * sizeof *xt);
+            memcpy(yt, yg + ml, (m - ml) * sizeof *yt);
+            for (size_t j = 0; j < SUM_LANES; j++) SUM_TERM(xt, yt, j, j);
+        }
+        for (int j = 0; j < SUM_LANES; j++) {    /* the first group: 0 + lse[j], exactly */
+            dse[j] = i0 ? dse[j] + lse[j] : lse[j];
+            dsq[j] = i0 ? dsq[j] + lsq[j] : lsq[j];
+            dsr[j] = i0 ? dsr[j] + lsr[j] : lsr[j];
         }
     }
+    if (!n)
+        for (int j = 0; j < SUM_LANES; j++) dse[j] = dsq[j] = dsr[j] = 0;
     for (int w = SUM_LANES / 2; w > 0; w /= 2)   /* pairwise: log-depth, fixed order */
         for (int j = 0; j < w; j++) {
             dse[j] += dse[j + w];
@@ -713,6 +745,87 @@ AMP_CLONES static void block_sums_rne_masked(blockacc *acc, const float *restric
 {
     sums_rne_body(acc, x, y, n, scale, unscale2, 1);
 }
+
+#ifdef AMP_HIST512
+/* block_sums_rne with AVX-512 intrinsics: the same lanes (two vectors of 16
+ * floats per sum), the same operations in the same order and the same
+ * pairwise reduction in double, so the same bits; the end of a group by
+ * masked loads (the lanes past it add +0, as in sums_rne_body) and every
+ * partial sum in registers, which is what small tensors pay for. */
+static inline __attribute__((always_inline)) T512 void
+sums512_term(__m512 xx, __m512 yy, __m512 scale, int masked, __m512 *se, __m512 *sq, __m512 *sr)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    if (masked) {
+        __mmask16 fin = _mm512_cmplt_epi32_mask(_mm512_and_si512(_mm512_castps_si512(yy), _mm512_set1_epi32(0x7fffffff)),
+                                               _mm512_set1_epi32(0x7f800000));
+        xx = _mm512_maskz_mov_ps(fin, xx);
+        yy = _mm512_maskz_mov_ps(fin, yy);
+    }
+    __m512 d = _mm512_sub_ps(yy, xx), xs = _mm512_mul_ps(xx, scale), ds = _mm512_mul_ps(d, scale);
+    __m512 q = _mm512_mask_div_ps(d, _mm512_cmp_ps_mask(xx, zero, _CMP_NEQ_UQ), d, xx);   /* d / 1 where x == 0 */
+    *se = _mm512_add_ps(*se, _mm512_mul_ps(ds, ds));
+    *sq = _mm512_add_ps(*sq, _mm512_mul_ps(xs, xs));
+    *sr = _mm512_add_ps(*sr, _mm512_mul_ps(q, q));
+}
+
+/* lanes 0-31 of a double sum as four vectors: += the float lanes lo, hi */
+static inline __attribute__((always_inline)) T512 void
+sums512_widen(__m512d *dd, __m512 lo, __m512 hi, int first)
+{
+    __m512d w[4] = { _mm512_cvtps_pd(_mm512_castps512_ps256(lo)),
+                     _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(lo), 1))),
+                     _mm512_cvtps_pd(_mm512_castps512_ps256(hi)),
+                     _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(hi), 1))) };
+    for (int k = 0; k < 4; k++) dd[k] = first ? w[k] : _mm512_add_pd(dd[k], w[k]);
+}
+
+/* the pairwise reduction of sums_rne_body: j += j + w for w = 16, 8, 4, 2, 1 */
+static inline __attribute__((always_inline)) T512 double sums512_reduce(const __m512d *dd)
+{
+    __m512d a = _mm512_add_pd(_mm512_add_pd(dd[0], dd[2]), _mm512_add_pd(dd[1], dd[3]));
+    __m256d b = _mm256_add_pd(_mm512_castpd512_pd256(a), _mm512_extractf64x4_pd(a, 1));
+    __m128d c = _mm_add_pd(_mm256_castpd256_pd128(b), _mm256_extractf128_pd(b, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(c, _mm_unpackhi_pd(c, c)));
+}
+
+static inline __attribute__((always_inline)) T512 void
+sums512_body(blockacc *acc, const float *x, const float *y, size_t n, float scale_f, double unscale2, int masked)
+{
+    const __m512 scale = _mm512_set1_ps(scale_f), zero = _mm512_setzero_ps();
+    __m512d dse[4], dsq[4], dsr[4];
+    for (int k = 0; k < 4; k++) dse[k] = dsq[k] = dsr[k] = _mm512_setzero_pd();
+    for (size_t i0 = 0; i0 < n; i0 += SUM_GROUP) {
+        size_t m = n - i0 < SUM_GROUP ? n - i0 : SUM_GROUP;
+        const float *xg = x + i0, *yg = y + i0;
+        __m512 se[2] = { zero, zero }, sq[2] = { zero, zero }, sr[2] = { zero, zero };
+        size_t i = 0;
+        for (; i + 16 <= m; i += 16) {
+            int h = (int)(i / 16) & 1;              /* lanes 0-15, then 16-31 */
+            sums512_term(_mm512_loadu_ps(xg + i), _mm512_loadu_ps(yg + i), scale, masked, &se[h], &sq[h], &sr[h]);
+        }
+        if (i < m) {
+            __mmask16 live = (__mmask16)((1u << (m - i)) - 1);
+            int h = (int)(i / 16) & 1;
+            sums512_term(_mm512_maskz_loadu_ps(live, xg + i), _mm512_maskz_loadu_ps(live, yg + i), scale, masked,
+                         &se[h], &sq[h], &sr[h]);
+        }
+        sums512_widen(dse, se[0], se[1], i0 == 0);
+        sums512_widen(dsq, sq[0], sq[1], i0 == 0);
+        sums512_widen(dsr, sr[0], sr[1], i0 == 0);
+    }
+    acc->sum_sq_err += sums512_reduce(dse) * unscale2;
+    acc->sum_sq += sums512_reduce(dsq) * unscale2;
+    acc->sum_rel_sq += sums512_reduce(dsr);
+}
+
+static T512 void block_sums_rne512(blockacc *acc, const float *x, const float *y, size_t n, float scale,
+                                   double unscale2, int masked)
+{
+    if (masked) sums512_body(acc, x, y, n, scale, unscale2, 1);
+    else sums512_body(acc, x, y, n, scale, unscale2, 0);
+}
+#endif
 
 /* sum (y - x)^2 over finite y, in double (x finite): for blocks whose scaled
  * errors could underflow float32 */
@@ -759,6 +872,8 @@ static void block_rare(blockacc *acc, const uint32_t *x, size_t n, uint32_t *ama
             if (a < lo) lo = a;
             if (a > hi) hi = a;
         } else if (a != 0) {
+            if (!acc->has_sub) memset(acc->sub_hist, 0, sizeof acc->sub_hist);
+            acc->has_sub = 1;
             acc->sub_hist[31 - __builtin_clz(a)]++;
         }
     }
@@ -800,7 +915,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
     if (amin < acc->amin) acc->amin = amin;
     if (nmin <= nmax) {                           /* some finite normal input */
         uint32_t lo = nmin >> 23, hi = nmax >> 23;
-        hist_open(acc, lo, hi);
+        hist_open(acc, 0, lo, hi);
         if (hi - lo < (use512 > 1 ? HIST_GF_SPAN : HIST_VEC_SPAN)) {
             size_t nv = (n + VB - 1) / VB * VB;
             memset(e8 + n, 0, nv - n);            /* field 0 is never counted here */
@@ -811,6 +926,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
 #endif
                 block_hist(acc->hist[0], e8, nv, lo, hi);
         } else {                                  /* 4 copies: no store-to-load chains */
+            hist_open(acc, 1, lo, hi);
             size_t i = 0;
             for (; i + 4 <= n; i += 4) {
                 acc->hist[0][e8[i]]++;
@@ -829,7 +945,13 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         const float *xf = (const float *)(const void *)x, *yf = (const float *)(const void *)y;
         double se0 = acc->sum_sq_err;
         int masked = thr->ovf_cls != AMP_CLS_SATURATED && amax > (uint32_t)thr->tmax;
-        (masked ? block_sums_rne_masked : block_sums_rne)(acc, xf, yf, n, ldexpf(1.0f, k), ldexp(1.0, -2 * k));
+        float scale = amp_u2f((uint32_t)(127 + k) << 23);
+        double unscale2 = amp_u2d((uint64_t)(1023 - 2 * k) << 52);
+#ifdef AMP_HIST512
+        if (use512) block_sums_rne512(acc, xf, yf, n, scale, unscale2, masked);
+        else
+#endif
+            (masked ? block_sums_rne_masked : block_sums_rne)(acc, xf, yf, n, scale, unscale2);
         if (amin < 0x7f800000u && (int)(top >> 23) - (int)(amin >> 23) > 85)   /* see block_sums_rne */
             acc->sum_sq_err = se0 + block_sq_err(xf, yf, n);
         /* finite nonzero x with finite y: overflowing values are out unless saturated */
@@ -877,11 +999,58 @@ static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
     return 1;
 }
 
+/* The AVX-512 paths this machine has: 0 none, 1 AVX-512BW/VL, 2 also GFNI
+ * and BITALG (the histogram). Asked once. */
+static int machine_paths(void)
+{
+    int m = 0;
+#ifdef AMP_HIST512
+    static int known = -1;
+    m = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (m >= 0) return m;
+    m = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    m += m && __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512bitalg");
+    __atomic_store_n(&known, m, __ATOMIC_RELAXED);
+#endif
+    return m;
+}
+
+/* fast_params and rne_thresholds of the last few (format, mode, flags) this
+ * thread has seen: a training step rounds a score of small tensors into two
+ * or three formats, and the parameters cost as much as rounding 50 values. */
+#define PCACHE 4
+typedef struct pcache {
+    int valid, ok;
+    amp_format f;
+    amp_rounding mode;
+    unsigned flags;
+    kparams p;
+    rne_thr thr;
+} pcache;
+
+static const pcache *cached_params(const amp_format *f, const amp_round_opts *o)
+{
+    static _Thread_local pcache c[PCACHE];
+    static _Thread_local unsigned next;
+    for (int i = 0; i < PCACHE; i++)
+        if (c[i].valid && c[i].mode == o->mode && c[i].flags == o->flags && !memcmp(&c[i].f, f, sizeof *f))
+            return &c[i];
+    pcache *e = &c[next++ % PCACHE];
+    e->valid = 1;
+    e->f = *f;
+    e->mode = o->mode;
+    e->flags = o->flags;
+    e->ok = fast_params(f, o, &e->p);
+    if (e->ok) e->thr = rne_thresholds(&e->p, f);
+    return e;
+}
+
 int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float *x, float *y,
                        size_t n, amp_stats *st)
 {
-    kparams p;
-    if (!fast_params(f, o, &p)) return 0;
+    const pcache *pc = cached_params(f, o);
+    if (!pc->ok) return 0;
+    const kparams p = pc->p;
     const uint32_t *xu = (const uint32_t *)(const void *)x;
     uint32_t *yu = (uint32_t *)(void *)y;
     if (!st) {
@@ -891,13 +1060,9 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     }
     blockacc acc;
     acc_init(&acc);
-    int use512 = 0;                               /* the AVX-512 paths of this machine: 2 with GFNI */
-#ifdef AMP_HIST512
-    use512 = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-    use512 += use512 && __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512bitalg");
-#endif
+    int use512 = machine_paths();
     uint32_t xin[BLOCK];
-    rne_thr thr = rne_thresholds(&p, f);
+    rne_thr thr = pc->thr;
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
         const uint32_t *xb = xu + i;
@@ -921,11 +1086,13 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     st->sum_sq += acc.sum_sq;
     st->sum_rel_sq += acc.sum_rel_sq;
     st->n_rel += acc.n_rel;
-    for (uint32_t field = acc.hlo; field <= acc.hhi; field++) {
-        uint64_t c = (uint64_t)acc.hist[0][field] + acc.hist[1][field] + acc.hist[2][field] + acc.hist[3][field];
+    for (uint32_t field = acc.hlo[0]; field <= acc.hhi[0]; field++)
+        if (acc.hist[0][field]) hist_add(st, (int)field - 127, acc.hist[0][field]);
+    for (uint32_t field = acc.hlo[1]; field <= acc.hhi[1]; field++) {
+        uint64_t c = (uint64_t)acc.hist[1][field] + acc.hist[2][field] + acc.hist[3][field];
         if (c) hist_add(st, (int)field - 127, c);
     }
-    for (int bl = 0; bl < 32; bl++)
+    for (int bl = 0; acc.has_sub && bl < 32; bl++)
         if (acc.sub_hist[bl]) hist_add(st, bl - 149, acc.sub_hist[bl]);
     return 1;
 }
