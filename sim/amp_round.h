@@ -88,6 +88,9 @@ amp_status amp_round_f32(const amp_format *f, const amp_round_opts *o,
 amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o,
                          const double *x, float *y, size_t n, amp_stats *st);
 
+/* How many of x[0..n) are inf or NaN. */
+size_t amp_count_nonfinite(const float *x, size_t n);
+
 /* One value, generic exact path (any double input). `index` keys sr.
  * *cls (if non-NULL) receives the class. */
 float amp_round1(const amp_format *f, const amp_round_opts *o, double x,

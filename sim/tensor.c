@@ -142,9 +142,7 @@ static amp_stats *stats_of(amp_tensors *r, amp_tensor *t)
 /* Counts non-finite values of t and records the first non-finite tensor of the step. */
 static void check_finite(amp_tensors *r, amp_tensor *t)
 {
-    const uint32_t *u = (const uint32_t *)t->data;
-    uint64_t bad = 0;
-    for (size_t i = 0; i < t->n; i++) bad += (u[i] & 0x7f800000u) == 0x7f800000u;
+    uint64_t bad = amp_count_nonfinite(t->data, t->n);
     if (bad && !r->nonfinite_tensor) {
         r->nonfinite_tensor = t;
         r->nonfinite_phase = r->phase;
