@@ -420,7 +420,7 @@ typedef struct rne512 {
 /* 16 values (those in `live`) of rne_scan512_body; negz: zeros keep their sign */
 static inline __attribute__((always_inline)) T512 void
 rne_scan512_step(const rne512 k, scan512 *a5, const uint32_t *x, uint32_t *y, uint8_t *e8, int int_sub,
-                 int negz, __mmask16 live)
+                 int negz, int ovf_on, __mmask16 live)
 {
     const __m512i absm = _mm512_set1_epi32(0x7fffffff), zero = _mm512_setzero_si512();
     const __m512i m1 = _mm512_set1_epi32(-1);
@@ -435,31 +435,32 @@ rne_scan512_step(const rne512 k, scan512 *a5, const uint32_t *x, uint32_t *y, ui
         __m512 ts = _mm512_maskz_add_ps(small, _mm512_castsi512_ps(a), k.cadd);
         r = _mm512_castps_si512(_mm512_mask_sub_ps(_mm512_castsi512_ps(r), small, ts, k.cadd));
     }
-    __mmask16 ovf = _mm512_cmpgt_epi32_mask(r, k.maxbits);
     __m512i res = _mm512_ternarylogic_epi32(r, u, absm, 0xf4);          /* r | (u & ~absm) */
     if (!negz) res = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(r, r), res);
-    /* overflow: ovf0 ^ ((x < 0) & (ovf0 ^ ovf1)) */
-    __m512i ov = _mm512_ternarylogic_epi32(_mm512_srai_epi32(u, 31), k.ovfx, k.ovf0, 0x6a);   /* (A & B) ^ C */
-    res = _mm512_mask_mov_epi32(res, ovf, ov);
+    if (ovf_on) {   /* overflow: ovf0 ^ ((x < 0) & (ovf0 ^ ovf1)) */
+        __mmask16 ovf = _mm512_cmpgt_epi32_mask(r, k.maxbits);
+        __m512i ov = _mm512_ternarylogic_epi32(_mm512_srai_epi32(u, 31), k.ovfx, k.ovf0, 0x6a);   /* (A & B) ^ C */
+        res = _mm512_mask_mov_epi32(res, ovf, ov);
+    }
     if (live == 0xffff) _mm512_storeu_si512(y, res);
     else _mm512_mask_storeu_epi32(y, live, res);
     /* scan_body */
     _mm512_mask_cvtepi32_storeu_epi8(e8, live, _mm512_srli_epi32(a, 23));
     a5->amax = _mm512_max_epu32(a5->amax, a);
     a5->amin = _mm512_mask_min_epu32(a5->amin, live, a5->amin, _mm512_add_epi32(a, m1));
-    __mmask16 le_max = _mm512_cmple_epi32_mask(a, k.tmax) & live;
+    __mmask16 le_max = ovf_on ? _mm512_cmple_epi32_mask(a, k.tmax) & live : live;
     __mmask16 lt_tn = _mm512_cmplt_epi32_mask(a, k.tn) & live;
     __mmask16 inexact = _mm512_mask_test_epi32_mask(le_max, a, k.mask) | (small & live);
     a5->c0 = _mm512_mask_sub_epi32(a5->c0, _mm512_cmpeq_epi32_mask(a, zero) & live, a5->c0, m1);
     a5->c1 = _mm512_mask_sub_epi32(a5->c1, _mm512_cmple_epi32_mask(a, k.tf) & live, a5->c1, m1);
     a5->c2 = _mm512_mask_sub_epi32(a5->c2, lt_tn, a5->c2, m1);
     a5->c3 = _mm512_mask_sub_epi32(a5->c3, inexact, a5->c3, m1);
-    a5->c4 = _mm512_mask_sub_epi32(a5->c4, le_max, a5->c4, m1);
+    if (ovf_on) a5->c4 = _mm512_mask_sub_epi32(a5->c4, le_max, a5->c4, m1);
 }
 
 static inline __attribute__((always_inline)) T512 void
 rne_scan512_body(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uint8_t *e8, size_t n, rne_thr t,
-                 int int_sub, int negz)
+                 int int_sub, int negz, int ovf_on)
 {
     const rne512 k = {
         .sh = _mm_cvtsi32_si128((int)p->sh), .lsb1 = _mm512_set1_epi32(1),
@@ -472,31 +473,38 @@ rne_scan512_body(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uin
     const __m512i zero = _mm512_setzero_si512();
     scan512 a5 = { zero, _mm512_set1_epi32(-1), zero, zero, zero, zero, zero };
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) rne_scan512_step(k, &a5, x + i, y + i, e8 + i, int_sub, negz, (__mmask16)0xffff);
-    if (i < n) rne_scan512_step(k, &a5, x + i, y + i, e8 + i, int_sub, negz, (__mmask16)((1u << (n - i)) - 1));
+    for (; i + 16 <= n; i += 16)
+        rne_scan512_step(k, &a5, x + i, y + i, e8 + i, int_sub, negz, ovf_on, (__mmask16)0xffff);
+    if (i < n) rne_scan512_step(k, &a5, x + i, y + i, e8 + i, int_sub, negz, ovf_on, (__mmask16)((1u << (n - i)) - 1));
     sc->amax = _mm512_reduce_max_epu32(a5.amax);
     sc->amin_m1 = _mm512_reduce_min_epu32(a5.amin);
     sc->c[0] = (uint32_t)_mm512_reduce_add_epi32(a5.c0);
     sc->c[1] = (uint32_t)_mm512_reduce_add_epi32(a5.c1);
     sc->c[2] = (uint32_t)_mm512_reduce_add_epi32(a5.c2);
     sc->c[3] = (uint32_t)_mm512_reduce_add_epi32(a5.c3) - sc->c[2];
-    sc->c[4] = (uint32_t)_mm512_reduce_add_epi32(a5.c4);
+    sc->c[4] = ovf_on ? (uint32_t)_mm512_reduce_add_epi32(a5.c4) : (uint32_t)n;
 }
 
-/* Returns 0 (nothing done that counts) for a block with a NaN input. */
+#define RNE512(I, Z, O) rne_scan512_body(p, sc, x, y, e8, n, t, I, Z, O)
+/* The variant for (int_sub, negz); *spec: first try the one without the
+ * overflow result and the count <= tmax (4 operations in 30), redone with
+ * them when some |x| > tmax (and from then on for this call). Returns 0
+ * (nothing done that counts) for a block with a NaN input. */
 static T512 int k_rne_scan512(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uint8_t *e8, size_t n,
-                              rne_thr t)
+                              rne_thr t, int *spec)
 {
     int negz = p->zsign != 0;
-    if (p->int_sub) {
-        if (negz) rne_scan512_body(p, sc, x, y, e8, n, t, 1, 1);
-        else rne_scan512_body(p, sc, x, y, e8, n, t, 1, 0);
-    } else {
-        if (negz) rne_scan512_body(p, sc, x, y, e8, n, t, 0, 1);
-        else rne_scan512_body(p, sc, x, y, e8, n, t, 0, 0);
+    if (*spec) {
+        if (p->int_sub) negz ? RNE512(1, 1, 0) : RNE512(1, 0, 0);
+        else negz ? RNE512(0, 1, 0) : RNE512(0, 0, 0);
+        if (sc->amax <= (uint32_t)t.tmax) return 1;
+        *spec = 0;
     }
+    if (p->int_sub) negz ? RNE512(1, 1, 1) : RNE512(1, 0, 1);
+    else negz ? RNE512(0, 1, 1) : RNE512(0, 0, 1);
     return sc->amax <= 0x7f800000u;
 }
+#undef RNE512
 #endif
 
 /* Adds to hist[f] the number of bytes e8[0..n) equal to f, for every f in
@@ -557,7 +565,7 @@ __attribute__((target("avx512bw"))) static void block_hist512(uint32_t *hist, co
  * ones every 31 vectors. Same counts. */
 #define HIST_GF_SPAN 96                    /* fields spanned up to which it beats the scalar loop */
 #define GF_WIN 4                           /* windows of 8 fields per pass over the bytes */
-#define TGF __attribute__((target("avx512f,avx512bw,gfni,avx512bitalg")))
+#define TGF __attribute__((target("avx512f,avx512bw,avx512vl,gfni,avx512bitalg")))
 /* fields [f, f + 8 nw) of block_hist_gfni: nw windows in one pass */
 static inline __attribute__((always_inline)) TGF void
 hist_gfni_pass(uint32_t *hist, const uint8_t *e8, size_t n, uint32_t f, uint32_t hi, int nw)
@@ -586,15 +594,13 @@ hist_gfni_pass(uint32_t *hist, const uint8_t *e8, size_t n, uint32_t f, uint32_t
             acc16[w] = _mm512_add_epi16(acc16[w], _mm512_add_epi16(_mm512_unpacklo_epi8(acc[w], zero),
                                                                    _mm512_unpackhi_epi8(acc[w], zero)));
     }
-    for (int w = 0; w < nw; w++) {
+    for (int w = 0; w < nw; w++) {                /* hist[base + j] += word j, for base + j <= hi */
         __m256i s = _mm256_add_epi16(_mm512_castsi512_si256(acc16[w]), _mm512_extracti64x4_epi64(acc16[w], 1));
         __m128i q = _mm_add_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-        uint16_t c[8];
-        _mm_storeu_si128((__m128i *)(void *)c, q);
-        for (uint32_t j = 0; j < 8; j++) {
-            uint32_t field = f + 8u * (uint32_t)w + j;
-            if (field <= hi) hist[field] += c[j];
-        }
+        uint32_t f0 = f + 8u * (uint32_t)w, left = hi - f0 + 1;
+        __mmask8 live = (__mmask8)(left >= 8 ? 0xffu : (1u << left) - 1);
+        __m256i h = _mm256_maskz_loadu_epi32(live, hist + f0);
+        _mm256_mask_storeu_epi32(hist + f0, live, _mm256_add_epi32(h, _mm256_cvtepu16_epi32(q)));
     }
 }
 
@@ -890,14 +896,14 @@ static void block_rare(blockacc *acc, const uint32_t *x, size_t n, uint32_t *ama
  * thr, by the fused rne kernel and scan (class counts by thresholds);
  * otherwise by the mode's kernel with class counters, then the scan. */
 static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *thr, kern_cls_fn kc,
-                              const uint32_t *x, uint32_t *y, size_t n, int use512)
+                              const uint32_t *x, uint32_t *y, size_t n, int use512, int *spec)
 {
     uint8_t e8[BLOCK + VB];
     scan sc;
     uint32_t n_fin_y = 0;
     if (thr) {
 #ifdef AMP_HIST512
-        if (!use512 || !k_rne_scan512(p, &sc, x, y, e8, n, *thr))
+        if (!use512 || !k_rne_scan512(p, &sc, x, y, e8, n, *thr, spec))
 #endif
             (p->int_sub ? k_rne_scan_int : k_rne_scan_sub)(p, &sc, x, y, e8, n, *thr);
         uint32_t le = sc.c[4], fin = (uint32_t)n, inf = 0;
@@ -1069,6 +1075,7 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     int use512 = machine_paths();
     uint32_t xin[BLOCK];
     rne_thr thr = pc->thr;
+    int spec = 1;                                 /* k_rne_scan512: no overflow so far */
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
         const uint32_t *xb = xu + i;
@@ -1076,7 +1083,7 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
             memcpy(xin, xb, len * sizeof *xin);
             xb = xin;
         }
-        block_round_stats(&acc, &p, p.rne_ok ? &thr : NULL, kernels_cls[o->mode], xb, yu + i, len, use512);
+        block_round_stats(&acc, &p, p.rne_ok ? &thr : NULL, kernels_cls[o->mode], xb, yu + i, len, use512, &spec);
     }
     st->n += n;
     uint64_t others = 0;
