@@ -88,6 +88,11 @@ amp_status amp_round_f32(const amp_format *f, const amp_round_opts *o,
 amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o,
                          const double *x, float *y, size_t n, amp_stats *st);
 
+/* How many results of a rounding with class counts cls[] (a difference of two
+ * amp_stats) are inf or NaN: the NaN inputs, the overflows, and the inf inputs
+ * when the format has no finite result for them. -1 if the two infinities
+ * round one to a finite value and one not (then count the results). */
+int64_t amp_stats_nonfinite(const amp_format *f, const amp_round_opts *o, const uint64_t *cls);
 /* How many of x[0..n) are inf or NaN. */
 size_t amp_count_nonfinite(const float *x, size_t n);
 

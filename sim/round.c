@@ -218,6 +218,17 @@ double amp_stats_in_normal_range(const amp_stats *st)
     return nonzero ? (double)normal / (double)nonzero : 0.0;
 }
 
+int64_t amp_stats_nonfinite(const amp_format *f, const amp_round_opts *o, const uint64_t *cls)
+{
+    uint64_t bad = cls[AMP_CLS_NAN_IN] + cls[AMP_CLS_OVERFLOW];
+    if (cls[AMP_CLS_INF_IN]) {
+        int pos = isfinite(amp_round1(f, o, INFINITY, 0, NULL)), neg = isfinite(amp_round1(f, o, -INFINITY, 0, NULL));
+        if (pos != neg) return -1;
+        if (!pos) bad += cls[AMP_CLS_INF_IN];
+    }
+    return (int64_t)bad;
+}
+
 /* Adds one element (input x, result y, class c) to st: the scalar form of the
  * counters that the fast kernels fuse. */
 void amp_stats_add1(amp_stats *st, double x, float y, amp_class c)

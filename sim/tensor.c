@@ -139,15 +139,33 @@ static amp_stats *stats_of(amp_tensors *r, amp_tensor *t)
     return t->stats;
 }
 
-/* Counts non-finite values of t and records the first non-finite tensor of the step. */
-static void check_finite(amp_tensors *r, amp_tensor *t)
+/* Records the first non-finite tensor of the step: t, which holds `bad`
+ * non-finite values, unless an earlier one did. */
+static void note_finite(amp_tensors *r, amp_tensor *t, uint64_t bad)
 {
-    uint64_t bad = amp_count_nonfinite(t->data, t->n);
     if (bad && !r->nonfinite_tensor) {
         r->nonfinite_tensor = t;
         r->nonfinite_phase = r->phase;
         r->nonfinite_count = bad;
     }
+}
+
+/* Counts the non-finite values of t (a pass over its data). */
+static void check_finite(amp_tensors *r, amp_tensor *t)
+{
+    note_finite(r, t, amp_count_nonfinite(t->data, t->n));
+}
+
+/* The same, for t just written by a rounding whose statistics went into st
+ * (class counts before it in cls0): told by the counts, no second pass. */
+static void check_finite_by_stats(amp_tensors *r, amp_tensor *t, const amp_round_opts *o, const amp_stats *st,
+                                  const uint64_t *cls0)
+{
+    uint64_t d[AMP_CLS_COUNT];
+    for (int c = 0; c < AMP_CLS_COUNT; c++) d[c] = st->cls[c] - cls0[c];
+    int64_t bad = amp_stats_nonfinite(&t->fmt, o, d);
+    if (bad < 0) check_finite(r, t);
+    else note_finite(r, t, (uint64_t)bad);
 }
 
 /* Layer-wise loss scaling: src * (t->gscale / r->src_gscale) into *tmp when
@@ -183,6 +201,8 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
     if (amp_tensor_stats_due(r, t) && !st) return amp_fail(AMP_ENOMEM, "out of memory for statistics");
     amp_round_opts o = amp_tensor_opts(r, t);
     amp_status s;
+    uint64_t cls0[AMP_CLS_COUNT];
+    int by_stats = 0;                        /* the rounding's class counts tell the non-finite results */
     if (r->fp8 && t->fmt.bits <= 8) {
         amp_fp8_role role = t->role == AMP_ROLE_WEIGHT ? AMP_FP8_WEIGHT
                           : t->role == AMP_ROLE_ACT_GRAD ? AMP_FP8_GRAD : AMP_FP8_ACT;
@@ -197,11 +217,13 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
         s = AMP_OK;                          /* identity: float32 values are fp32 values */
         if (src != t->data) memcpy(t->data, src, t->n * sizeof(float));
     } else {
+        if (st) memcpy(cls0, st->cls, sizeof cls0), by_stats = 1;
         s = amp_round_f32(&t->fmt, &o, src, t->data, t->n, st);
     }
     if (s) return s;
     t->written = 1;
-    check_finite(r, t);
+    if (by_stats) check_finite_by_stats(r, t, &o, st, cls0);
+    else check_finite(r, t);
     return AMP_OK;
 }
 
@@ -223,13 +245,16 @@ amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
         else {
             for (size_t i = 0; i < t->n; i++) sum[i] = (double)t->data[i] + (double)tmp[i];
             amp_stats *st = stats_of(r, t);
+            uint64_t cls0[AMP_CLS_COUNT];
+            if (st) memcpy(cls0, st->cls, sizeof cls0);
             s = amp_round_f64(&t->fmt, &o, sum, t->data, t->n, st);
+            if (!s && st) check_finite_by_stats(r, t, &o, st, cls0);
+            else if (!s) check_finite(r, t);
             free(sum);
         }
     }
     free(tmp);
     free(scaled);
-    if (!s) check_finite(r, t);
     return s;
 }
 
@@ -239,11 +264,16 @@ amp_status amp_tensor_observe(amp_tensors *r, amp_tensor *t)
     if (st) {
         amp_round_opts o = amp_tensor_opts(r, t);
         o.mode = AMP_RND_NE;                 /* values are in the format: the rounding is exact */
+        uint64_t cls0[AMP_CLS_COUNT];
+        memcpy(cls0, st->cls, sizeof cls0);
         amp_status s = amp_round_f32(&t->fmt, &o, t->data, t->data, t->n, st);
         if (s) return s;
+        t->written = 1;
+        check_finite_by_stats(r, t, &o, st, cls0);
+    } else {
+        t->written = 1;
+        check_finite(r, t);
     }
-    t->written = 1;
-    check_finite(r, t);
     return AMP_OK;
 }
 

@@ -279,6 +279,50 @@ START_TEST(stats_hist_spans)
 }
 END_TEST
 
+/* The non-finite results told by the class counts (amp_stats_nonfinite, which
+ * spares the training loop a second pass) against a count of the results,
+ * and amp_count_nonfinite against isfinite, in every format, mode and
+ * overflow flag, on data with NaN, inf, overflow and ordinary values. */
+START_TEST(stats_nonfinite_counts)
+{
+    size_t n = 3000;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    ck_assert(x && y);
+    rt_rng r = { seed + 13 };
+    size_t told = 0;
+    for (int fi = 0; fi < AMP_FMT_COUNT; fi++) {
+        const amp_format *f = amp_format_get((amp_format_id)fi);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t u = rt_next(&r);
+            x[i] = u % 11 == 0 ? NAN : u % 13 == 0 ? ((u & 64) ? -INFINITY : INFINITY)
+                 : (float)ldexp((u & 32) ? -1.0 - rt_unif(&r) : 1.0 + rt_unif(&r), (int)(rt_next(&r) % 60) - 20);
+        }
+        for (int m = 0; m < AMP_RND_COUNT; m++)
+            for (int sat = 0; sat < 2; sat++) {
+                amp_round_opts o = amp_round_defaults();
+                o.mode = (amp_rounding)m;
+                o.flags = sat ? AMP_SATURATE : 0;
+                amp_stats st;
+                amp_stats_init(&st);
+                ck_assert(amp_round_f32(f, &o, x, y, n, &st) == AMP_OK);
+                uint64_t want = 0;
+                for (size_t i = 0; i < n; i++) want += !isfinite(y[i]);
+                ck_assert_uint_eq(amp_count_nonfinite(y, n), want);
+                int64_t got = amp_stats_nonfinite(f, &o, st.cls);
+                if (got >= 0) {
+                    told++;
+                    ck_assert_msg((uint64_t)got == want, "%s %s%s: %lld non-finite by the counts, %llu in the results",
+                                  f->name, amp_rounding_name(o.mode), sat ? " saturate" : "", (long long)got,
+                                  (unsigned long long)want);
+                }
+            }
+    }
+    ck_assert(told > 0);
+    free(x);
+    free(y);
+}
+END_TEST
+
 /* ---- stochastic rounding ---------------------------------------------------------- */
 /* The neighbours of x: MPFR toward zero, and away from zero (rup for positive,
  * rdn for negative x; same overflow policy as sr since neither is toward zero). */
@@ -550,6 +594,7 @@ int main(void)
     tcase_add_loop_test(tc, stats_equal_mpfr_classes, 0, AMP_FMT_COUNT);
     tcase_add_test(tc, stats_sums_wide_range);
     tcase_add_test(tc, stats_hist_spans);
+    tcase_add_test(tc, stats_nonfinite_counts);
     suite_add_tcase(s, tc);
     TCase *sr = tcase_create("sr");
     tcase_set_timeout(sr, 300);
