@@ -485,17 +485,57 @@ rne_scan512_body(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uin
     sc->c[4] = ovf_on ? (uint32_t)_mm512_reduce_add_epi32(a5.c4) : (uint32_t)n;
 }
 
+/* rne into float32 itself (sh == 0, int_sub) is the identity on finite x: the
+ * scan alone, with y = x; nothing flushes (tf = 0), nothing is inexact, and
+ * the values below tn are float32's subnormals. NaN and inf are not handled
+ * (some |x| > tmax): the caller redoes such a block. */
+static inline __attribute__((always_inline)) T512 void
+ident_scan512_step(const rne512 k, scan512 *a5, const uint32_t *x, uint32_t *y, uint8_t *e8, __mmask16 live)
+{
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff), zero = _mm512_setzero_si512();
+    const __m512i m1 = _mm512_set1_epi32(-1);
+    __m512i u = live == 0xffff ? _mm512_loadu_si512(x) : _mm512_maskz_loadu_epi32(live, x);
+    __m512i a = _mm512_and_si512(u, absm);
+    if (live == 0xffff) _mm512_storeu_si512(y, u);
+    else _mm512_mask_storeu_epi32(y, live, u);
+    _mm512_mask_cvtepi32_storeu_epi8(e8, live, _mm512_srli_epi32(a, 23));
+    a5->amax = _mm512_max_epu32(a5->amax, a);
+    a5->amin = _mm512_mask_min_epu32(a5->amin, live, a5->amin, _mm512_add_epi32(a, m1));
+    a5->c0 = _mm512_mask_sub_epi32(a5->c0, _mm512_cmpeq_epi32_mask(a, zero) & live, a5->c0, m1);
+    a5->c2 = _mm512_mask_sub_epi32(a5->c2, _mm512_cmplt_epi32_mask(a, k.tn) & live, a5->c2, m1);
+}
+
+static T512 void ident_scan512(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uint8_t *e8, size_t n,
+                               rne_thr t)
+{
+    const rne512 k = { .tn = _mm512_set1_epi32(t.tn) };
+    (void)p;
+    const __m512i zero = _mm512_setzero_si512();
+    scan512 a5 = { zero, _mm512_set1_epi32(-1), zero, zero, zero, zero, zero };
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) ident_scan512_step(k, &a5, x + i, y + i, e8 + i, (__mmask16)0xffff);
+    if (i < n) ident_scan512_step(k, &a5, x + i, y + i, e8 + i, (__mmask16)((1u << (n - i)) - 1));
+    sc->amax = _mm512_reduce_max_epu32(a5.amax);
+    sc->amin_m1 = _mm512_reduce_min_epu32(a5.amin);
+    sc->c[0] = sc->c[1] = (uint32_t)_mm512_reduce_add_epi32(a5.c0);
+    sc->c[2] = (uint32_t)_mm512_reduce_add_epi32(a5.c2);
+    sc->c[3] = 0;
+    sc->c[4] = (uint32_t)n;
+}
+
 #define RNE512(I, Z, O) rne_scan512_body(p, sc, x, y, e8, n, t, I, Z, O)
 /* The variant for (int_sub, negz); *spec: first try the one without the
- * overflow result and the count <= tmax (4 operations in 30), redone with
- * them when some |x| > tmax (and from then on for this call). Returns 0
+ * overflow result and the count <= tmax (4 operations in 30), or the
+ * identity (float32), redone in full when some |x| > tmax (and from then on
+ * for this call). Returns 0
  * (nothing done that counts) for a block with a NaN input. */
 static T512 int k_rne_scan512(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uint8_t *e8, size_t n,
                               rne_thr t, int *spec)
 {
     int negz = p->zsign != 0;
     if (*spec) {
-        if (p->int_sub) negz ? RNE512(1, 1, 0) : RNE512(1, 0, 0);
+        if (p->int_sub && !p->sh) ident_scan512(p, sc, x, y, e8, n, t);
+        else if (p->int_sub) negz ? RNE512(1, 1, 0) : RNE512(1, 0, 0);
         else negz ? RNE512(0, 1, 0) : RNE512(0, 0, 0);
         if (sc->amax <= (uint32_t)t.tmax) return 1;
         *spec = 0;
@@ -759,9 +799,14 @@ AMP_CLONES static void block_sums_rne_masked(blockacc *acc, const float *restric
  * masked loads (the lanes past it add +0, as in sums_rne_body) and every
  * partial sum in registers, which is what small tensors pay for. */
 static inline __attribute__((always_inline)) T512 void
-sums512_term(__m512 xx, __m512 yy, __m512 scale, int masked, __m512 *se, __m512 *sq, __m512 *sr)
+sums512_term(__m512 xx, __m512 yy, __m512 scale, int masked, __m512 *se, __m512 *sq, __m512 *sr, int ident)
 {
     const __m512 zero = _mm512_setzero_ps();
+    if (ident) {                                  /* y == x: only x^2 adds anything */
+        __m512 xs = _mm512_mul_ps(xx, scale);
+        *sq = _mm512_add_ps(*sq, _mm512_mul_ps(xs, xs));
+        return;
+    }
     if (masked) {
         __mmask16 fin = _mm512_cmplt_epi32_mask(_mm512_and_si512(_mm512_castps_si512(yy), _mm512_set1_epi32(0x7fffffff)),
                                                _mm512_set1_epi32(0x7f800000));
@@ -796,7 +841,8 @@ static inline __attribute__((always_inline)) T512 double sums512_reduce(const __
 }
 
 static inline __attribute__((always_inline)) T512 void
-sums512_body(blockacc *acc, const float *x, const float *y, size_t n, float scale_f, double unscale2, int masked)
+sums512_body(blockacc *acc, const float *x, const float *y, size_t n, float scale_f, double unscale2, int masked,
+             int ident)
 {
     const __m512 scale = _mm512_set1_ps(scale_f), zero = _mm512_setzero_ps();
     __m512d dse[4], dsq[4], dsr[4];
@@ -807,35 +853,37 @@ sums512_body(blockacc *acc, const float *x, const float *y, size_t n, float scal
         __m512 se0 = zero, sq0 = zero, sr0 = zero, se1 = zero, sq1 = zero, sr1 = zero;   /* lanes 0-15, 16-31 */
         size_t i = 0;
         for (; i + 32 <= m; i += 32) {
-            sums512_term(_mm512_loadu_ps(xg + i), _mm512_loadu_ps(yg + i), scale, masked, &se0, &sq0, &sr0);
-            sums512_term(_mm512_loadu_ps(xg + i + 16), _mm512_loadu_ps(yg + i + 16), scale, masked, &se1, &sq1, &sr1);
+            sums512_term(_mm512_loadu_ps(xg + i), _mm512_loadu_ps(yg + i), scale, masked, &se0, &sq0, &sr0, ident);
+            sums512_term(_mm512_loadu_ps(xg + i + 16), _mm512_loadu_ps(yg + i + 16), scale, masked, &se1, &sq1, &sr1, ident);
         }
         int half = 0;                               /* the rest: lanes 0-15, then 16-31 */
         if (i + 16 <= m) {
-            sums512_term(_mm512_loadu_ps(xg + i), _mm512_loadu_ps(yg + i), scale, masked, &se0, &sq0, &sr0);
+            sums512_term(_mm512_loadu_ps(xg + i), _mm512_loadu_ps(yg + i), scale, masked, &se0, &sq0, &sr0, ident);
             i += 16;
             half = 1;
         }
         if (i < m) {
             __mmask16 live = (__mmask16)((1u << (m - i)) - 1);
             __m512 xt = _mm512_maskz_loadu_ps(live, xg + i), yt = _mm512_maskz_loadu_ps(live, yg + i);
-            if (half) sums512_term(xt, yt, scale, masked, &se1, &sq1, &sr1);
-            else sums512_term(xt, yt, scale, masked, &se0, &sq0, &sr0);
+            if (half) sums512_term(xt, yt, scale, masked, &se1, &sq1, &sr1, ident);
+            else sums512_term(xt, yt, scale, masked, &se0, &sq0, &sr0, ident);
         }
         sums512_widen(dse, se0, se1, i0 == 0);
         sums512_widen(dsq, sq0, sq1, i0 == 0);
         sums512_widen(dsr, sr0, sr1, i0 == 0);
     }
-    acc->sum_sq_err += sums512_reduce(dse) * unscale2;
+    if (!ident) acc->sum_sq_err += sums512_reduce(dse) * unscale2;   /* else += 0 */
     acc->sum_sq += sums512_reduce(dsq) * unscale2;
-    acc->sum_rel_sq += sums512_reduce(dsr);
+    if (!ident) acc->sum_rel_sq += sums512_reduce(dsr);
 }
 
+/* ident: y == x bit for bit (rne into float32, no NaN or inf) */
 static T512 void block_sums_rne512(blockacc *acc, const float *x, const float *y, size_t n, float scale,
-                                   double unscale2, int masked)
+                                   double unscale2, int masked, int ident)
 {
-    if (masked) sums512_body(acc, x, y, n, scale, unscale2, 1);
-    else sums512_body(acc, x, y, n, scale, unscale2, 0);
+    if (ident) sums512_body(acc, x, y, n, scale, unscale2, 0, 1);
+    else if (masked) sums512_body(acc, x, y, n, scale, unscale2, 1, 0);
+    else sums512_body(acc, x, y, n, scale, unscale2, 0, 0);
 }
 #endif
 
@@ -930,7 +978,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         hist_open(acc, 0, lo, hi);
         if (hi - lo < (use512 > 1 ? HIST_GF_SPAN : HIST_VEC_SPAN)) {
             size_t nv = (n + VB - 1) / VB * VB;
-            memset(e8 + n, 0, nv - n);            /* field 0 is never counted here */
+            memset(e8 + n, 0, VB);                /* to nv; field 0 is never counted here */
 #ifdef AMP_HIST512
             if (use512 > 1) block_hist_gfni(acc->hist[0], e8, nv, lo, hi);
             else if (use512) block_hist512(acc->hist[0], e8, nv, lo, hi);
@@ -960,7 +1008,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         float scale = amp_u2f((uint32_t)(127 + k) << 23);
         double unscale2 = amp_u2d((uint64_t)(1023 - 2 * k) << 52);
 #ifdef AMP_HIST512
-        if (use512) block_sums_rne512(acc, xf, yf, n, scale, unscale2, masked);
+        if (use512) block_sums_rne512(acc, xf, yf, n, scale, unscale2, masked, !p->sh && p->int_sub && !masked);
         else
 #endif
             (masked ? block_sums_rne_masked : block_sums_rne)(acc, xf, yf, n, scale, unscale2);
@@ -1040,12 +1088,20 @@ typedef struct pcache {
     rne_thr thr;
 } pcache;
 
+/* the stored traits, which determine the derived fields */
+static int same_traits(const amp_format *a, const amp_format *b)
+{
+    return a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias && a->has_inf == b->has_inf &&
+           a->nan == b->nan && a->has_neg_zero == b->has_neg_zero && a->has_subnormals == b->has_subnormals &&
+           a->is_signed == b->is_signed && a->max_finite == b->max_finite;
+}
+
 static const pcache *cached_params(const amp_format *f, const amp_round_opts *o)
 {
     static _Thread_local pcache c[PCACHE];
     static _Thread_local unsigned next;
     for (int i = 0; i < PCACHE; i++)
-        if (c[i].valid && c[i].mode == o->mode && c[i].flags == o->flags && !memcmp(&c[i].f, f, sizeof *f))
+        if (c[i].valid && c[i].mode == o->mode && c[i].flags == o->flags && same_traits(&c[i].f, f))
             return &c[i];
     pcache *e = &c[next++ % PCACHE];
     e->valid = 1;

@@ -246,12 +246,13 @@ END_TEST
 
 /* The histogram's vector paths (byte compares, GFNI windows) and its scalar
  * loop are chosen by how many binades a block spans: data spanning 1 to 130
- * binades, a length with a partial vector at the end, with and without a few
- * zeros and NaNs, in formats of each rne kernel and one other mode. */
+ * binades (once reaching float32's subnormals), a length with a partial
+ * vector at the end, with and without a few zeros and NaNs, in formats of
+ * each rne kernel (float32 itself: the identity) and one other mode. */
 START_TEST(stats_hist_spans)
 {
     static const int spans[] = { 1, 7, 20, 47, 48, 49, 60, 95, 96, 97, 130 };
-    static const amp_format_id fmts[] = { AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3, AMP_FMT_E5M2FNUZ };
+    static const amp_format_id fmts[] = { AMP_FMT_FP32, AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3, AMP_FMT_E5M2FNUZ };
     size_t n = 4096 + 1000 + 37, bad = 0;
     float *x = malloc(n * sizeof *x);
     ck_assert(x);
@@ -260,8 +261,9 @@ START_TEST(stats_hist_spans)
         for (int special = 0; special < 2; special++) {
             for (size_t i = 0; i < n; i++) {
                 uint64_t u = rt_next(&r);
+                int lo = si == 2 ? -140 : -spans[si] / 2 - 8;   /* span 20: float32 subnormals too */
                 x[i] = (float)ldexp((u & 1) ? -1.0 - rt_unif(&r) : 1.0 + rt_unif(&r),
-                                    -spans[si] / 2 - 8 + (int)(rt_next(&r) % (uint64_t)spans[si]));
+                                    lo + (int)(rt_next(&r) % (uint64_t)spans[si]));
                 if (special && u % 97 == 0) x[i] = (u & 2) ? 0.0f : NAN;
             }
             for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
