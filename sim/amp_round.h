@@ -68,10 +68,15 @@ typedef struct amp_stats {
                            /* (each sum within a relative AMP_STATS_SUM_RTOL: the fast
                             * kernels divide and, under rne, square in float32) */
     uint64_t n_rel;        /* how many terms in sum_rel_sq */
+    int hist_lo, hist_hi;  /* every hist[b] outside [hist_lo, hist_hi] is 0 (none: lo > hi);
+                            * whatever adds to hist widens it */
     uint64_t hist[AMP_HIST_BINS];
 } amp_stats;
 
 void amp_stats_init(amp_stats *st);
+/* The same as amp_stats_init for a st that has been initialised: clears only
+ * the histogram bins in use (a training step resets a score of them). */
+void amp_stats_reset(amp_stats *st);
 /* dst += src. Callers combine partial stats in a fixed order (determinism). */
 void amp_stats_merge(amp_stats *dst, const amp_stats *src);
 /* RMS relative error over nonzero finite inputs (0 if none). */

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,6 +192,22 @@ void amp_stats_init(amp_stats *st)
 {
     memset(st, 0, sizeof *st);
     st->amin_nonzero = INFINITY;
+    st->hist_lo = AMP_HIST_BINS, st->hist_hi = -1;
+}
+
+void amp_stats_reset(amp_stats *st)
+{
+    if (st->hist_lo <= st->hist_hi)
+        memset(&st->hist[st->hist_lo], 0, (size_t)(st->hist_hi - st->hist_lo + 1) * sizeof st->hist[0]);
+    memset(st, 0, offsetof(amp_stats, hist));
+    st->amin_nonzero = INFINITY;
+    st->hist_lo = AMP_HIST_BINS, st->hist_hi = -1;
+}
+
+void amp_stats_widen(amp_stats *st, int lo, int hi)
+{
+    if (lo < st->hist_lo) st->hist_lo = lo;
+    if (hi > st->hist_hi) st->hist_hi = hi;
 }
 
 void amp_stats_merge(amp_stats *dst, const amp_stats *src)
@@ -203,7 +220,8 @@ void amp_stats_merge(amp_stats *dst, const amp_stats *src)
     dst->sum_sq += src->sum_sq;
     dst->sum_rel_sq += src->sum_rel_sq;
     dst->n_rel += src->n_rel;
-    for (int b = 0; b < AMP_HIST_BINS; b++) dst->hist[b] += src->hist[b];
+    for (int b = src->hist_lo; b <= src->hist_hi; b++) dst->hist[b] += src->hist[b];
+    if (src->hist_lo <= src->hist_hi) amp_stats_widen(dst, src->hist_lo, src->hist_hi);
 }
 
 double amp_stats_rel_err(const amp_stats *st)
@@ -241,7 +259,9 @@ void amp_stats_add1(amp_stats *st, double x, float y, amp_class c)
     if (c == AMP_CLS_INF_IN || c == AMP_CLS_ZERO_IN) return;
     if (ax < st->amin_nonzero) st->amin_nonzero = ax;
     int b = ilogb(ax) - AMP_HIST_LO;
-    st->hist[b < 0 ? 0 : b >= AMP_HIST_BINS ? AMP_HIST_BINS - 1 : b]++;
+    b = b < 0 ? 0 : b >= AMP_HIST_BINS ? AMP_HIST_BINS - 1 : b;
+    st->hist[b]++;
+    amp_stats_widen(st, b, b);
     if (isfinite(y)) {
         double d = (double)y - x;
         st->sum_sq_err += d * d;

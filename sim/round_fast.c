@@ -1024,7 +1024,9 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
 static void hist_add(amp_stats *st, int binade, uint64_t count)
 {
     int b = binade - AMP_HIST_LO;
-    st->hist[b < 0 ? 0 : b >= AMP_HIST_BINS ? AMP_HIST_BINS - 1 : b] += count;
+    b = b < 0 ? 0 : b >= AMP_HIST_BINS ? AMP_HIST_BINS - 1 : b;
+    st->hist[b] += count;
+    amp_stats_widen(st, b, b);
 }
 
 static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)

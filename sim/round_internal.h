@@ -11,6 +11,8 @@
 amp_status amp_round_check_opts(const amp_format *f, const amp_round_opts *o);
 /* The result and class of an overflowing finite value of sign neg. */
 float amp_round_overflow(const amp_format *f, const amp_round_opts *o, int neg, amp_class *cls);
+/* Widens st's range of histogram bins in use to take [lo, hi]. */
+void amp_stats_widen(amp_stats *st, int lo, int hi);
 /* Adds one element to st (scalar form of the fused counters). */
 void amp_stats_add1(amp_stats *st, double x, float y, amp_class c);
 /* Fast float32 kernel for one chunk: returns 1 if it handled (f, o), else 0

@@ -131,9 +131,10 @@ static amp_stats *stats_of(amp_tensors *r, amp_tensor *t)
     if (!t->stats) {
         t->stats = malloc(sizeof *t->stats);
         if (!t->stats) return NULL;
+        amp_stats_init(t->stats);
     }
     if (!t->stats_valid) {
-        amp_stats_init(t->stats);
+        amp_stats_reset(t->stats);
         t->stats_valid = 1;
     }
     return t->stats;

@@ -325,6 +325,52 @@ START_TEST(stats_nonfinite_counts)
 }
 END_TEST
 
+/* Every writer of the histogram keeps its bins inside [hist_lo, hist_hi]
+ * (fast kernels, the generic path, float64 input, merged chunks), and
+ * amp_stats_reset then leaves exactly what amp_stats_init does. */
+START_TEST(stats_reset_equals_init)
+{
+    size_t n = ((size_t)1 << 16) + 777;                 /* two chunks: merged partial stats */
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    double *xd = malloc(n * sizeof *xd);
+    ck_assert(x && y && xd);
+    rt_rng r = { seed + 17 };
+    for (size_t i = 0; i < n; i++) {
+        xd[i] = ldexp(1.0 + rt_unif(&r), (int)(rt_next(&r) % 80) - 60);
+        x[i] = (float)xd[i];
+    }
+    static const struct { amp_format_id f; amp_rounding m; int f64; } cases[] = {
+        { AMP_FMT_FP16, AMP_RND_NE, 0 }, { AMP_FMT_E4M3, AMP_RND_TZ, 0 }, { AMP_FMT_BF16, AMP_RND_SR, 0 },
+        { AMP_FMT_E8M0, AMP_RND_NE, 0 }, { AMP_FMT_FP16, AMP_RND_NE, 1 },
+    };
+    amp_stats fresh, st;
+    amp_stats_init(&fresh);
+    amp_stats_init(&st);
+    amp_set_threads(2);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        amp_round_opts o = amp_round_defaults();
+        o.mode = cases[k].m;
+        const amp_format *f = amp_format_get(cases[k].f);
+        size_t m = k == 1 ? 100 : n;                    /* one small call */
+        ck_assert(cases[k].f64 ? amp_round_f64(f, &o, xd, y, m, &st) == AMP_OK
+                               : amp_round_f32(f, &o, x, y, m, &st) == AMP_OK);
+        uint64_t total = 0;
+        for (int b = 0; b < AMP_HIST_BINS; b++) {
+            if (st.hist[b]) ck_assert_msg(b >= st.hist_lo && b <= st.hist_hi, "%s: bin %d outside [%d, %d]",
+                                          f->name, b, st.hist_lo, st.hist_hi);
+            total += st.hist[b];
+        }
+        ck_assert_uint_eq(total, m);
+        amp_stats_reset(&st);
+        ck_assert_msg(!memcmp(&st, &fresh, sizeof st), "%s: reset differs from init", f->name);
+    }
+    amp_set_threads(1);
+    free(x);
+    free(y);
+    free(xd);
+}
+END_TEST
+
 /* ---- stochastic rounding ---------------------------------------------------------- */
 /* The neighbours of x: MPFR toward zero, and away from zero (rup for positive,
  * rdn for negative x; same overflow policy as sr since neither is toward zero). */
@@ -597,6 +643,7 @@ int main(void)
     tcase_add_test(tc, stats_sums_wide_range);
     tcase_add_test(tc, stats_hist_spans);
     tcase_add_test(tc, stats_nonfinite_counts);
+    tcase_add_test(tc, stats_reset_equals_init);
     suite_add_tcase(s, tc);
     TCase *sr = tcase_create("sr");
     tcase_set_timeout(sr, 300);
