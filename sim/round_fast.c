@@ -877,7 +877,7 @@ sums512_body(blockacc *acc, const float *x, const float *y, size_t n, float scal
     if (!ident) acc->sum_rel_sq += sums512_reduce(dsr);
 }
 
-/* ident: y == x bit for bit (rne into float32, no NaN or inf) */
+/* ident: y == x for every value (no NaN or inf) */
 static T512 void block_sums_rne512(blockacc *acc, const float *x, const float *y, size_t n, float scale,
                                    double unscale2, int masked, int ident)
 {
@@ -1008,7 +1008,10 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         float scale = amp_u2f((uint32_t)(127 + k) << 23);
         double unscale2 = amp_u2d((uint64_t)(1023 - 2 * k) << 52);
 #ifdef AMP_HIST512
-        if (use512) block_sums_rne512(acc, xf, yf, n, scale, unscale2, masked, !p->sh && p->int_sub && !masked);
+        /* y == x: float32 itself, or every value exact (no flush, subnormal, inexact or overflow) */
+        int ident = (!p->sh && p->int_sub && !masked) ||
+                    (sc.c[1] == sc.c[0] && sc.c[2] == sc.c[0] && !sc.c[3] && sc.c[4] == (uint32_t)n);
+        if (use512) block_sums_rne512(acc, xf, yf, n, scale, unscale2, masked, ident);
         else
 #endif
             (masked ? block_sums_rne_masked : block_sums_rne)(acc, xf, yf, n, scale, unscale2);
@@ -1021,12 +1024,15 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
     }
 }
 
-static void hist_add(amp_stats *st, int binade, uint64_t count)
+/* adds count to the bin of binade; [*lo, *hi] takes the bin (the caller
+ * widens st's range once) */
+static void hist_add(amp_stats *st, int binade, uint64_t count, int *lo, int *hi)
 {
     int b = binade - AMP_HIST_LO;
     b = b < 0 ? 0 : b >= AMP_HIST_BINS ? AMP_HIST_BINS - 1 : b;
     st->hist[b] += count;
-    amp_stats_widen(st, b, b);
+    if (b < *lo) *lo = b;
+    if (b > *hi) *hi = b;
 }
 
 static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
@@ -1157,14 +1163,16 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     st->sum_sq += acc.sum_sq;
     st->sum_rel_sq += acc.sum_rel_sq;
     st->n_rel += acc.n_rel;
+    int blo = AMP_HIST_BINS, bhi = -1;
     for (uint32_t field = acc.hlo[0]; field <= acc.hhi[0]; field++)
-        if (acc.hist[0][field]) hist_add(st, (int)field - 127, acc.hist[0][field]);
+        if (acc.hist[0][field]) hist_add(st, (int)field - 127, acc.hist[0][field], &blo, &bhi);
     for (uint32_t field = acc.hlo[1]; field <= acc.hhi[1]; field++) {
         uint64_t c = (uint64_t)acc.hist[1][field] + acc.hist[2][field] + acc.hist[3][field];
-        if (c) hist_add(st, (int)field - 127, c);
+        if (c) hist_add(st, (int)field - 127, c, &blo, &bhi);
     }
     for (int bl = 0; acc.has_sub && bl < 32; bl++)
-        if (acc.sub_hist[bl]) hist_add(st, bl - 149, acc.sub_hist[bl]);
+        if (acc.sub_hist[bl]) hist_add(st, bl - 149, acc.sub_hist[bl], &blo, &bhi);
+    if (blo <= bhi) amp_stats_widen(st, blo, bhi);
     return 1;
 }
 

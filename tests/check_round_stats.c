@@ -247,36 +247,46 @@ END_TEST
 /* The histogram's vector paths (byte compares, GFNI windows) and its scalar
  * loop are chosen by how many binades a block spans: data spanning 1 to 130
  * binades (once reaching float32's subnormals), a length with a partial
- * vector at the end, with and without a few zeros and NaNs, in formats of
- * each rne kernel (float32 itself: the identity) and one other mode. */
+ * vector at the end, with and without a few zeros and NaNs, and as values of
+ * the format (every rounding exact), in formats of each rne kernel (float32
+ * itself: the identity) and one other mode. */
 START_TEST(stats_hist_spans)
 {
     static const int spans[] = { 1, 7, 20, 47, 48, 49, 60, 95, 96, 97, 130 };
     static const amp_format_id fmts[] = { AMP_FMT_FP32, AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3, AMP_FMT_E5M2FNUZ };
     size_t n = 4096 + 1000 + 37, bad = 0;
-    float *x = malloc(n * sizeof *x);
-    ck_assert(x);
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    ck_assert(x && y);
     rt_rng r = { seed + 11 };
     for (size_t si = 0; si < sizeof spans / sizeof spans[0]; si++)
-        for (int special = 0; special < 2; special++) {
+        for (int special = 0; special < 3; special++) {
             for (size_t i = 0; i < n; i++) {
                 uint64_t u = rt_next(&r);
                 int lo = si == 2 ? -140 : -spans[si] / 2 - 8;   /* span 20: float32 subnormals too */
                 x[i] = (float)ldexp((u & 1) ? -1.0 - rt_unif(&r) : 1.0 + rt_unif(&r),
                                     lo + (int)(rt_next(&r) % (uint64_t)spans[si]));
-                if (special && u % 97 == 0) x[i] = (u & 2) ? 0.0f : NAN;
+                if (special == 1 && u % 97 == 0) x[i] = (u & 2) ? 0.0f : NAN;
             }
             for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
                 for (int m = 0; m < 2; m++) {
                     amp_round_opts o = amp_round_defaults();
                     o.mode = m ? AMP_RND_TZ : AMP_RND_NE;
+                    const amp_format *f = amp_format_get(fmts[fi]);
+                    float *xs = x;
+                    if (special == 2) {                 /* values of the format: every rounding exact */
+                        xs = y;
+                        amp_round_opts ne = amp_round_defaults();
+                        ne.flags = AMP_SATURATE;
+                        ck_assert(amp_round_f32(f, &ne, x, xs, n, NULL) == AMP_OK);
+                    }
                     char what[64];
-                    snprintf(what, sizeof what, "span %d%s", spans[si], special ? " +0/NaN" : "");
-                    rt_batch b = { amp_format_get(fmts[fi]), &o, what, seed, 0 };
-                    bad += rt_check_batch(&b, x, 0, n);
+                    snprintf(what, sizeof what, "span %d%s", spans[si], special == 1 ? " +0/NaN" : special ? " exact" : "");
+                    rt_batch b = { f, &o, what, seed, 0 };
+                    bad += rt_check_batch(&b, xs, 0, n);
                 }
         }
     free(x);
+    free(y);
     ck_assert_msg(bad == 0, "%zu statistics mismatches (seed 0x%llx)", bad, (unsigned long long)seed);
 }
 END_TEST
