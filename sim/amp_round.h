@@ -93,6 +93,16 @@ amp_status amp_round_f32(const amp_format *f, const amp_round_opts *o,
 amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o,
                          const double *x, float *y, size_t n, amp_stats *st);
 
+/* The hand-written SIMD paths of the rounding kernels: GENERIC is the
+ * compiler-vectorised C alone; AVX512 adds the fused rne scan and error sums
+ * in AVX-512 intrinsics; GFNI adds the GFNI histogram. Every path gives the
+ * same bits (the tests run each). amp_set_simd caps the paths used
+ * (AMP_SIMD_AUTO: what the machine has); amp_simd_active says which is used. */
+typedef enum { AMP_SIMD_AUTO = -1, AMP_SIMD_GENERIC, AMP_SIMD_AVX512, AMP_SIMD_GFNI } amp_simd;
+void amp_set_simd(amp_simd cap);
+amp_simd amp_simd_active(void);
+const char *amp_simd_name(amp_simd s);
+
 /* How many results of a rounding with class counts cls[] (a difference of two
  * amp_stats) are inf or NaN: the NaN inputs, the overflows, and the inf inputs
  * when the format has no finite result for them. -1 if the two infinities

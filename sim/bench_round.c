@@ -63,7 +63,9 @@ int amp_bench_round(FILE *out, int csv, int reps, size_t n)
     static const amp_rounding modes[] = { AMP_RND_NE, AMP_RND_NA, AMP_RND_TZ, AMP_RND_UP, AMP_RND_DN, AMP_RND_TO, AMP_RND_SR };
     if (csv) fprintf(out, "format,mode,stats,ns_per_elem,memcpy_ns_per_elem,ratio_to_memcpy\n");
     else fprintf(out, "rounding %zu float32 values, 1 thread, thread CPU time, best of %d; ratio = memcpy time / kernel time (higher is faster)\n"
-                 "%-9s %-4s %-5s %10s %10s %8s\n", n, reps, "format", "mode", "stats", "ns/elem", "memcpy", "ratio");
+                 "kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them)\n"
+                 "%-9s %-4s %-5s %10s %10s %8s\n", n, reps, amp_simd_name(amp_simd_active()), "format", "mode", "stats",
+                 "ns/elem", "memcpy", "ratio");
     for (int fi = 0; fi < AMP_FMT_COUNT; fi++) {
         const amp_format *f = amp_format_get((amp_format_id)fi);
         fill_mixed(x, n, f);

@@ -164,7 +164,9 @@ int amp_bench_train(FILE *out, int csv, const char *model)
     amp_set_threads(1);
     if (csv) fprintf(out, "model,t_fp32_ms,t_fp32_stats_ms,t_fp16amp_stats_ms,t_fp16amp_ms,ratio,ratio_vs_fp32_stats,ratio_nostats,"
                           "tokens,fp32_tok_s,fp16amp_stats_tok_s,fp16amp_tok_s\n");
-    else fprintf(out, "%-32s %8s %13s %16s %12s %6s %9s %9s %10s %13s %11s\n", "model (one step)", "fp32 ms", "fp32+stats ms",
+    else fprintf(out, "rounding kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them)\n"
+                      "%-32s %8s %13s %16s %12s %6s %9s %9s %10s %13s %11s\n", amp_simd_name(amp_simd_active()),
+                      "model (one step)", "fp32 ms", "fp32+stats ms",
                  "fp16-amp+st ms", "fp16-amp ms", "ratio", "ratio(st)", "ratio(no)", "fp32 tok/s", "amp+st tok/s", "amp tok/s");
     for (int i = 0; i < ncases; i++) {
         double t[4];

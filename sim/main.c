@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Subcommands live in their own files; one not linked in is reported, not a crash. */
@@ -38,9 +39,26 @@ static void usage(FILE *fp)
     fprintf(fp, "\nampsim %s — emulated low-precision training with exact rounding\n", amp_version());
 }
 
+/* AMP_SIMD=generic|avx512|gfni caps the rounding kernels' hand-written paths
+ * (the results are the same bits; for comparing speed and testing). */
+static int simd_from_env(void)
+{
+    const char *v = getenv("AMP_SIMD");
+    if (!v || !*v || !strcmp(v, "auto")) return 0;
+    static const amp_simd caps[] = { AMP_SIMD_GENERIC, AMP_SIMD_AVX512, AMP_SIMD_GFNI };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+        if (!strcmp(v, amp_simd_name(caps[i]))) {
+            amp_set_simd(caps[i]);
+            return 0;
+        }
+    fprintf(stderr, "ampsim: AMP_SIMD='%s' is not one of auto, generic, avx512, gfni\n", v);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) { usage(stderr); return 2; }
+    if (simd_from_env()) return 2;
     if (amp_cli_is_help(argv[1]) || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
     if (!strcmp(argv[1], "--version")) { printf("ampsim %s\n", amp_version()); return 0; }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -1067,20 +1067,38 @@ static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
     return 1;
 }
 
-/* The AVX-512 paths this machine has: 0 none, 1 AVX-512BW/VL, 2 also GFNI
- * and BITALG (the histogram). Asked once. */
+/* The hand-written paths this machine has (asked once), under the cap of
+ * amp_set_simd: AMP_SIMD_GENERIC (none), AMP_SIMD_AVX512 (AVX-512BW/VL),
+ * AMP_SIMD_GFNI (also GFNI and BITALG: the histogram). */
+static int simd_cap = AMP_SIMD_GFNI;
+
+void amp_set_simd(amp_simd cap)
+{
+    __atomic_store_n(&simd_cap, cap == AMP_SIMD_AUTO ? AMP_SIMD_GFNI : (int)cap, __ATOMIC_RELAXED);
+}
+
 static int machine_paths(void)
 {
     int m = 0;
 #ifdef AMP_HIST512
     static int known = -1;
     m = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (m >= 0) return m;
-    m = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-    m += m && __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512bitalg");
-    __atomic_store_n(&known, m, __ATOMIC_RELAXED);
+    if (m < 0) {
+        m = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+        m += m && __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512bitalg");
+        __atomic_store_n(&known, m, __ATOMIC_RELAXED);
+    }
+    int cap = __atomic_load_n(&simd_cap, __ATOMIC_RELAXED);
+    if (m > cap) m = cap;
 #endif
     return m;
+}
+
+amp_simd amp_simd_active(void) { return (amp_simd)machine_paths(); }
+
+const char *amp_simd_name(amp_simd s)
+{
+    return s == AMP_SIMD_GFNI ? "gfni" : s == AMP_SIMD_AVX512 ? "avx512" : s == AMP_SIMD_GENERIC ? "generic" : "auto";
 }
 
 /* fast_params and rne_thresholds of the last few (format, mode, flags) this

@@ -381,6 +381,65 @@ START_TEST(stats_reset_equals_init)
 }
 END_TEST
 
+/* Every kernel path (amp_set_simd: generic C, AVX-512, GFNI) gives the same
+ * bits: results and whole statistics against the generic path, in every
+ * format, deterministic mode and overflow flag, on data of several kinds
+ * (any bit pattern, ordinary values, values of the format, overflowing
+ * values), at lengths with partial vectors and blocks. */
+START_TEST(paths_same_bits)
+{
+    size_t n = 4096 + 1000 + 37;
+    float *x = malloc(n * sizeof *x), *y0 = malloc(n * sizeof *y0), *y1 = malloc(n * sizeof *y1);
+    ck_assert(x && y0 && y1);
+    rt_rng r = { seed + 19 };
+    size_t compared = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (int fi = 0; fi < AMP_FMT_COUNT; fi++) {
+            const amp_format *f = amp_format_get((amp_format_id)fi);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t u = rt_next(&r);
+                double e = kind == 3 ? (double)(f->emax - 4) + 8 * rt_unif(&r) : -30 + 40 * rt_unif(&r);
+                x[i] = kind == 0 ? amp_u2f((uint32_t)u) : (float)ldexp((u & 1) ? -1.0 : 1.0, 0) * (float)exp2(e);
+            }
+            if (kind == 2) {
+                amp_round_opts ne = amp_round_defaults();
+                ne.flags = AMP_SATURATE;
+                ck_assert(amp_round_f32(f, &ne, x, x, n, NULL) == AMP_OK);
+            }
+            for (int m = 0; m < AMP_RND_COUNT; m++)
+                for (int sat = 0; sat < 2; sat++)
+                    for (int len = 0; len < 2; len++) {
+                        if (m == AMP_RND_SR) continue;
+                        size_t cnt = len ? n : 10;
+                        amp_round_opts o = amp_round_defaults();
+                        o.mode = (amp_rounding)m;
+                        o.flags = sat ? AMP_SATURATE : 0;
+                        amp_stats s0, s1;
+                        amp_set_simd(AMP_SIMD_GENERIC);
+                        amp_stats_init(&s0);
+                        ck_assert(amp_round_f32(f, &o, x, y0, cnt, &s0) == AMP_OK);
+                        for (int cap = AMP_SIMD_AVX512; cap <= AMP_SIMD_GFNI; cap++) {
+                            amp_set_simd((amp_simd)cap);
+                            if ((int)amp_simd_active() < cap) continue;   /* the machine has not got it */
+                            amp_stats_init(&s1);
+                            ck_assert(amp_round_f32(f, &o, x, y1, cnt, &s1) == AMP_OK);
+                            ck_assert_msg(!memcmp(y0, y1, cnt * sizeof *y0) && !memcmp(&s0, &s1, sizeof s0),
+                                          "%s %s%s kind %d n %zu: path %s differs from generic", f->name,
+                                          amp_rounding_name(o.mode), sat ? " saturate" : "", kind, cnt,
+                                          amp_simd_name((amp_simd)cap));
+                            compared++;
+                        }
+                    }
+        }
+    amp_set_simd(AMP_SIMD_AUTO);
+    printf("paths_same_bits: %zu comparisons with the generic path (machine: %s)\n", compared,
+           amp_simd_name(amp_simd_active()));
+    free(x);
+    free(y0);
+    free(y1);
+}
+END_TEST
+
 /* ---- stochastic rounding ---------------------------------------------------------- */
 /* The neighbours of x: MPFR toward zero, and away from zero (rup for positive,
  * rdn for negative x; same overflow policy as sr since neither is toward zero). */
@@ -654,6 +713,7 @@ int main(void)
     tcase_add_test(tc, stats_hist_spans);
     tcase_add_test(tc, stats_nonfinite_counts);
     tcase_add_test(tc, stats_reset_equals_init);
+    tcase_add_test(tc, paths_same_bits);
     suite_add_tcase(s, tc);
     TCase *sr = tcase_create("sr");
     tcase_set_timeout(sr, 300);

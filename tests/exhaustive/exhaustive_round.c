@@ -160,7 +160,11 @@ int main(void)
     uint64_t total_bad = 0;
     double t_all = omp_get_wtime();
     amp_set_threads(1);
-    printf("exhaustive: all 2^32 float32 inputs, amp_round_f32 vs an independent grid reference\n");
+    const char *simd = getenv("AMP_SIMD");               /* generic|avx512|gfni: cap the kernel paths */
+    if (simd && !strcmp(simd, "generic")) amp_set_simd(AMP_SIMD_GENERIC);
+    else if (simd && !strcmp(simd, "avx512")) amp_set_simd(AMP_SIMD_AVX512);
+    printf("exhaustive: all 2^32 float32 inputs, amp_round_f32 vs an independent grid reference (kernel paths: %s)\n",
+           amp_simd_name(amp_simd_active()));
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const amp_format *f = amp_format_get(cases[c].id);
         if (!listed("AMP_EXH_FORMATS", f->name)) continue;
