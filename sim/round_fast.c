@@ -417,16 +417,12 @@ typedef struct rne512 {
 } rne512;
 
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-/* 16 values (those in `live`) of rne_scan512_body; negz: zeros keep their sign */
-static inline __attribute__((always_inline)) T512 void
-rne_scan512_step(const rne512 k, scan512 *a5, const uint32_t *x, uint32_t *y, uint8_t *e8, int int_sub,
-                 int negz, int ovf_on, __mmask16 live)
+/* rne_elem of 16 values u (magnitudes a) but NaN; *small: a < minnorm;
+ * negz: zeros keep their sign; ovf_on: the overflow result */
+static inline __attribute__((always_inline)) T512 __m512i
+rne512_round(const rne512 k, __m512i u, __m512i a, int int_sub, int negz, int ovf_on, __mmask16 *small_out)
 {
-    const __m512i absm = _mm512_set1_epi32(0x7fffffff), zero = _mm512_setzero_si512();
-    const __m512i m1 = _mm512_set1_epi32(-1);
-    __m512i u = live == 0xffff ? _mm512_loadu_si512(x) : _mm512_maskz_loadu_epi32(live, x);
-    __m512i a = _mm512_and_si512(u, absm);
-    /* rne_elem */
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff);
     __m512i r = _mm512_add_epi32(a, k.half_m1);
     if (k.has_lsb) r = _mm512_add_epi32(r, _mm512_and_si512(_mm512_srl_epi32(a, k.sh), k.lsb1));
     r = _mm512_andnot_si512(k.mask, r);
@@ -442,6 +438,21 @@ rne_scan512_step(const rne512 k, scan512 *a5, const uint32_t *x, uint32_t *y, ui
         __m512i ov = _mm512_ternarylogic_epi32(_mm512_srai_epi32(u, 31), k.ovfx, k.ovf0, 0x6a);   /* (A & B) ^ C */
         res = _mm512_mask_mov_epi32(res, ovf, ov);
     }
+    *small_out = small;
+    return res;
+}
+
+/* 16 values (those in `live`) of rne_scan512_body */
+static inline __attribute__((always_inline)) T512 void
+rne_scan512_step(const rne512 k, scan512 *a5, const uint32_t *x, uint32_t *y, uint8_t *e8, int int_sub,
+                 int negz, int ovf_on, __mmask16 live)
+{
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff), zero = _mm512_setzero_si512();
+    const __m512i m1 = _mm512_set1_epi32(-1);
+    __m512i u = live == 0xffff ? _mm512_loadu_si512(x) : _mm512_maskz_loadu_epi32(live, x);
+    __m512i a = _mm512_and_si512(u, absm);
+    __mmask16 small;
+    __m512i res = rne512_round(k, u, a, int_sub, negz, ovf_on, &small);
     if (live == 0xffff) _mm512_storeu_si512(y, res);
     else _mm512_mask_storeu_epi32(y, live, res);
     /* scan_body */
@@ -458,11 +469,9 @@ rne_scan512_step(const rne512 k, scan512 *a5, const uint32_t *x, uint32_t *y, ui
     if (ovf_on) a5->c4 = _mm512_mask_sub_epi32(a5->c4, le_max, a5->c4, m1);
 }
 
-static inline __attribute__((always_inline)) T512 void
-rne_scan512_body(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uint8_t *e8, size_t n, rne_thr t,
-                 int int_sub, int negz, int ovf_on)
+static inline __attribute__((always_inline)) T512 rne512 rne512_params(const kparams *p, rne_thr t)
 {
-    const rne512 k = {
+    return (rne512){
         .sh = _mm_cvtsi32_si128((int)p->sh), .lsb1 = _mm512_set1_epi32(1),
         .half_m1 = _mm512_set1_epi32((int)(p->half - 1u)), .mask = _mm512_set1_epi32((int)p->mask),
         .minnorm = _mm512_set1_epi32((int)p->minnorm), .maxbits = _mm512_set1_epi32((int)p->maxbits),
@@ -470,6 +479,13 @@ rne_scan512_body(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uin
         .tf = _mm512_set1_epi32(t.tf), .tn = _mm512_set1_epi32(t.tn), .tmax = _mm512_set1_epi32(t.tmax),
         .cadd = _mm512_set1_ps(p->cadd), .has_lsb = p->sh != 0,
     };
+}
+
+static inline __attribute__((always_inline)) T512 void
+rne_scan512_body(const kparams *p, scan *sc, const uint32_t *x, uint32_t *y, uint8_t *e8, size_t n, rne_thr t,
+                 int int_sub, int negz, int ovf_on)
+{
+    const rne512 k = rne512_params(p, t);
     const __m512i zero = _mm512_setzero_si512();
     scan512 a5 = { zero, _mm512_set1_epi32(-1), zero, zero, zero, zero, zero };
     size_t i = 0;
@@ -545,6 +561,30 @@ static T512 int k_rne_scan512(const kparams *p, scan *sc, const uint32_t *x, uin
     return sc->amax <= 0x7f800000u;
 }
 #undef RNE512
+
+/* The rne kernel of calls without statistics, NaN included (rne_elem). */
+static inline __attribute__((always_inline)) T512 void
+rne512_body(const kparams *p, const uint32_t *x, uint32_t *y, size_t n, int int_sub, int negz)
+{
+    const rne512 k = rne512_params(p, (rne_thr){ 0, 0, 0, 0, 0, AMP_CLS_OVERFLOW });
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    const __m512i quiet = _mm512_set1_epi32(0x00400000);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512i u = _mm512_maskz_loadu_epi32(live, x + i), a = _mm512_and_si512(u, absm);
+        __mmask16 small;
+        __m512i res = rne512_round(k, u, a, int_sub, negz, 1, &small);
+        res = _mm512_mask_or_epi32(res, _mm512_cmpgt_epi32_mask(a, inf), u, quiet);   /* NaN stays NaN */
+        _mm512_mask_storeu_epi32(y + i, live, res);
+    }
+}
+
+static T512 void k_rne512(const kparams *p, const uint32_t *x, uint32_t *y, size_t n)
+{
+    int negz = p->zsign != 0;
+    if (p->int_sub) negz ? rne512_body(p, x, y, n, 1, 1) : rne512_body(p, x, y, n, 1, 0);
+    else negz ? rne512_body(p, x, y, n, 0, 1) : rne512_body(p, x, y, n, 0, 0);
+}
 #endif
 
 /* Adds to hist[f] the number of bytes e8[0..n) equal to f, for every f in
@@ -1149,6 +1189,9 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     uint32_t *yu = (uint32_t *)(void *)y;
     if (!st) {
         kern_fn k = p.rne_ok ? (p.int_sub ? k_rne_int : k_rne_sub) : kernels[o->mode];
+#ifdef AMP_HIST512
+        if (p.rne_ok && machine_paths()) k = k_rne512;
+#endif
         k(&p, xu, yu, n);
         return 1;
     }

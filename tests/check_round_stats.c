@@ -382,7 +382,8 @@ START_TEST(stats_reset_equals_init)
 END_TEST
 
 /* Every kernel path (amp_set_simd: generic C, AVX-512, GFNI) gives the same
- * bits: results and whole statistics against the generic path, in every
+ * bits: results (with and without statistics) and whole statistics against
+ * the generic path, in every
  * format, deterministic mode and overflow flag, on data of several kinds
  * (any bit pattern, ordinary values, values of the format, overflowing
  * values), at lengths with partial vectors and blocks. */
@@ -427,6 +428,10 @@ START_TEST(paths_same_bits)
                                           "%s %s%s kind %d n %zu: path %s differs from generic", f->name,
                                           amp_rounding_name(o.mode), sat ? " saturate" : "", kind, cnt,
                                           amp_simd_name((amp_simd)cap));
+                            ck_assert(amp_round_f32(f, &o, x, y1, cnt, NULL) == AMP_OK);   /* no statistics */
+                            ck_assert_msg(!memcmp(y0, y1, cnt * sizeof *y0), "%s %s%s kind %d n %zu: path %s "
+                                          "without statistics differs", f->name, amp_rounding_name(o.mode),
+                                          sat ? " saturate" : "", kind, cnt, amp_simd_name((amp_simd)cap));
                             compared++;
                         }
                     }
