@@ -569,13 +569,19 @@ rne512_body(const kparams *p, const uint32_t *x, uint32_t *y, size_t n, int int_
     const rne512 k = rne512_params(p, (rne_thr){ 0, 0, 0, 0, 0, AMP_CLS_OVERFLOW });
     const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
     const __m512i quiet = _mm512_set1_epi32(0x00400000);
-    for (size_t i = 0; i < n; i += 16) {
-        __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {               /* whole vectors: plain loads and stores */
+        __m512i u = _mm512_loadu_si512(x + i), a = _mm512_and_si512(u, absm);
+        __mmask16 small;
+        __m512i res = rne512_round(k, u, a, int_sub, negz, 1, &small);
+        _mm512_storeu_si512(y + i, _mm512_mask_or_epi32(res, _mm512_cmpgt_epi32_mask(a, inf), u, quiet));   /* NaN */
+    }
+    if (i < n) {
+        __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
         __m512i u = _mm512_maskz_loadu_epi32(live, x + i), a = _mm512_and_si512(u, absm);
         __mmask16 small;
         __m512i res = rne512_round(k, u, a, int_sub, negz, 1, &small);
-        res = _mm512_mask_or_epi32(res, _mm512_cmpgt_epi32_mask(a, inf), u, quiet);   /* NaN stays NaN */
-        _mm512_mask_storeu_epi32(y + i, live, res);
+        _mm512_mask_storeu_epi32(y + i, live, _mm512_mask_or_epi32(res, _mm512_cmpgt_epi32_mask(a, inf), u, quiet));
     }
 }
 
