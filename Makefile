@@ -51,7 +51,7 @@ $(BUILD)/%.o: %.c
 
 # The rounding kernels need gcc's full vectoriser (-O2 in gcc 12 only tries the
 # "very cheap" model); -O3 changes no result: -ffp-contract=off stays on.
-$(BUILD)/sim/round_fast.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512
+$(BUILD)/sim/round_fast.o $(BUILD)/sim/round_stats.o $(BUILD)/sim/round_avx512.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512
 
 $(BUILD)/libampsim.a: $(LIB_OBJ)
 	@rm -f $@
@@ -130,7 +130,7 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -ffp-contract=off -fno-omit-frame-
                 -Isim -Ianalysis -Ireports $(shell pkg-config --cflags libcjson) -DAMP_VERSION=\"fuzz\"
 FUZZERS      := npy safetensors digits policy scaler_spec csv checkpoint
 # Extra library sources per harness (FUZZ_SRC is linked into every one).
-FUZZ_ROUND   := sim/format.c sim/round.c sim/round_fast.c sim/round_mpfr.c
+FUZZ_ROUND   := sim/format.c sim/round.c sim/round_fast.c sim/round_stats.c sim/round_avx512.c sim/round_mpfr.c
 FUZZ_SCALERS := sim/scaler.c sim/scaler_loss.c sim/scaler_fp8.c
 FUZZ_SRC_digits      := sim/data_digits.c
 FUZZ_SRC_policy      := $(FUZZ_ROUND) sim/policy.c
