@@ -339,14 +339,14 @@ static void block_rare(blockacc *acc, const uint32_t *x, size_t n, uint32_t *ama
  * thr, by the fused rne kernel and scan (class counts by thresholds);
  * otherwise by the mode's kernel with class counters, then the scan. */
 static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *thr, kern_cls_fn kc,
-                              const uint32_t *x, uint32_t *y, size_t n, int use512, int *spec)
+                              const uint32_t *x, uint32_t *y, size_t n, int paths, int *spec)
 {
     uint8_t e8[BLOCK + VB];
     scan sc;
     uint32_t n_fin_y = 0;
     if (thr) {
 #ifdef AMP_HIST512
-        if (!use512 || !amp_rne_scan512(p, &sc, x, y, e8, n, *thr, spec))
+        if (!paths || !amp_rne_scan512(p, &sc, x, y, e8, n, *thr, spec))
 #endif
             (p->int_sub ? k_rne_scan_int : k_rne_scan_sub)(p, &sc, x, y, e8, n, *thr);
         uint32_t le = sc.c[4], fin = (uint32_t)n, inf = 0;
@@ -371,12 +371,12 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
     if (nmin <= nmax) {                           /* some finite normal input */
         uint32_t lo = nmin >> 23, hi = nmax >> 23;
         hist_open(acc, 0, lo, hi);
-        if (hi - lo < (use512 > 1 ? HIST_GF_SPAN : HIST_VEC_SPAN)) {
+        if (hi - lo < (paths > 1 ? HIST_GF_SPAN : HIST_VEC_SPAN)) {
             size_t nv = (n + VB - 1) / VB * VB;
             memset(e8 + n, 0, VB);                /* to nv; field 0 is never counted here */
 #ifdef AMP_HIST512
-            if (use512 > 1) amp_hist_gfni(acc->hist[0], e8, nv, lo, hi);
-            else if (use512) amp_hist512(acc->hist[0], e8, nv, lo, hi);
+            if (paths > 1) amp_hist_gfni(acc->hist[0], e8, nv, lo, hi);
+            else if (paths) amp_hist512(acc->hist[0], e8, nv, lo, hi);
             else
 #endif
                 block_hist(acc->hist[0], e8, nv, lo, hi);
@@ -406,7 +406,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         /* y == x: float32 itself, or every value exact (no flush, subnormal, inexact or overflow) */
         int ident = (!p->sh && p->int_sub && !masked) ||
                     (sc.c[1] == sc.c[0] && sc.c[2] == sc.c[0] && !sc.c[3] && sc.c[4] == (uint32_t)n);
-        if (use512) amp_sums_rne512(acc, xf, yf, n, scale, unscale2, masked, ident);
+        if (paths) amp_sums_rne512(acc, xf, yf, n, scale, unscale2, masked, ident);
         else
 #endif
             (masked ? block_sums_rne_masked : block_sums_rne)(acc, xf, yf, n, scale, unscale2);
