@@ -101,7 +101,9 @@ int amp_bench_gemm(FILE *out, int csv)
     amp_gemm_init();
     amp_set_threads(1);
     if (csv) fprintf(out, "shape,M,N,K,t_plain_us,t_amp_us,t_amp_cast_us,ratio,ratio_cast\n");
-    else fprintf(out, "%-34s %8s %8s %10s %7s %10s\n", "shape (fp16 operands, fp32 acc)", "plain us", "amp us", "amp+cast us", "ratio", "ratio_cast");
+    else fprintf(out, "rounding kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them)\n%-34s %8s %8s %10s %7s %10s\n",
+                 amp_simd_name(amp_simd_active()), "shape (fp16 operands, fp32 acc)", "plain us", "amp us", "amp+cast us",
+                 "ratio", "ratio_cast");
     int ok = 1;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         gemm_case g = { .M = shapes[i].M, .N = shapes[i].N, .K = shapes[i].K };
