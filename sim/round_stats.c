@@ -217,10 +217,15 @@ AMP_CLONES static void block_sums(blockacc *acc, const uint32_t *restrict x, con
  * span fewer than 86 binades; a wider block's sum of squared errors is redone
  * in double (block_sq_err). */
 /* one term of block_sums_rne: value i of X, Y into lane j; with `masked`,
- * a value whose y is not finite is left out */
+ * a value whose y is not finite is left out; with `ident` (y == x) only x^2 */
 #define SUM_TERM(X, Y, i, j)                                                                    \
     do {                                                                                        \
         float xx = X[i], yy = Y[i];                                                             \
+        if (ident) {                                                                            \
+            float xs = xx * scale;                                                              \
+            lsq[j] += xs * xs;                                                                  \
+            break;                                                                              \
+        }                                                                                       \
         if (masked) {                                                                           \
             uint32_t fin = (amp_f2u(yy) & 0x7fffffffu) < 0x7f800000u;                           \
             xx = amp_u2f(sel(fin, amp_f2u(xx), 0u));                                            \
@@ -235,7 +240,7 @@ AMP_CLONES static void block_sums(blockacc *acc, const uint32_t *restrict x, con
 
 static inline __attribute__((always_inline)) void
 sums_rne_body(blockacc *acc, const float *restrict x, const float *restrict y, size_t n, float scale,
-              double unscale2, int masked)
+              double unscale2, int masked, int ident)
 {
     double dse[SUM_LANES], dsq[SUM_LANES], dsr[SUM_LANES];
     for (size_t i0 = 0; i0 < n; i0 += SUM_GROUP) {
@@ -264,22 +269,29 @@ sums_rne_body(blockacc *acc, const float *restrict x, const float *restrict y, s
             dsq[j] += dsq[j + w];
             dsr[j] += dsr[j + w];
         }
-    acc->sum_sq_err += dse[0] * unscale2;
+    if (!ident) acc->sum_sq_err += dse[0] * unscale2;   /* else += 0 */
     acc->sum_sq += dsq[0] * unscale2;
-    acc->sum_rel_sq += dsr[0];
+    if (!ident) acc->sum_rel_sq += dsr[0];
 }
 #undef SUM_TERM
 
 AMP_CLONES static void block_sums_rne(blockacc *acc, const float *restrict x, const float *restrict y, size_t n,
                                       float scale, double unscale2)
 {
-    sums_rne_body(acc, x, y, n, scale, unscale2, 0);
+    sums_rne_body(acc, x, y, n, scale, unscale2, 0, 0);
 }
 
 AMP_CLONES static void block_sums_rne_masked(blockacc *acc, const float *restrict x, const float *restrict y,
                                              size_t n, float scale, double unscale2)
 {
-    sums_rne_body(acc, x, y, n, scale, unscale2, 1);
+    sums_rne_body(acc, x, y, n, scale, unscale2, 1, 0);
+}
+
+/* y == x for every value: only the sum of squares (the others add +0) */
+AMP_CLONES static void block_sums_rne_ident(blockacc *acc, const float *restrict x, const float *restrict y,
+                                            size_t n, float scale, double unscale2)
+{
+    sums_rne_body(acc, x, y, n, scale, unscale2, 0, 1);
 }
 
 /* sum (y - x)^2 over finite y, in double (x finite): for blocks whose scaled
@@ -402,14 +414,15 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         int masked = thr->ovf_cls != AMP_CLS_SATURATED && amax > (uint32_t)thr->tmax;
         float scale = amp_u2f((uint32_t)(127 + k) << 23);
         double unscale2 = amp_u2d((uint64_t)(1023 - 2 * k) << 52);
-#ifdef AMP_HIST512
         /* y == x: float32 itself, or every value exact (no flush, subnormal, inexact or overflow) */
         int ident = (!p->sh && p->int_sub && !masked) ||
                     (sc.c[1] == sc.c[0] && sc.c[2] == sc.c[0] && !sc.c[3] && sc.c[4] == (uint32_t)n);
+#ifdef AMP_HIST512
         if (paths) amp_sums_rne512(acc, xf, yf, n, scale, unscale2, masked, ident);
         else
 #endif
-            (masked ? block_sums_rne_masked : block_sums_rne)(acc, xf, yf, n, scale, unscale2);
+            (ident ? block_sums_rne_ident : masked ? block_sums_rne_masked : block_sums_rne)(acc, xf, yf, n, scale,
+                                                                                            unscale2);
         if (amin < 0x7f800000u && (int)(top >> 23) - (int)(amin >> 23) > 85)   /* see block_sums_rne */
             acc->sum_sq_err = se0 + block_sq_err(xf, yf, n);
         /* finite nonzero x with finite y: overflowing values are out unless saturated */
