@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stddef.h>
 
+/* The first line of each speed table: which kernel paths ran. */
+void amp_bench_paths(FILE *out);
 /* Rounding kernels vs memcpy on n float32 values, one thread, best of reps. */
 int amp_bench_round(FILE *out, int csv, int reps, size_t n);
 

@@ -102,6 +102,8 @@ typedef enum { AMP_SIMD_AUTO = -1, AMP_SIMD_GENERIC, AMP_SIMD_AVX512, AMP_SIMD_G
 void amp_set_simd(amp_simd cap);
 amp_simd amp_simd_active(void);
 const char *amp_simd_name(amp_simd s);
+/* "auto", "generic", "avx512" or "gfni"; AMP_EINVAL (message set) otherwise. */
+amp_status amp_simd_parse(const char *s, amp_simd *out);
 
 /* How many results of a rounding with class counts cls[] (a difference of two
  * amp_stats) are inf or NaN: the NaN inputs, the overflows, and the inf inputs

@@ -51,6 +51,11 @@ static void fill_mixed(float *x, size_t n, const amp_format *f)
         }                                                  \
     } while (0)
 
+void amp_bench_paths(FILE *out)
+{
+    fprintf(out, "rounding kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them)\n", amp_simd_name(amp_simd_active()));
+}
+
 int amp_bench_round(FILE *out, int csv, int reps, size_t n)
 {
     /* 64-byte aligned, as ampsim's tensors are (amp_tensor data): unaligned
@@ -62,10 +67,12 @@ int amp_bench_round(FILE *out, int csv, int reps, size_t n)
     amp_set_threads(1);
     static const amp_rounding modes[] = { AMP_RND_NE, AMP_RND_NA, AMP_RND_TZ, AMP_RND_UP, AMP_RND_DN, AMP_RND_TO, AMP_RND_SR };
     if (csv) fprintf(out, "format,mode,stats,ns_per_elem,memcpy_ns_per_elem,ratio_to_memcpy\n");
-    else fprintf(out, "rounding %zu float32 values, 1 thread, thread CPU time, best of %d; ratio = memcpy time / kernel time (higher is faster)\n"
-                 "kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them)\n"
-                 "%-9s %-4s %-5s %10s %10s %8s\n", n, reps, amp_simd_name(amp_simd_active()), "format", "mode", "stats",
-                 "ns/elem", "memcpy", "ratio");
+    else {
+        fprintf(out, "rounding %zu float32 values, 1 thread, thread CPU time, best of %d; ratio = memcpy time / kernel time (higher is faster)\n",
+                n, reps);
+        amp_bench_paths(out);
+        fprintf(out, "%-9s %-4s %-5s %10s %10s %8s\n", "format", "mode", "stats", "ns/elem", "memcpy", "ratio");
+    }
     for (int fi = 0; fi < AMP_FMT_COUNT; fi++) {
         const amp_format *f = amp_format_get((amp_format_id)fi);
         fill_mixed(x, n, f);

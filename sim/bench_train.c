@@ -17,6 +17,7 @@
  *   (B for the MLP, one token per sample), for fp32, fp16-amp with statistics
  *   and fp16-amp without (the CPU time of one thread, as above). */
 #include "ampsim.h"
+#include "amp_bench.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -101,9 +102,11 @@ int amp_bench_gemm(FILE *out, int csv)
     amp_gemm_init();
     amp_set_threads(1);
     if (csv) fprintf(out, "shape,M,N,K,t_plain_us,t_amp_us,t_amp_cast_us,ratio,ratio_cast\n");
-    else fprintf(out, "rounding kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them)\n%-34s %8s %8s %10s %7s %10s\n",
-                 amp_simd_name(amp_simd_active()), "shape (fp16 operands, fp32 acc)", "plain us", "amp us", "amp+cast us",
-                 "ratio", "ratio_cast");
+    else {
+        amp_bench_paths(out);
+        fprintf(out, "%-34s %8s %8s %10s %7s %10s\n", "shape (fp16 operands, fp32 acc)", "plain us", "amp us",
+                "amp+cast us", "ratio", "ratio_cast");
+    }
     int ok = 1;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         gemm_case g = { .M = shapes[i].M, .N = shapes[i].N, .K = shapes[i].K };
@@ -166,10 +169,12 @@ int amp_bench_train(FILE *out, int csv, const char *model)
     amp_set_threads(1);
     if (csv) fprintf(out, "model,t_fp32_ms,t_fp32_stats_ms,t_fp16amp_stats_ms,t_fp16amp_ms,ratio,ratio_vs_fp32_stats,ratio_nostats,"
                           "tokens,fp32_tok_s,fp16amp_stats_tok_s,fp16amp_tok_s\n");
-    else fprintf(out, "rounding kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them)\n"
-                      "%-32s %8s %13s %16s %12s %6s %9s %9s %10s %13s %11s\n", amp_simd_name(amp_simd_active()),
-                      "model (one step)", "fp32 ms", "fp32+stats ms",
-                 "fp16-amp+st ms", "fp16-amp ms", "ratio", "ratio(st)", "ratio(no)", "fp32 tok/s", "amp+st tok/s", "amp tok/s");
+    else {
+        amp_bench_paths(out);
+        fprintf(out, "%-32s %8s %13s %16s %12s %6s %9s %9s %10s %13s %11s\n", "model (one step)", "fp32 ms",
+                "fp32+stats ms", "fp16-amp+st ms", "fp16-amp ms", "ratio", "ratio(st)", "ratio(no)", "fp32 tok/s",
+                "amp+st tok/s", "amp tok/s");
+    }
     for (int i = 0; i < ncases; i++) {
         double t[4];
         const char *pols[4] = { "fp32", "fp32", "fp16-amp", "fp16-amp" };

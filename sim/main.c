@@ -44,15 +44,14 @@ static void usage(FILE *fp)
 static int simd_from_env(void)
 {
     const char *v = getenv("AMP_SIMD");
-    if (!v || !*v || !strcmp(v, "auto")) return 0;
-    static const amp_simd caps[] = { AMP_SIMD_GENERIC, AMP_SIMD_AVX512, AMP_SIMD_GFNI };
-    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
-        if (!strcmp(v, amp_simd_name(caps[i]))) {
-            amp_set_simd(caps[i]);
-            return 0;
-        }
-    fprintf(stderr, "ampsim: AMP_SIMD='%s' is not one of auto, generic, avx512, gfni\n", v);
-    return -1;
+    amp_simd cap;
+    if (!v || !*v) return 0;
+    if (amp_simd_parse(v, &cap)) {
+        fprintf(stderr, "ampsim: AMP_SIMD: %s\n", amp_errmsg());
+        return -1;
+    }
+    amp_set_simd(cap);
+    return 0;
 }
 
 int main(int argc, char **argv)

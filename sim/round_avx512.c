@@ -179,7 +179,7 @@ T512 int amp_rne_scan512(const kparams *p, scan *sc, const uint32_t *x, uint32_t
 static inline __attribute__((always_inline)) T512 void
 rne512_body(const kparams *p, const uint32_t *x, uint32_t *y, size_t n, int int_sub, int negz)
 {
-    const rne512 k = rne512_params(p, (rne_thr){ 0, 0, 0, 0, 0, AMP_CLS_OVERFLOW });
+    const rne512 k = rne512_params(p, (rne_thr){ 0, 0, 0 });
     const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
     const __m512i quiet = _mm512_set1_epi32(0x00400000);
     size_t i = 0;

@@ -176,9 +176,6 @@ static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
     t.tf = p->sh && hs >= 0x1p-149 ? (int32_t)amp_f2u((float)hs) : 0;
     t.tn = (int32_t)(p->minnorm - (p->int_sub ? half : 2 * half));
     t.tmax = (int32_t)(p->maxbits + half - (p->sh ? (p->maxbits >> p->sh) & 1u : 0));
-    t.mask = (int32_t)p->mask;
-    t.minnorm = (int32_t)p->minnorm;
-    t.ovf_cls = (amp_class)p->ovf_cls[0];
     return t;
 }
 
@@ -243,9 +240,22 @@ static int machine_paths(void)
 
 amp_simd amp_simd_active(void) { return (amp_simd)machine_paths(); }
 
+static const char *const simd_names[] = { [AMP_SIMD_GENERIC] = "generic", [AMP_SIMD_AVX512] = "avx512",
+                                           [AMP_SIMD_GFNI] = "gfni" };
+
 const char *amp_simd_name(amp_simd s)
 {
-    return s == AMP_SIMD_GFNI ? "gfni" : s == AMP_SIMD_AVX512 ? "avx512" : s == AMP_SIMD_GENERIC ? "generic" : "auto";
+    return s >= AMP_SIMD_GENERIC && s <= AMP_SIMD_GFNI ? simd_names[s] : "auto";
+}
+
+amp_status amp_simd_parse(const char *s, amp_simd *out)
+{
+    for (int i = AMP_SIMD_AUTO; i <= AMP_SIMD_GFNI; i++)
+        if (!strcmp(s, amp_simd_name((amp_simd)i))) {
+            *out = (amp_simd)i;
+            return AMP_OK;
+        }
+    return amp_fail(AMP_EINVAL, "unknown kernel paths '%s' (auto, generic, avx512, gfni)", s);
 }
 
 /* fast_params and rne_thresholds of the last few (format, mode, flags) this

@@ -79,10 +79,10 @@ typedef void (*kern_cls_fn)(const kparams *, const uint32_t *, uint32_t *, uint3
 
 /* Class boundaries of rne on magnitude bits a (int32 compares):
  * a <= tf flushes (or is zero), a < tn is subnormal, a <= tmax stays finite;
- * a normal result is inexact iff a < minnorm (rounded up to it) or a & mask != 0. */
+ * a normal result is inexact iff a < minnorm (rounded up to it) or a & mask != 0
+ * (kparams). Beyond tmax the class is kparams.ovf_cls (the same for both signs). */
 typedef struct rne_thr {
-    int32_t tf, tn, tmax, mask, minnorm;
-    amp_class ovf_cls;                 /* overflow or saturated (the same for both signs) */
+    int32_t tf, tn, tmax;
 } rne_thr;
 
 typedef struct scan {

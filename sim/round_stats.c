@@ -93,7 +93,7 @@ scan_body(scan *sc, const uint32_t *restrict x, uint32_t *restrict y, uint8_t *r
             c0 += ia == 0;
             c1 += ia <= t.tf;
             c2 += ia < t.tn;
-            c3 += (ia >= t.tn) & (ia <= t.tmax) & (((ia & t.mask) != 0) | (ia < t.minnorm));
+            c3 += (ia >= t.tn) & (ia <= t.tmax) & (((ia & (int32_t)mask) != 0) | (ia < (int32_t)minnorm));
             c4 += ia <= t.tmax;
         }
     }
@@ -105,7 +105,7 @@ scan_body(scan *sc, const uint32_t *restrict x, uint32_t *restrict y, uint8_t *r
 
 AMP_CLONES static void block_scan(scan *sc, const uint32_t *restrict x, uint8_t *restrict e8, size_t n)
 {
-    rne_thr t = { 0, 0, 0, 0, 0, AMP_CLS_OVERFLOW };   /* unused: no classes here */
+    rne_thr t = { 0, 0, 0 };                      /* unused: no classes here */
     scan_body(sc, x, NULL, e8, n, 0, 0, t, 0, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0);
 }
 
@@ -356,6 +356,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
     uint8_t e8[BLOCK + VB];
     scan sc;
     uint32_t n_fin_y = 0;
+    amp_class ovf_cls = (amp_class)p->ovf_cls[0];     /* rne: overflow or saturated, either sign */
     if (thr) {
 #ifdef AMP_HIST512
         if (!paths || !amp_rne_scan512(p, &sc, x, y, e8, n, *thr, spec))
@@ -363,14 +364,14 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
             (p->int_sub ? k_rne_scan_int : k_rne_scan_sub)(p, &sc, x, y, e8, n, *thr);
         uint32_t le = sc.c[4], fin = (uint32_t)n, inf = 0;
         if (sc.amax >= 0x7f800000u) block_nonfinite(x, n, &fin, &inf);   /* NaN or inf inputs */
-        n_fin_y = thr->ovf_cls == AMP_CLS_SATURATED ? fin : le;   /* finite x with finite y */
+        n_fin_y = ovf_cls == AMP_CLS_SATURATED ? fin : le;   /* finite x with finite y */
         acc->cls[AMP_CLS_ZERO_IN] += sc.c[0];
         acc->cls[AMP_CLS_FLUSHED] += sc.c[1] - sc.c[0];
         acc->cls[AMP_CLS_SUBNORMAL] += sc.c[2] - sc.c[1];
         acc->cls[AMP_CLS_ROUNDED] += sc.c[3];
         acc->cls[AMP_CLS_INF_IN] += inf;
         acc->cls[AMP_CLS_NAN_IN] += (uint32_t)n - fin - inf;
-        acc->cls[thr->ovf_cls] += fin - le;
+        acc->cls[ovf_cls] += fin - le;
     } else {
         kc(p, x, y, acc->cls, n);
         block_scan(&sc, x, e8, n);
@@ -407,11 +408,11 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
     if (thr && sc.amax < 0x7f800000u) {          /* rne, no NaN or inf input (sc.amax counts NaN) */
         /* scale: the largest |x| with a finite y (overflowing values are out unless
          * saturated) to [2^60, 2^61); no float scale above 2^127 is needed */
-        uint32_t top = thr->ovf_cls == AMP_CLS_SATURATED || amax <= (uint32_t)thr->tmax ? amax : (uint32_t)thr->tmax;
+        uint32_t top = ovf_cls == AMP_CLS_SATURATED || amax <= (uint32_t)thr->tmax ? amax : (uint32_t)thr->tmax;
         int e = (int)(top >> 23) - 127, k = 60 - e > 127 ? 127 : 60 - e;
         const float *xf = (const float *)(const void *)x, *yf = (const float *)(const void *)y;
         double se0 = acc->sum_sq_err;
-        int masked = thr->ovf_cls != AMP_CLS_SATURATED && amax > (uint32_t)thr->tmax;
+        int masked = ovf_cls != AMP_CLS_SATURATED && amax > (uint32_t)thr->tmax;
         float scale = amp_u2f((uint32_t)(127 + k) << 23);
         double unscale2 = amp_u2d((uint64_t)(1023 - 2 * k) << 52);
         /* y == x: float32 itself, or every value exact (no flush, subnormal, inexact or overflow) */

@@ -169,6 +169,21 @@ static void check_finite_by_stats(amp_tensors *r, amp_tensor *t, const amp_round
     else note_finite(r, t, (uint64_t)bad);
 }
 
+/* Rounds t->n values (x32, or x64 if non-NULL) into t->data, adding the
+ * statistics to st (may be NULL), and notes t's non-finite results. */
+static amp_status round_into(amp_tensors *r, amp_tensor *t, const amp_round_opts *o, const float *x32,
+                             const double *x64, amp_stats *st)
+{
+    uint64_t cls0[AMP_CLS_COUNT];
+    if (st) memcpy(cls0, st->cls, sizeof cls0);
+    amp_status s = x64 ? amp_round_f64(&t->fmt, o, x64, t->data, t->n, st)
+                       : amp_round_f32(&t->fmt, o, x32, t->data, t->n, st);
+    if (s) return s;
+    if (st) check_finite_by_stats(r, t, o, st, cls0);
+    else check_finite(r, t);
+    return AMP_OK;
+}
+
 /* Layer-wise loss scaling: src * (t->gscale / r->src_gscale) into *tmp when
  * the factor is not 1 (powers of two: exact unless it over/underflows float32). */
 static amp_status rescale(amp_tensors *r, const amp_tensor *t, const float **src, float **tmp)
@@ -202,8 +217,7 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
     if (amp_tensor_stats_due(r, t) && !st) return amp_fail(AMP_ENOMEM, "out of memory for statistics");
     amp_round_opts o = amp_tensor_opts(r, t);
     amp_status s;
-    uint64_t cls0[AMP_CLS_COUNT];
-    int by_stats = 0;                        /* the rounding's class counts tell the non-finite results */
+    int checked = 0;                         /* round_into notes the non-finite results */
     if (r->fp8 && t->fmt.bits <= 8) {
         amp_fp8_role role = t->role == AMP_ROLE_WEIGHT ? AMP_FP8_WEIGHT
                           : t->role == AMP_ROLE_ACT_GRAD ? AMP_FP8_GRAD : AMP_FP8_ACT;
@@ -218,13 +232,12 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
         s = AMP_OK;                          /* identity: float32 values are fp32 values */
         if (src != t->data) memcpy(t->data, src, t->n * sizeof(float));
     } else {
-        if (st) memcpy(cls0, st->cls, sizeof cls0), by_stats = 1;
-        s = amp_round_f32(&t->fmt, &o, src, t->data, t->n, st);
+        s = round_into(r, t, &o, src, NULL, st);
+        checked = 1;
     }
     if (s) return s;
     t->written = 1;
-    if (by_stats) check_finite_by_stats(r, t, &o, st, cls0);
-    else check_finite(r, t);
+    if (!checked) check_finite(r, t);
     return AMP_OK;
 }
 
@@ -245,12 +258,7 @@ amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
         if (!sum) s = amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name);
         else {
             for (size_t i = 0; i < t->n; i++) sum[i] = (double)t->data[i] + (double)tmp[i];
-            amp_stats *st = stats_of(r, t);
-            uint64_t cls0[AMP_CLS_COUNT];
-            if (st) memcpy(cls0, st->cls, sizeof cls0);
-            s = amp_round_f64(&t->fmt, &o, sum, t->data, t->n, st);
-            if (!s && st) check_finite_by_stats(r, t, &o, st, cls0);
-            else if (!s) check_finite(r, t);
+            s = round_into(r, t, &o, NULL, sum, stats_of(r, t));
             free(sum);
         }
     }
@@ -265,16 +273,12 @@ amp_status amp_tensor_observe(amp_tensors *r, amp_tensor *t)
     if (st) {
         amp_round_opts o = amp_tensor_opts(r, t);
         o.mode = AMP_RND_NE;                 /* values are in the format: the rounding is exact */
-        uint64_t cls0[AMP_CLS_COUNT];
-        memcpy(cls0, st->cls, sizeof cls0);
-        amp_status s = amp_round_f32(&t->fmt, &o, t->data, t->data, t->n, st);
+        amp_status s = round_into(r, t, &o, t->data, NULL, st);
         if (s) return s;
-        t->written = 1;
-        check_finite_by_stats(r, t, &o, st, cls0);
     } else {
-        t->written = 1;
         check_finite(r, t);
     }
+    t->written = 1;
     return AMP_OK;
 }
 

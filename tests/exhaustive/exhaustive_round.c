@@ -161,8 +161,14 @@ int main(void)
     double t_all = omp_get_wtime();
     amp_set_threads(1);
     const char *simd = getenv("AMP_SIMD");               /* generic|avx512|gfni: cap the kernel paths */
-    if (simd && !strcmp(simd, "generic")) amp_set_simd(AMP_SIMD_GENERIC);
-    else if (simd && !strcmp(simd, "avx512")) amp_set_simd(AMP_SIMD_AVX512);
+    amp_simd cap;
+    if (simd && *simd) {
+        if (amp_simd_parse(simd, &cap)) {
+            fprintf(stderr, "exhaustive_round: AMP_SIMD: %s\n", amp_errmsg());
+            return 2;
+        }
+        amp_set_simd(cap);
+    }
     printf("exhaustive: all 2^32 float32 inputs, amp_round_f32 vs an independent grid reference (kernel paths: %s)\n",
            amp_simd_name(amp_simd_active()));
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
