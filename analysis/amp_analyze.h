@@ -25,6 +25,8 @@
 #ifndef AMP_ANALYZE_H
 #define AMP_ANALYZE_H
 
+#include "amp_base.h"
+#include "amp_format.h"
 #include "amp_round.h"
 #include "amp_tensorio.h"
 

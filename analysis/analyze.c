@@ -1,7 +1,10 @@
 /* `ampsim analyze`, the library part: every (format, scale) of a tensor in one
  * streamed pass, and the exact choice of the auto power-of-two scale
  * (see amp_analyze.h for the contracts). */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
+#include "amp_tensorio.h"
 #include "amp_analyze.h"
 
 #include <math.h>

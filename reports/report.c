@@ -13,9 +13,12 @@
  *   reference is the run named "ref" (as compare names it); failing that, a
  *   run whose config.json says precision "fp32" (the one named "fp32", else
  *   the first by name). */
-#include "ampsim.h"
-#include "report_internal.h"
+#include "amp_base.h"
+#include "amp_format.h"
 #include "amp_io.h"
+#include "amp_csv.h"
+#include "amp_report.h"
+#include "report_internal.h"
 
 #include <cJSON.h>
 #include <dirent.h>

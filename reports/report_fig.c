@@ -7,7 +7,10 @@
  * absent. The scripts are copied to report/scripts/ so the folder redraws
  * on its own. */
 #include "report_internal.h"
+#include "amp_base.h"
 #include "amp_io.h"
+#include "amp_csv.h"
+#include "amp_report.h"
 
 #include <errno.h>
 #include <fcntl.h>

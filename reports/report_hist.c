@@ -5,6 +5,8 @@
  * panel and pages of per-tensor panels for a run, one pooled panel per run
  * for a compare. */
 #include "report_internal.h"
+#include "amp_base.h"
+#include "amp_format.h"
 #include "amp_io.h"
 
 #include <math.h>

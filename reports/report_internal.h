@@ -4,9 +4,11 @@
 #define AMP_REPORT_INTERNAL_H
 
 #include <stdio.h>
-#include "amp_report.h"
+#include "amp_base.h"
 #include "amp_format.h"
 #include "amp_io.h"
+#include "amp_csv.h"
+#include "amp_report.h"
 
 #define RP_PATH 4096
 /* Binades kept per tensor: floor(log2|x|) in [RP_BLO, RP_BHI] (covers double). */

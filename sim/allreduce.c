@@ -1,6 +1,9 @@
 /* Emulated all-reduce (ring, tree) in a reduction format; the order of every
  * rounding is documented in amp_allreduce.h. */
+#include "amp_base.h"
 #include "amp_allreduce.h"
+#include "amp_format.h"
+#include "amp_round.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -40,6 +40,8 @@
 #ifndef AMP_ALLREDUCE_H
 #define AMP_ALLREDUCE_H
 
+#include "amp_base.h"
+#include "amp_format.h"
 #include "amp_round.h"
 
 typedef enum amp_allreduce_algo { AMP_AR_RING, AMP_AR_TREE } amp_allreduce_algo;

@@ -27,6 +27,9 @@ const char *amp_errmsg(void);
 /* A short name for a status ("invalid argument", ...). */
 const char *amp_status_name(amp_status st);
 
+/* The library version ("0.1.0"). */
+const char *amp_version(void);
+
 /* Always-on assertion for bugs (never for bad input). */
 void amp_assert_fail(const char *expr, const char *file, int line)
     __attribute__((noreturn));

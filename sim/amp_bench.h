@@ -9,5 +9,9 @@
 void amp_bench_paths(FILE *out);
 /* Rounding kernels vs memcpy on n float32 values, one thread, best of reps. */
 int amp_bench_round(FILE *out, int csv, int reps, size_t n);
+/* GEMM with operand rounding vs plain sgemm, per shape. */
+int amp_bench_gemm(FILE *out, int csv);
+/* Emulated training step vs the fp32 step of the same model ("mlp" or "gpt"). */
+int amp_bench_train(FILE *out, int csv, const char *model);
 
 #endif

@@ -24,8 +24,9 @@
 #include <stdint.h>
 #include "amp_base.h"
 #include "amp_io.h"
-#include "amp_train.h"
+#include "amp_optim.h"
 #include "amp_scaler.h"
+#include "amp_tensor.h"
 
 #define AMP_CKPT_VERSION 1u
 #define AMP_CKPT_NAME 128                     /* name buffer, NUL included */

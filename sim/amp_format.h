@@ -40,6 +40,8 @@ typedef struct amp_format {
 
 /* The built-in table row for `id` (derived fields filled). */
 const amp_format *amp_format_get(amp_format_id id);
+/* 1 if a and b are the same format (same name, hence same traits). */
+int amp_format_same(const amp_format *a, const amp_format *b);
 
 /* Parses a format name: a table name ("fp16", "e4m3", ...), an alias
  * ("e4m3fn", "float16", "half", "bfloat16", "float32", "fp8e5m2"...), or a

@@ -27,5 +27,7 @@ amp_status amp_mkdir_p(const char *path);
 /* Reads a whole file into a malloc'ed buffer (NUL-terminated; *len excludes it).
  * Refuses files larger than max_len with AMP_ERANGE. */
 amp_status amp_read_file(const char *path, size_t max_len, char **data, size_t *len);
+/* SHA-256 of a file as 64 hex digits and a NUL (sim/sha256.c). */
+amp_status amp_sha256_file(const char *path, char hex[65]);
 
 #endif

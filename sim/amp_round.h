@@ -7,6 +7,7 @@
 #ifndef AMP_ROUND_H
 #define AMP_ROUND_H
 
+#include "amp_base.h"
 #include "amp_format.h"
 
 typedef enum amp_rounding {

@@ -19,6 +19,8 @@
 #ifndef AMP_SCALER_H
 #define AMP_SCALER_H
 
+#include "amp_base.h"
+#include "amp_format.h"
 #include "amp_round.h"
 
 /* ---- SPEC ----------------------------------------------------------------- */

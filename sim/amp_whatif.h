@@ -47,9 +47,10 @@
 
 #include <stdio.h>
 #include "amp_base.h"
+#include "amp_format.h"
 #include "amp_round.h"
 #include "amp_scaler.h"
-#include "amp_train.h"
+#include "amp_tensor.h"
 
 /* The default list: every loss scaler kind with its default SPEC. */
 #define AMP_WHATIF_DEFAULT "none;static:65536;torch;apex;deepspeed;megatron;keras;adaptive;underflow"

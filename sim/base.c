@@ -1,5 +1,5 @@
 /* Status messages, assertions, counter-based random numbers, size arithmetic. */
-#include "ampsim.h"
+#include "amp_base.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,8 +2,10 @@
  * the same run (one thread), on 64-byte aligned arrays. Times are the calling thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID), best of N: on a shared machine wall time mostly
  * measures the other processes. Ratios measured back to back are what we quote. */
-#include "ampsim.h"
+#include "amp_base.h"
 #include "amp_bench.h"
+#include "amp_format.h"
+#include "amp_round.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -16,8 +16,18 @@
  *   statistics against fp32. Throughput: tokens per second, B*T / step time
  *   (B for the MLP, one token per sample), for fp32, fp16-amp with statistics
  *   and fp16-amp without (the CPU time of one thread, as above). */
-#include "ampsim.h"
+#include "amp_base.h"
 #include "amp_bench.h"
+#include "amp_data.h"
+#include "amp_format.h"
+#include "amp_gemm.h"
+#include "amp_model.h"
+#include "amp_optim.h"
+#include "amp_policy.h"
+#include "amp_round.h"
+#include "amp_scaler.h"
+#include "amp_tensor.h"
+#include "amp_train.h"
 
 #include <cblas.h>
 #include <math.h>

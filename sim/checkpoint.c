@@ -1,8 +1,12 @@
 /* Checkpoint files: named CRC'ed sections, atomic writes, a strict reader,
  * and the (de)serializers of the training emulator's state. Layout and
  * contracts: amp_checkpoint.h. */
-#include "ampsim.h"
+#include "amp_base.h"
 #include "amp_checkpoint.h"
+#include "amp_io.h"
+#include "amp_optim.h"
+#include "amp_scaler.h"
+#include "amp_tensor.h"
 
 #include <errno.h>
 #include <stdlib.h>

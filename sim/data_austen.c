@@ -3,8 +3,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "amp_base.h"
+#include "amp_data.h"
 #include "amp_io.h"
-#include "amp_layers_gpt.h"
 
 #define AUSTEN_MAX_BYTES ((size_t)1 << 30)
 #define STREAM_TRAIN 0x7a1u

@@ -1,5 +1,7 @@
 /* Bit patterns of formats of at most 16 bits: encode and decode. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
 
 #include <math.h>
 #include <string.h>

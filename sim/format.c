@@ -1,5 +1,6 @@
 /* The format table, derived figures, name parsing and custom eXmY formats. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -145,4 +146,9 @@ int amp_format_csv_row(const amp_format *f, char *buf, size_t len)
     return snprintf(buf, len, "%s,%d,%d,%d,%d,%.9g,%.9g,%.9g,%d,%s", f->name, f->bits, f->ebits,
                     f->mbits, f->bias, f->max_finite, f->min_normal, f->min_subnormal,
                     f->has_inf, amp_nan_name(f->nan));
+}
+
+int amp_format_same(const amp_format *a, const amp_format *b)
+{
+    return !strcmp(a->name, b->name);
 }

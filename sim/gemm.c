@@ -13,7 +13,10 @@
  * addition except in double-rounding corner cases of probability ~2^-28).
  * Every acc_chunk products (0 = never) s is promoted: total = fl32(total + s),
  * s = 0; at the end C = fl32(total + s) (+ C when beta = 1). */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_gemm.h"
+#include "amp_policy.h"
+#include "amp_round.h"
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -70,33 +73,4 @@ void amp_gemm(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K, const 
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-}
-
-amp_status amp_ctx_init(amp_ctx *cx, amp_tensors *reg, const amp_policy *pol)
-{
-    memset(cx, 0, sizeof *cx);
-    cx->reg = reg;
-    cx->pol = pol;
-    cx->gemm = amp_gemm_cfg_of(pol);
-    amp_gemm_init();
-    return AMP_OK;
-}
-
-void amp_ctx_free(amp_ctx *cx)
-{
-    free(cx->scratch);
-    cx->scratch = NULL;
-    cx->scratch_n = 0;
-}
-
-amp_status amp_ctx_scratch(amp_ctx *cx, size_t n, float **out)
-{
-    if (n > cx->scratch_n) {
-        float *p = realloc(cx->scratch, n * sizeof *p);
-        if (!p) return amp_fail(AMP_ENOMEM, "out of memory for %zu scratch values", n);
-        cx->scratch = p;
-        cx->scratch_n = n;
-    }
-    *out = cx->scratch;
-    return AMP_OK;
 }

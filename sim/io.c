@@ -1,5 +1,5 @@
 /* Atomic output files and small file helpers. */
-#include "ampsim.h"
+#include "amp_base.h"
 #include "amp_io.h"
 
 #include <errno.h>

@@ -4,7 +4,9 @@
  * GELU (tanh approximation, the float kernels of sim/layer_gelu.c) is
  * evaluated in double, rounded to float and then once into the format.
  * Shapes: any; in, out, din, dout have the same n. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_layers.h"
+#include "amp_tensor.h"
 
 #include <string.h>
 

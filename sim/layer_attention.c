@@ -10,7 +10,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "amp_layers_gpt.h"
+#include "amp_base.h"
+#include "amp_layers.h"
 #include "amp_round.h"
 
 #define ROW(t) ((t) * ((t) + 1) / 2)

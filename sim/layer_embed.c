@@ -1,5 +1,6 @@
 /* Token + position embedding (GPT-2 / nanoGPT: wte and wpe). */
-#include "amp_layers_gpt.h"
+#include "amp_base.h"
+#include "amp_layers.h"
 #include "amp_round.h"
 
 /* out (B,T,C) = wte (V,C)[tok (B,T)] + wpe (maxT,C)[t]. */

@@ -2,7 +2,7 @@
  * F.gelu(x, approximate='tanh')). nanoGPT's nn.GELU() is the erf form; the two
  * differ by at most ~5e-4 absolute. We follow GPT-2. */
 #include <math.h>
-#include "amp_layers_gpt.h"
+#include "amp_layers.h"
 #include "amp_round.h"
 
 #define GELU_K 0.7978845608028654f  /* sqrt(2/pi) */

@@ -9,37 +9,17 @@
  * bias added in FP32 before the single output rounding. Gradients accumulate
  * (amp_tensor_accum): a tensor's first write this step is a plain rounding.
  * Shapes: in [B,I] (any leading dims: rows B = n / I), w [O,I], b [O], out [B,O]. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_gemm.h"
+#include "amp_layers.h"
+#include "amp_policy.h"
+#include "amp_round.h"
+#include "amp_tensor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int same_fmt(const amp_format *a, const amp_format *b) { return !strcmp(a->name, b->name); }
-
-/* A weight tensor with its gradient, grad32 and (amp policies) FP32 master. */
-static amp_status add_weight(amp_ctx *cx, const char *name, const amp_format *fmt, int ndim,
-                             const size_t *shape, amp_tensor **out)
-{
-    const amp_policy *p = cx->pol;
-    amp_tensor *w, *g, *m = NULL;
-    char buf[AMP_TENSOR_NAME + 16];
-    amp_status s = amp_tensors_add(cx->reg, name, AMP_ROLE_WEIGHT, fmt, ndim, shape, &w);
-    if (s) return s;
-    w->rnd_flags = fmt->bits <= 8 ? p->op_flags : 0;
-    if (p->has_master) {
-        snprintf(buf, sizeof buf, "%s.master", name);
-        if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_MASTER, &p->master, ndim, shape, &m))) return s;
-        w->master = m;
-    }
-    snprintf(buf, sizeof buf, "%s.grad", name);
-    if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_WEIGHT_GRAD, &p->wgrad, ndim, shape, &g))) return s;
-    w->grad = g;
-    w->grad32 = calloc(w->n, sizeof(float));
-    if (!w->grad32) return amp_fail(AMP_ENOMEM, "out of memory for %s", buf);
-    *out = w;
-    return AMP_OK;
-}
 
 amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_tensor *in, int O, int bias)
 {
@@ -54,15 +34,15 @@ amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_ten
     size_t wshape[2] = { (size_t)O, (size_t)l->I }, bshape[1] = { (size_t)O }, oshape[2] = { (size_t)l->B, (size_t)O };
 
     snprintf(buf, sizeof buf, "%s.weight", name);
-    if ((s = add_weight(cx, buf, &p->weight, 2, wshape, &l->w))) return s;
+    if ((s = amp_ctx_add_weight(cx, buf, &p->weight, &p->wgrad, 2, wshape, &l->w))) return s;
     if (bias) {
         /* the bias is cast like the weight, except that FP8 weights keep their
          * bias in the activation format (as Transformer Engine does) */
         const amp_format *bf = p->weight.bits <= 8 ? &p->act : &p->weight;
         snprintf(buf, sizeof buf, "%s.bias", name);
-        if ((s = add_weight(cx, buf, bf, 1, bshape, &l->b))) return s;
+        if ((s = amp_ctx_add_weight(cx, buf, bf, &p->wgrad, 1, bshape, &l->b))) return s;
     }
-    if (same_fmt(&in->fmt, &p->fwd_in)) l->in_op = in;
+    if (amp_format_same(&in->fmt, &p->fwd_in)) l->in_op = in;
     else {
         snprintf(buf, sizeof buf, "%s.input", name);
         if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_ACT, &p->fwd_in, 2, (size_t[]){ (size_t)l->B, (size_t)l->I },
@@ -75,7 +55,7 @@ amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_ten
     snprintf(buf, sizeof buf, "%s.out.grad", name);
     if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_ACT_GRAD, &p->grad, 2, oshape, &g))) return s;
     l->out->grad = g;
-    if (!same_fmt(&p->grad, &p->bwd_in)) {
+    if (!amp_format_same(&p->grad, &p->bwd_in)) {
         snprintf(buf, sizeof buf, "%s.out.grad.input", name);
         if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_ACT_GRAD, &p->bwd_in, 2, oshape, &l->gout_op))) return s;
         l->gout_op->rnd_flags = p->op_flags;
@@ -125,7 +105,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if (l->in->grad) {
         // dX [B,I] = G [B,O] @ W [O,I]
         amp_gemm(&cx->gemm, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, acc, l->I);
-        if (l->in_op != l->in && !same_fmt(&l->in->grad->fmt, &cx->pol->grad)) {
+        if (l->in_op != l->in && !amp_format_same(&l->in->grad->fmt, &cx->pol->grad)) {
             /* the GEMM ran on a cast of `in`: autograd produces dX in the cast's
              * (gradient) dtype first, and the cast's backward widens it */
             amp_round_opts o = amp_tensor_opts(cx->reg, l->in->grad);

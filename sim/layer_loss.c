@@ -3,7 +3,9 @@
  * log-sum-exp and the mean are formed in double and rounded once to float, so
  * the loss is within a few float ulps of PyTorch's float32 result.
  * Shapes: logits [B,C], probs [B,C], y [B] with 0 <= y < C. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_layers.h"
+#include "amp_tensor.h"
 
 #include <math.h>
 

@@ -1,6 +1,6 @@
 /* LayerNorm over the last dimension (PyTorch nn.LayerNorm, biased variance). */
 #include <math.h>
-#include "amp_layers_gpt.h"
+#include "amp_layers.h"
 #include "amp_round.h"
 
 /* inp, out (N,C); weight, bias (C); mean, rstd (N).

@@ -1,5 +1,5 @@
 /* Residual add: x + f(x). */
-#include "amp_layers_gpt.h"
+#include "amp_layers.h"
 #include "amp_round.h"
 
 /* out (n) = a + b, one float32 rounding per element. */

@@ -34,7 +34,15 @@
  * Shapes: legend B batch, T context, C width, NH heads, V = 256 bytes,
  * N = B*T rows; activations are [N,C]-like 2-D tensors, attention matrices
  * packed causal [B,NH,T(T+1)/2] (amp_layers_gpt.h). */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_data.h"
+#include "amp_format.h"
+#include "amp_gemm.h"
+#include "amp_layers.h"
+#include "amp_model.h"
+#include "amp_policy.h"
+#include "amp_round.h"
+#include "amp_tensor.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -77,12 +85,10 @@ typedef struct gpt {
     size_t work_n;
 } gpt;
 
-static int same_fmt(const amp_format *a, const amp_format *b) { return !strcmp(a->name, b->name); }
-
 /* The gradient format of an activation in format f. */
 static const amp_format *grad_fmt(const amp_policy *p, const amp_format *f)
 {
-    return same_fmt(f, &p->act) ? &p->grad : f;
+    return amp_format_same(f, &p->act) ? &p->grad : f;
 }
 
 /* An activation (role act) with its gradient "<name>.grad". */
@@ -107,7 +113,7 @@ static amp_status add_operand(amp_model *m, amp_tensor *src, const amp_format *f
 {
     char buf[AMP_TENSOR_NAME + 16];
     amp_tensor *t, *g;
-    if (same_fmt(&src->fmt, fmt)) { *out = src; return AMP_OK; }
+    if (amp_format_same(&src->fmt, fmt)) { *out = src; return AMP_OK; }
     snprintf(buf, sizeof buf, "%s.input", src->name);
     amp_status s = amp_tensors_add(&m->reg, buf, src->role, fmt, src->ndim, src->shape, &t);
     if (s) return s;
@@ -118,31 +124,6 @@ static amp_status add_operand(amp_model *m, amp_tensor *src, const amp_format *f
         t->grad = g;
     }
     *out = t;
-    return AMP_OK;
-}
-
-/* A weight in format wf with its gradient (format gf), grad32 and, under the
- * amp policies, an FP32 master "<name>.master". */
-static amp_status add_weight(amp_model *m, const char *name, const amp_format *wf, const amp_format *gf,
-                             int ndim, const size_t *shape, amp_tensor **out)
-{
-    const amp_policy *p = &m->pol;
-    char buf[AMP_TENSOR_NAME + 16];
-    amp_tensor *w, *g, *ms;
-    amp_status s = amp_tensors_add(&m->reg, name, AMP_ROLE_WEIGHT, wf, ndim, shape, &w);
-    if (s) return s;
-    w->rnd_flags = wf->bits <= 8 ? p->op_flags : 0;
-    if (p->has_master) {
-        snprintf(buf, sizeof buf, "%s.master", name);
-        if ((s = amp_tensors_add(&m->reg, buf, AMP_ROLE_MASTER, &p->master, ndim, shape, &ms))) return s;
-        w->master = ms;
-    }
-    snprintf(buf, sizeof buf, "%s.grad", name);
-    if ((s = amp_tensors_add(&m->reg, buf, AMP_ROLE_WEIGHT_GRAD, gf, ndim, shape, &g))) return s;
-    w->grad = g;
-    w->grad32 = calloc(w->n, sizeof(float));
-    if (!w->grad32) return amp_fail(AMP_ENOMEM, "out of memory for %s", name);
-    *out = w;
     return AMP_OK;
 }
 
@@ -164,7 +145,7 @@ static amp_status round_hidden(amp_model *m, const amp_tensor *t, const amp_form
 /* Format of a + b: their common format, FP32 when they differ. */
 static const amp_format *promote(const amp_format *a, const amp_format *b)
 {
-    return same_fmt(a, b) ? a : amp_format_get(AMP_FMT_FP32);
+    return amp_format_same(a, b) ? a : amp_format_get(AMP_FMT_FP32);
 }
 
 static amp_status ln_init(amp_model *m, gpt_ln *ln, const char *prefix, const amp_tensor *in, int C, size_t N)
@@ -173,9 +154,9 @@ static amp_status ln_init(amp_model *m, gpt_ln *ln, const char *prefix, const am
     const amp_policy *p = &m->pol;
     amp_status s;
     snprintf(buf, sizeof buf, "%s.weight", prefix);
-    if ((s = add_weight(m, buf, plain_wfmt(p), plain_gfmt(p), 1, (size_t[]){ (size_t)C }, &ln->w))) return s;
+    if ((s = amp_ctx_add_weight(&m->cx, buf, plain_wfmt(p), plain_gfmt(p), 1, (size_t[]){ (size_t)C }, &ln->w))) return s;
     snprintf(buf, sizeof buf, "%s.bias", prefix);
-    if ((s = add_weight(m, buf, plain_wfmt(p), plain_gfmt(p), 1, (size_t[]){ (size_t)C }, &ln->b))) return s;
+    if ((s = amp_ctx_add_weight(&m->cx, buf, plain_wfmt(p), plain_gfmt(p), 1, (size_t[]){ (size_t)C }, &ln->b))) return s;
     snprintf(buf, sizeof buf, "%s.out", prefix);
     if ((s = add_act(m, buf, amp_policy_op_format(p, AMP_OP_LAYER_NORM, &in->fmt), 2,
                      (size_t[]){ N, (size_t)C }, &ln->out))) return s;
@@ -357,14 +338,6 @@ static void gpt_destroy(amp_model *m)
     m->impl = NULL;
 }
 
-/* Stores v into w: into its master and the cast, or rounded into w's format. */
-static amp_status set_weight(amp_model *m, amp_tensor *w, const float *v)
-{
-    amp_round_opts o = amp_tensor_opts(&m->reg, w);
-    if (w->master) memcpy(w->master->data, v, w->n * sizeof(float));
-    return amp_round_f32(&w->fmt, &o, v, w->data, w->n, NULL);
-}
-
 /* nanoGPT's _init_weights: Linear and Embedding weights N(0, 0.02), the
  * c_proj weights N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weight 1 bias 0.
  * Normal values by Box-Muller from amp_rand_uniform(seed, stream, i), the
@@ -393,7 +366,7 @@ static amp_status init_weights(amp_model *m, gpt *g, uint64_t seed)
                 v[k] = (float)(sd * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
             }
         }
-        s = set_weight(m, w, v);
+        s = amp_ctx_set_weight(&m->cx, w, v);
         free(v);
     }
     return s;
@@ -408,8 +381,8 @@ static amp_status build(amp_model *m, gpt *g)
     char nm[AMP_TENSOR_NAME], pre[AMP_TENSOR_NAME / 2];
     amp_status s;
 
-    if ((s = add_weight(m, "transformer.wte.weight", &p->weight, plain_gfmt(p), 2, (size_t[]){ V, C }, &g->wte))) return s;
-    if ((s = add_weight(m, "transformer.wpe.weight", plain_wfmt(p), plain_gfmt(p), 2, (size_t[]){ T, C }, &g->wpe))) return s;
+    if ((s = amp_ctx_add_weight(&m->cx, "transformer.wte.weight", &p->weight, plain_gfmt(p), 2, (size_t[]){ V, C }, &g->wte))) return s;
+    if ((s = amp_ctx_add_weight(&m->cx, "transformer.wpe.weight", plain_wfmt(p), plain_gfmt(p), 2, (size_t[]){ T, C }, &g->wpe))) return s;
     if ((s = add_act(m, "transformer.emb.out", plain_wfmt(p), 2, (size_t[]){ N, C }, &g->emb))) return s;
     amp_tensor *x = g->emb;
     for (int l = 0; l < g->L; l++) {
@@ -427,7 +400,7 @@ static amp_status build(amp_model *m, gpt *g)
         if ((s = add_operand(m, h->prob, &g->attn_in, 1, &h->prob_op))) return s;
         snprintf(nm, sizeof nm, "%s.attn.y", pre);
         if ((s = add_act(m, nm, &p->act, 2, (size_t[]){ N, C }, &h->y))) return s;
-        if (!same_fmt(&h->y->grad->fmt, &g->attn_gin)) {
+        if (!amp_format_same(&h->y->grad->fmt, &g->attn_gin)) {
             amp_tensor *op;
             if ((s = add_operand(m, h->y->grad, &g->attn_gin, 0, &op))) return s;
             h->ygrad_op = op;
@@ -451,7 +424,7 @@ static amp_status build(amp_model *m, gpt *g)
     if ((s = ln_init(m, &g->ln_f, "transformer.ln_f", x, g->C, N))) return s;
     if ((s = add_operand(m, g->ln_f.out, &p->fwd_in, 0, &g->lnf_op))) return s;
     if ((s = add_act(m, "lm_head.out", &p->act, 2, (size_t[]){ N, V }, &g->logits))) return s;
-    if (!same_fmt(&g->logits->grad->fmt, &p->bwd_in)) {
+    if (!amp_format_same(&g->logits->grad->fmt, &p->bwd_in)) {
         amp_tensor *op;
         if ((s = add_operand(m, g->logits->grad, &p->bwd_in, 0, &op))) return s;
         g->dlogits_op = op;
@@ -486,6 +459,7 @@ amp_status amp_gpt_create(amp_model *m, const amp_policy *pol, int B, int T, int
     snprintf(m->kind, sizeof m->kind, "gpt");
     m->pol = *pol;
     m->B = B;
+    m->T = T;
     amp_tensors_init(&m->reg, seed, pol->mode, pol->sr_bits);
     amp_status s = amp_ctx_init(&m->cx, &m->reg, &m->pol);
     if (s) { amp_tensors_free(&m->reg); return s; }
@@ -506,26 +480,3 @@ amp_status amp_gpt_create(amp_model *m, const amp_policy *pol, int B, int T, int
     return s;
 }
 
-amp_status amp_gpt_eval(amp_model *m, const amp_austen *d, uint64_t seed, int64_t step,
-                        int batches, double *val_loss)
-{
-    gpt *g = m->impl;
-    AMP_ASSERT(!strcmp(m->kind, "gpt") && g);
-    if (batches < 1) return amp_fail(AMP_EINVAL, "gpt: evaluation needs at least one batch");
-    int32_t *x = malloc(g->N * sizeof *x), *y = malloc(g->N * sizeof *y);
-    if (!x || !y) { free(x); free(y); return amp_fail(AMP_ENOMEM, "out of memory"); }
-    amp_tensors_begin_step(&m->reg, step, 0);
-    amp_status s = amp_model_cast_weights(m);
-    double sum = 0.0;
-    for (int i = 0; i < batches && !s; i++) {
-        float l;
-        s = amp_austen_batch(d, AMP_SPLIT_VAL, seed, (uint64_t)i, (size_t)g->B, (size_t)g->T, x, y);
-        amp_batch b = { .B = g->B, .D = g->T, .x = NULL, .tok = x, .y = y };
-        if (!s) s = gpt_forward(m, &b, &l);
-        if (!s) sum += l;
-    }
-    free(x);
-    free(y);
-    if (!s) *val_loss = sum / batches;
-    return s;
-}

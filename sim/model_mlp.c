@@ -1,11 +1,14 @@
-/* The MLP model (64-H-...-H-10, ReLU between linear layers) and the model
- * helpers every model shares: weight casts, --init / --save.
+/* The MLP model (64-H-...-H-10, ReLU between linear layers).
  * Tensor names follow PyTorch's nn.Sequential-free naming used by
  * tests/ref/mlp_torch.py: fc1.weight [H,64], fc1.bias [H], ..., fcL.weight [10,H];
  * activations input, fc1.out, relu1.out (gelu1.out with --act gelu), ...;
  * gradients <name>.grad. */
-#include "ampsim.h"
-#include "amp_tensorio.h"
+#include "amp_base.h"
+#include "amp_data.h"
+#include "amp_layers.h"
+#include "amp_model.h"
+#include "amp_policy.h"
+#include "amp_tensor.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -58,25 +61,6 @@ static void mlp_destroy(amp_model *m)
     if (p) free(p->probs);
     free(p);
     m->impl = NULL;
-}
-
-void amp_model_free(amp_model *m)
-{
-    if (m->destroy) m->destroy(m);
-    amp_ctx_free(&m->cx);
-    amp_tensors_free(&m->reg);
-}
-
-/* Stores init values v (float32) into weight w: into its master (FP32) and the
- * cast, or rounded into the weight's own format when there is no master. */
-static amp_status set_weight(amp_model *m, amp_tensor *w, const float *v)
-{
-    amp_round_opts o = amp_tensor_opts(&m->reg, w);
-    if (w->master) {
-        memcpy(w->master->data, v, w->n * sizeof(float));
-        return amp_round_f32(&w->fmt, &o, v, w->data, w->n, NULL);
-    }
-    return amp_round_f32(&w->fmt, &o, v, w->data, w->n, NULL);
 }
 
 amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
@@ -136,7 +120,7 @@ amp_status amp_mlp_create_act(amp_model *m, const amp_policy *pol, int B, int in
             uint64_t h = amp_tensor_name_key(ws[k]->name);
             for (size_t i = 0; i < ws[k]->n; i++)
                 v[i] = (float)(2.0 * amp_rand_uniform(seed, h, i) - 1.0) * bound;
-            s = set_weight(m, ws[k], v);
+            s = amp_ctx_set_weight(&m->cx, ws[k], v);
             free(v);
         }
     }
@@ -144,75 +128,3 @@ amp_status amp_mlp_create_act(amp_model *m, const amp_policy *pol, int B, int in
     return s;
 }
 
-amp_status amp_model_cast_weights(amp_model *m)
-{
-    for (int i = 0; i < m->reg.n; i++) {
-        amp_tensor *w = m->reg.t[i];
-        if (w->role != AMP_ROLE_WEIGHT) continue;
-        amp_status s = w->master ? amp_tensor_round(&m->reg, w, w->master->data) : amp_tensor_observe(&m->reg, w);
-        if (s) return s;
-    }
-    return AMP_OK;
-}
-
-amp_status amp_model_load(amp_model *m, const char *path)
-{
-    amp_tensor_file tf;
-    amp_status s = amp_tensor_file_open(path, &tf);
-    if (s) return s;
-    int used = 0;
-    for (int i = 0; i < m->reg.n && !s; i++) {
-        amp_tensor *w = m->reg.t[i];
-        if (w->role != AMP_ROLE_WEIGHT) continue;
-        const amp_tensor_view *v = NULL;
-        for (int k = 0; k < tf.n_tensors; k++)
-            if (!strcmp(tf.tensors[k].name, w->name)) v = &tf.tensors[k];
-        if (!v) { s = amp_fail(AMP_EINVAL, "%s: tensor %s missing", path, w->name); break; }
-        used++;
-        int ok = v->ndim == w->ndim;
-        for (int d = 0; ok && d < w->ndim; d++) ok = v->shape[d] == w->shape[d];
-        if (!ok) {
-            char want[64] = "", got[64] = "";
-            for (int d = 0; d < w->ndim; d++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%zu", d ? "," : "", w->shape[d]);
-            for (int d = 0; d < v->ndim && d < AMP_MAX_DIMS; d++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", d ? "," : "", v->shape[d]);
-            s = amp_fail(AMP_EINVAL, "%s: tensor %s has shape [%s], expected [%s]", path, w->name, got, want);
-            break;
-        }
-        float *buf = malloc(w->n * sizeof(float));
-        if (!buf) { s = amp_fail(AMP_ENOMEM, "out of memory"); break; }
-        amp_tensor_view_to_f32(v, 0, w->n, buf);
-        for (size_t j = 0; j < w->n && !s; j++)
-            if (!isfinite(buf[j])) s = amp_fail(AMP_EINVAL, "%s: tensor %s holds a non-finite value at %zu", path, w->name, j);
-        if (!s) s = set_weight(m, w, buf);
-        free(buf);
-    }
-    if (!s && used != tf.n_tensors)
-        for (int k = 0; k < tf.n_tensors; k++) {
-            amp_tensor *w = amp_tensors_find(&m->reg, tf.tensors[k].name);
-            if (!w || w->role != AMP_ROLE_WEIGHT) {
-                s = amp_fail(AMP_EINVAL, "%s: tensor %s is not a weight of this model", path, tf.tensors[k].name);
-                break;
-            }
-        }
-    amp_tensor_file_close(&tf);
-    return s;
-}
-
-amp_status amp_model_save(const amp_model *m, const char *path)
-{
-    amp_st_entry *e = calloc((size_t)m->reg.n, sizeof *e);
-    if (!e) return amp_fail(AMP_ENOMEM, "out of memory");
-    int n = 0;
-    for (int i = 0; i < m->reg.n; i++) {
-        const amp_tensor *w = m->reg.t[i];
-        if (w->role != AMP_ROLE_WEIGHT) continue;
-        e[n].name = w->name;
-        e[n].ndim = w->ndim;
-        for (int d = 0; d < w->ndim; d++) e[n].shape[d] = w->shape[d];
-        e[n].data = w->master ? w->master->data : w->data;
-        n++;
-    }
-    amp_status s = amp_safetensors_write_f32(path, e, n);
-    free(e);
-    return s;
-}

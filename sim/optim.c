@@ -19,7 +19,13 @@
  * Every step: the update tensor (role update) gets u rounded into the storage
  * format (its statistics show updates too small for the format), and updates
  * with u != 0 that leave the stored weight unchanged are counted as vanished. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_model.h"
+#include "amp_optim.h"
+#include "amp_policy.h"
+#include "amp_round.h"
+#include "amp_tensor.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -168,4 +174,12 @@ amp_status amp_optim_step(amp_optim *o, amp_model *m, uint64_t *vanished)
     o->t++;
     *vanished = lost;
     return AMP_OK;
+}
+
+amp_status amp_nonfinite_parse(const char *s, amp_nonfinite_policy *out)
+{
+    static const char *const names[] = { "continue", "skip", "stop" };
+    for (int i = 0; i < 3; i++)
+        if (s && !strcmp(s, names[i])) { *out = (amp_nonfinite_policy)i; return AMP_OK; }
+    return amp_fail(AMP_EINVAL, "--on-nonfinite: '%s' is not continue, skip or stop", s ? s : "");
 }

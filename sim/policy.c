@@ -15,7 +15,11 @@
  *   "name": "my-policy"
  * }
  * "master" other than fp32, or equal to "weight", means no master copy. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_io.h"
+#include "amp_policy.h"
+#include "amp_round.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

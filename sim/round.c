@@ -2,7 +2,9 @@
  * option), the array drivers with fused statistics, and the options/names.
  * The fast float32 kernels live in round_fast.c and are checked bit for bit
  * against amp_round1 and the MPFR reference (tests/check_round.c). */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
 #include "round_internal.h"
 
 #include <math.h>

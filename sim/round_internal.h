@@ -2,7 +2,9 @@
 #ifndef AMP_ROUND_INTERNAL_H
 #define AMP_ROUND_INTERNAL_H
 
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
 
 /* Elements per chunk of the array drivers: the unit of parallel work and of
  * statistics merging (fixed, so results do not depend on thread count). */

@@ -26,7 +26,11 @@
  * the model's own rows then count the R micro-batches together. events.csv
  * gets allreduce_overflow (any step with an overflow in the reduction) and,
  * with --allreduce-scale, allreduce_scale at steps with tensors.csv rows. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_io.h"
+#include "amp_round.h"
+#include "amp_runlog.h"
+#include "amp_tensor.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,9 @@
 /* Scaler SPEC parsing (DESIGN §4): `name[:key=value,...]`, defaults, range
  * checks, the canonical form and the help text. The rules themselves live in
  * scaler_loss.c (loss scalers) and scaler_fp8.c (FP8 scaling). */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_scaler.h"
 
 #include <errno.h>
 #include <float.h>

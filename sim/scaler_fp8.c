@@ -10,7 +10,10 @@
  *            tiles (weights), FP32 scale s = amax / fp8_max (or a power of two)
  * Every strategy quantizes with q = cast_sat(x*scale) (RNE, saturating, via
  * amp_round_f32/f64, statistics fused) and dequantizes with the inverse. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
+#include "amp_scaler.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,7 +7,10 @@
  * megatron and keras multiply float32 tensors by float32 factors. apex and
  * deepspeed keep a Python float (double); the scale they report is rounded to
  * float32 (all default scales are powers of two, exact in both). */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
+#include "amp_scaler.h"
 
 #include <float.h>
 #include <limits.h>

@@ -1,8 +1,13 @@
 /* The tensor registry: the one list of a model's tensors, and the single place
  * where values are rounded into a tensor's format (with fused statistics). */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
+#include "amp_scaler.h"
+#include "amp_tensor.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +41,9 @@ void amp_tensors_free(amp_tensors *r)
         free(t);
     }
     free(r->t);
-    r->t = NULL;
-    r->n = r->cap = 0;
+    free(r->grads);
+    r->t = r->grads = NULL;
+    r->n = r->cap = r->ngrads = 0;
 }
 
 amp_tensor *amp_tensors_find(const amp_tensors *r, const char *name)
@@ -62,6 +68,9 @@ amp_status amp_tensors_add(amp_tensors *r, const char *name, amp_role role, cons
         amp_tensor **nt = realloc(r->t, (size_t)cap * sizeof *nt);
         if (!nt) return amp_fail(AMP_ENOMEM, "out of memory for the tensor list");
         r->t = nt;
+        amp_tensor **ng = realloc(r->grads, (size_t)cap * sizeof *ng);
+        if (!ng) return amp_fail(AMP_ENOMEM, "out of memory for the tensor list");
+        r->grads = ng;
         r->cap = cap;
     }
     amp_tensor *t = calloc(1, sizeof *t);
@@ -84,6 +93,7 @@ amp_status amp_tensors_add(amp_tensors *r, const char *name, amp_role role, cons
     t->gscale = 1.0f;
     t->log = role != AMP_ROLE_MASTER && role != AMP_ROLE_OPTIM_STATE;
     r->t[r->n++] = t;
+    if (role == AMP_ROLE_WEIGHT_GRAD || role == AMP_ROLE_ACT_GRAD) r->grads[r->ngrads++] = t;
     if (out) *out = t;
     return AMP_OK;
 }

@@ -2,8 +2,16 @@
  * one model, per-rank weight gradients, amp_allreduce in the chosen format and
  * algorithm, then the single-process unscale/scaler/optimizer path. The rules
  * (row split, loss, statistics, SR keys) are in sim/amp_train_dp.h. */
-#include "ampsim.h"
-#include "amp_train_dp.h"
+#include "amp_base.h"
+#include "amp_allreduce.h"
+#include "amp_data.h"
+#include "amp_model.h"
+#include "amp_optim.h"
+#include "amp_round.h"
+#include "amp_runlog.h"
+#include "amp_scaler.h"
+#include "amp_tensor.h"
+#include "amp_train.h"
 
 #include <math.h>
 #include <stdio.h>

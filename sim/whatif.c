@@ -1,7 +1,11 @@
 /* `--what-if`: shadow loss scalers fed with the run's FP32 weight gradients
  * rescaled to their own scale (contract and approximation: amp_whatif.h). */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
 #include "amp_io.h"
+#include "amp_round.h"
+#include "amp_scaler.h"
+#include "amp_tensor.h"
 #include "amp_whatif.h"
 
 #include <math.h>

@@ -16,7 +16,7 @@
 
 #include "ampsim.h"
 #include "cli_test.h"
-#include "amp_train_dp.h"
+#include "amp_train.h"
 
 static const char *ampsim, *srcdir;
 

@@ -1,7 +1,8 @@
 /* A small strict CSV reader for the report: header check, numeric parsing,
  * errors that name file:line. The file is read whole and split in place. */
-#include "amp_report.h"
+#include "amp_base.h"
 #include "amp_io.h"
+#include "amp_csv.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,10 @@
 /* compare: planning the runs and summarising them against the reference. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_io.h"
+#include "amp_policy.h"
+#include "amp_scaler.h"
 #include "amp_compare.h"
-#include "amp_report.h"
+#include "amp_csv.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -25,6 +25,7 @@
 #ifndef AMP_SWEEP_H
 #define AMP_SWEEP_H
 
+#include "amp_base.h"
 #include "amp_compare.h"
 
 typedef struct amp_sweep_group {

@@ -11,9 +11,9 @@
  * Float tensors (F16, BF16, F32, F64, F8_E4M3, F8_E5M2) are returned; integer
  * and bool tensors (a state_dict's num_batches_tracked, token ids) pass the
  * same checks and are skipped; any other dtype is an error. */
-#include "ampsim.h"
-#include "amp_tensorio.h"
+#include "amp_base.h"
 #include "amp_io.h"
+#include "amp_tensorio.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,6 +1,8 @@
 /* sweep: grid file -> groups (seed x varied options) -> compare runs; the
  * sweep's summary.csv from the groups' compare summaries. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_io.h"
+#include "amp_compare.h"
 #include "amp_sweep.h"
 
 #include <cJSON.h>

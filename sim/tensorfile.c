@@ -1,6 +1,8 @@
 /* Tensor files: open by extension, map read-only, raw .f32/.f64, and the
  * conversion of views (maybe unaligned, little-endian) to float32/float64. */
-#include "ampsim.h"
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
 #include "amp_tensorio.h"
 
 #include <errno.h>
@@ -12,21 +14,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const size_t dtype_size[AMP_DT_COUNT] = { 2, 2, 4, 8, 1, 1 };
-static const char *const dtype_name[AMP_DT_COUNT] = { "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2" };
-_Static_assert(AMP_DT_COUNT == 6, "dtype tables cover every dtype");
-
-size_t amp_dtype_size(amp_dtype dt)
-{
-    AMP_ASSERT(dt >= 0 && dt < AMP_DT_COUNT);
-    return dtype_size[dt];
-}
-
-const char *amp_dtype_name(amp_dtype dt)
-{
-    return dt >= 0 && dt < AMP_DT_COUNT ? dtype_name[dt] : "?";
-}
 
 amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtype dt, amp_tensor_view *v)
 {

@@ -1,4 +1,80 @@
-/* ampsim — transformer (GPT) layers as forward/backward kernel pairs, and the
+/* ampsim — layers as forward/backward pairs (llm.c style): the MLP's layers
+ * on registered tensors, and the transformer's float32 kernels, whose inputs
+ * and outputs the model rounds through the policy. */
+#ifndef AMP_LAYERS_H
+#define AMP_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "amp_base.h"
+#include "amp_format.h"
+#include "amp_gemm.h"
+#include "amp_policy.h"
+#include "amp_tensor.h"
+
+/* ---- layers -------------------------------------------------------------------- */
+/* The context a layer needs: registry (roundings, stats), policy, scratch. */
+typedef struct amp_ctx {
+    amp_tensors *reg;
+    const amp_policy *pol;
+    amp_gemm_cfg gemm;
+    float *scratch;          /* FP32 GEMM results before their rounding */
+    size_t scratch_n;
+} amp_ctx;
+amp_status amp_ctx_init(amp_ctx *cx, amp_tensors *reg, const amp_policy *pol);
+void amp_ctx_free(amp_ctx *cx);
+/* scratch of at least n floats (grown as needed). */
+amp_status amp_ctx_scratch(amp_ctx *cx, size_t n, float **out);
+/* Registers weight `name` (role weight, format wf; FP8 formats get the policy's
+ * operand flags), its gradient "<name>.grad" (role weight_grad, format gf), its
+ * FP32 gradient buffer grad32 and, when the policy keeps masters, its master
+ * "<name>.master" (role master, the policy's master format). */
+amp_status amp_ctx_add_weight(amp_ctx *cx, const char *name, const amp_format *wf, const amp_format *gf,
+                              int ndim, const size_t *shape, amp_tensor **out);
+/* Stores initial values v (w->n floats) into weight w: copied into its master
+ * and rounded into w's format (the cast), or only rounded when w has no master. */
+amp_status amp_ctx_set_weight(amp_ctx *cx, amp_tensor *w, const float *v);
+
+/* Linear: out[B,O] = act( in_op[B,I] @ w[O,I]^T + b[O] ), rounded once into out->fmt.
+ * in_op is `in` when in->fmt is the forward operand format, else a registered
+ * operand copy "<name>.input" (role act). gout_op likewise for the gradient. */
+typedef struct amp_linear {
+    amp_tensor *w, *b;       /* weight [O,I], bias [O] (NULL: no bias) */
+    amp_tensor *in, *in_op;  /* input [B,I] and the operand the GEMM sees */
+    amp_tensor *out;         /* [B,O] */
+    amp_tensor *gout_op;     /* out->grad as a backward operand (NULL: same) */
+    int B, I, O;
+} amp_linear;
+/* Registers <name>.weight, .bias, .out (+ grads, operand copies). in->grad may be NULL. */
+amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_tensor *in, int O, int bias);
+amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l);
+amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l);
+
+/* ReLU: out = max(in, 0), same format as in (exact); backward dIn += dOut * (out > 0). */
+amp_status amp_relu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in);
+amp_status amp_relu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dout, const amp_tensor *out);
+
+/* GELU (tanh approximation), output in the input's format; backward needs the input. */
+amp_status amp_act_gelu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in);
+amp_status amp_act_gelu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dout, const amp_tensor *in);
+/* The MLP's activation, by kind. */
+typedef enum amp_act { AMP_ACT_RELU, AMP_ACT_GELU } amp_act;
+amp_status amp_act_parse(const char *name, amp_act *out);
+const char *amp_act_name(amp_act a);
+amp_status amp_act_forward(amp_ctx *cx, amp_act a, amp_tensor *out, const amp_tensor *in);
+amp_status amp_act_backward(amp_ctx *cx, amp_act a, amp_tensor *din, const amp_tensor *dout,
+                            const amp_tensor *in, const amp_tensor *out);
+
+/* Softmax cross-entropy, mean over B rows of C logits, in FP32/double
+ * (every loss is FP32 under autocast). probs [B,C] keeps the softmax for the
+ * backward. Backward: dlogits = (p - onehot(y)) * (scale / B), rounded into
+ * logits->grad's format (the loss gradient in the low format). */
+amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits, const int32_t *y, int B, int C);
+amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const float *probs, const int32_t *y,
+                             int B, int C, float scale);
+
+
+/* ==== transformer kernels ====================================================
  * byte-level Austen data.
  *
  * Conventions (llm.c style):
@@ -27,13 +103,7 @@
  * T(T+1)/2 floats and a tensor (B, NH, T(T+1)/2). Masked entries do not exist
  * (they are neither -inf scores nor 0 probabilities), so the logged
  * statistics of scores and probabilities count only real entries. */
-#ifndef AMP_LAYERS_GPT_H
-#define AMP_LAYERS_GPT_H
 
-#include <stddef.h>
-#include <stdint.h>
-#include "amp_base.h"
-#include "amp_train.h"
 
 /* Kernels split work over OpenMP threads only when a call does at least this
  * many element operations: below it, starting threads costs more than it
@@ -126,75 +196,7 @@ void amp_attention_backward(float *dqkv, float *datt, float *dprob,
 
 /* ---- language-model head loss ---------------------------------------------
  * The model uses the framework's softmax cross-entropy (amp_xent_forward /
- * amp_xent_backward of sim/amp_train.h) over N = B*T rows of V logits: FP32,
+ * amp_xent_backward above) over N = B*T rows of V logits: FP32,
  * mean over the N positions, as F.cross_entropy(logits.view(-1, V), ...). */
-
-/* ---- byte-level Austen data -------------------------------------------------
- * Tokens are the bytes of the file (vocabulary V = 256, all byte values, so no
- * vocabulary file is needed; the text uses 82 of them). The split is fixed:
- * the first n - n/10 bytes are training text, the last n/10 validation text
- * (for austen.txt: 3,622,527 and 402,502 bytes; the validation text is the
- * end of the last novel in the file). */
-#define AMP_AUSTEN_VOCAB 256
-
-typedef enum amp_split { AMP_SPLIT_TRAIN = 0, AMP_SPLIT_VAL = 1 } amp_split;
-
-typedef struct amp_austen {
-    uint8_t *data;     /* the whole file */
-    size_t n;          /* its length */
-    size_t n_train;    /* data[0 .. n_train) is training text */
-} amp_austen;           /* data[n_train .. n) is validation text */
-
-/* Reads the file at path (at most 1 GiB; AMP_EIO / AMP_ERANGE naming it).
- * A file of fewer than 20 bytes is AMP_EINVAL naming it. Release with
- * amp_austen_free (safe on a zeroed or freed struct). */
-amp_status amp_austen_load(amp_austen *d, const char *path);
-void amp_austen_free(amp_austen *d);
-/* Byte range of a split. */
-void amp_austen_range(const amp_austen *d, amp_split s, const uint8_t **p, size_t *len);
-
-/* Batch `step` of a split: B windows of T+1 consecutive bytes of that split,
- * window j starting at offset floor(u * (len - T)) with u from
- * amp_rand64(seed, stream, step*B + j) (stream = 0x7a1 for train, 0x7a2 for
- * validation; u = the 64 bits as a fraction, by a 128-bit multiply), so a batch
- * is a pure function of (seed, split, step, B, T). x (B,T) gets bytes 0..T-1
- * of each window, y (B,T) bytes 1..T (the next-byte targets). AMP_EINVAL if
- * the split is shorter than T+1. */
-amp_status amp_austen_batch(const amp_austen *d, amp_split s, uint64_t seed,
-                            uint64_t step, size_t B, size_t T,
-                            int32_t *x, int32_t *y);
-
-/* Entropy of the empirical byte distribution of a split, in nats (divide by
- * ln 2 for bits): the loss of the best unigram model of that very text. */
-double amp_austen_unigram_entropy(const amp_austen *d, amp_split s);
-/* Cross-entropy (nats) of split `eval` under the byte frequencies of split
- * `fit` with add-one (Laplace) smoothing over all 256 bytes: what a unigram
- * model trained on `fit` scores on `eval`. */
-double amp_austen_unigram_xent(const amp_austen *d, amp_split fit, amp_split eval);
-
-/* ---- the model (sim/model_gpt.c) -------------------------------------------
- * nanoGPT (bias=True, dropout 0, GELU tanh form, lm_head tied to wte):
- * context T, width C, L blocks, NH heads (NH divides C), vocabulary 256.
- * Weights as nanoGPT initializes them, drawn from seed. Names:
- * transformer.wte.weight [256,C], transformer.wpe.weight [T,C],
- * transformer.h.<l>.{ln_1,ln_2}.{weight,bias} [C],
- * transformer.h.<l>.attn.c_attn.{weight [3C,C], bias [3C]},
- * transformer.h.<l>.attn.c_proj.{weight [C,C], bias [C]},
- * transformer.h.<l>.mlp.c_fc.{weight [4C,C], bias [4C]},
- * transformer.h.<l>.mlp.c_proj.{weight [C,4C], bias [C]},
- * transformer.ln_f.{weight,bias} [C]. Activations and the attention scores
- * (transformer.h.<l>.attn.att) and probabilities (.attn.prob), packed causal,
- * are registered tensors, logged like any other. A batch is amp_batch with
- * B rows of D = T tokens (tok) and next-byte targets (y); the loss is the
- * mean cross-entropy over B*T positions. Bad sizes: AMP_EINVAL naming the
- * option (--layers, --heads, --dim, --ctx, --batch). */
-amp_status amp_gpt_create(amp_model *m, const amp_policy *pol, int B, int T, int C, int L,
-                          int NH, uint64_t seed);
-/* Mean loss over `batches` fixed validation batches (batch i =
- * amp_austen_batch(d, AMP_SPLIT_VAL, seed, i, B, T)), forward only. Starts
- * step `step` without statistics (amp_tensors_begin_step(reg, step, 0)) and
- * casts the weights itself: call it before amp_train_step of that step. */
-amp_status amp_gpt_eval(amp_model *m, const amp_austen *d, uint64_t seed, int64_t step,
-                        int batches, double *val_loss);
 
 #endif

@@ -8,9 +8,9 @@
  * native order is little-endian here), C order (fortran_order True only when
  * at most one dimension exceeds 1, where both orders are the same bytes), and
  * a data area exactly prod(shape) * itemsize bytes long. */
-#include "ampsim.h"
-#include "amp_tensorio.h"
+#include "amp_base.h"
 #include "amp_io.h"
+#include "amp_tensorio.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -13,9 +13,10 @@
  * and amp_round1 rounds it correctly once. Promotion: every N_C products
  * the narrow partial sum is added into a float32 total (float32 addition,
  * correctly rounded) and reset to 0, as in DeepSeek-V3's FP8 GEMMs. */
-#include "amp_report.h"
+#include "amp_base.h"
 #include "amp_format.h"
 #include "amp_round.h"
+#include "amp_accum.h"
 
 #include <math.h>
 #include <stdio.h>
