@@ -133,31 +133,6 @@ static const char *grad_format(const rp_run *r)
     return best;
 }
 
-/* 1 if the run's scaler is a per-tensor FP8 strategy: its hist.csv holds
- * values after each tensor's own scale, which the run directory does not log. */
-int rp_fp8_scaled(const rp_run *r)
-{
-    static const char *const s[] = { "delayed", "current", "mx", "block" };
-    if (*r->fp8_scaler) return 1;
-    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
-        size_t n = strlen(s[i]);
-        if (!strncmp(r->scaler, s[i], n) && (r->scaler[n] == 0 || r->scaler[n] == ':')) return 1;
-    }
-    return 0;
-}
-
-/* "scaler X" or "scaler X, FP8 scaling Y" for titles, with the strategies'
- * names only (their options are on the page, in config.json). */
-const char *rp_scaler_desc(const rp_run *r, char *buf, size_t len)
-{
-    int a = (int)strcspn(r->scaler, ":"), b = (int)strcspn(r->fp8_scaler, ":");
-    if (a > 40) a = 40;
-    if (b > 40) b = 40;
-    if (*r->fp8_scaler) snprintf(buf, len, "scaler %.*s, FP8 scaling %.*s", a, r->scaler, b, r->fp8_scaler);
-    else snprintf(buf, len, "scaler %.*s", a, r->scaler);
-    return buf;
-}
-
 /* Pools a run's gradient tensors into p (arrays allocated into hu and hs). */
 static int pool_grads(const rp_run *r, hpanel *p, double **hu, double **hs)
 {

@@ -88,7 +88,7 @@ void rp_html_escape(FILE *fp, const char *s);
 
 /* report_fig.c: draws every figure; fills ctx->figs. */
 amp_status rp_draw_all(rp_ctx *ctx);
-/* Helpers of the figure writers (report_fig.c). */
+/* Helpers of the figure writers (report_gp.c). */
 void rp_gp_str(FILE *fp, const char *s);                     /* a gnuplot "string" */
 void rp_gp_str_array(FILE *fp, const char *name, const char *const *v, int n);
 void rp_gp_num_array(FILE *fp, const char *name, const double *v, int n);
@@ -107,6 +107,7 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h);
 
 /* report_hist.c */
 amp_status rp_fig_hist(rp_ctx *ctx);
+/* report_gp.c */
 /* 1 if the run scales FP8 tensors per tensor (delayed, current, mx, block). */
 int rp_fp8_scaled(const rp_run *r);
 /* "scaler X[, FP8 scaling Y]" with strategy names only, for titles. */
