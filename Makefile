@@ -20,7 +20,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 WARN   := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g -ffp-contract=off -fno-math-errno \
-               -fPIC -fopenmp $(WARN) -Isim -Ianalysis -Ireports $(PKG_CFLAGS) \
+               -fPIC -fvisibility=hidden -fopenmp $(WARN) $(PKG_CFLAGS) \
                -DAMP_VERSION=\"$(VERSION)\"
 ifeq ($(NATIVE),1)
 CFLAGS_BASE += -march=native
@@ -30,10 +30,16 @@ CFLAGS_BASE += -fsanitize=$(SANITIZER) -fno-sanitize-recover=all -fno-omit-frame
 LDFLAGS     += -fsanitize=$(SANITIZER)
 endif
 override CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
+ALL_INC := -Isim -Ianalysis -Ireports
 LDLIBS := $(PKG_LIBS) -fopenmp -lm -lpthread
 
-# Library: every .c under sim/ analysis/ reports/ except the CLI (sim/main.c, sim/cli_*.c).
-LIB_SRC := $(filter-out sim/main.c sim/cli_%.c, $(wildcard sim/*.c analysis/*.c reports/*.c))
+# Layers (folders): sim <- analysis <- reports <- CLI. Each library folder is
+# compiled seeing only its own and lower folders' headers, so an upward include
+# does not compile; tests/layers.sh (make check-layers) checks it and file cycles.
+SIM_SRC      := $(filter-out sim/main.c sim/cli_%.c, $(wildcard sim/*.c))
+ANALYSIS_SRC := $(wildcard analysis/*.c)
+REPORTS_SRC  := $(wildcard reports/*.c)
+LIB_SRC := $(SIM_SRC) $(ANALYSIS_SRC) $(REPORTS_SRC)
 CLI_SRC := sim/main.c $(wildcard sim/cli_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -41,13 +47,19 @@ TEST_SRC := $(wildcard tests/check_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(filter-out tests/check_%.c, $(wildcard tests/*.c))
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
+SONAME  := libampsim.so.0
+SHLIB   := libampsim.so.$(VERSION)
 
-.PHONY: all check check-run sanitize valgrind bench install clean demo deps check-exhaustive fuzz
+.PHONY: all check check-run check-layers sanitize valgrind bench install clean demo deps deps-python check-exhaustive fuzz fuzz-ci
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
+LAYER_INC_sim      := -Isim
+LAYER_INC_analysis := -Isim -Ianalysis
+LAYER_INC_reports  := -Isim -Ianalysis -Ireports
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(FILE_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(or $(LAYER_INC_$(firstword $(subst /, ,$<))),$(ALL_INC)) $(FILE_CFLAGS) -MMD -MP -c $< -o $@
+$(CLI_OBJ): LAYER_INC_sim := $(ALL_INC)
 
 # The rounding kernels need gcc's full vectoriser (-O2 in gcc 12 only tries the
 # "very cheap" model); -O3 changes no result: -ffp-contract=off stays on.
@@ -57,26 +69,33 @@ $(BUILD)/libampsim.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libampsim.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDFLAGS) $(LDLIBS)
+# The shared library exports only the AMP_API functions (hidden visibility
+# otherwise) and carries a SONAME; libampsim.so and libampsim.so.0 are links.
+$(BUILD)/$(SHLIB): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/libampsim.so: $(BUILD)/$(SHLIB)
+	ln -sf $(SHLIB) $(BUILD)/$(SONAME)
+	ln -sf $(SHLIB) $@
 
 $(BUILD)/ampsim: $(CLI_OBJ) $(BUILD)/libampsim.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
+	$(CC) $(CFLAGS) $(ALL_INC) -Itests -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
 
 # The README's test command: install missing packages, build, run every suite.
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
 # Each suite gets the built binary as $$AMPSIM and the source tree as $$AMP_SRCDIR.
+# Its last line is "N passed, N failed, N skipped" over every test (tests/run_suites.sh).
 check-run: all $(TEST_BIN)
-	@fail=0; pass=0; for t in $(TEST_BIN); do \
-	  echo "== $$t"; \
-	  if AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); echo "FAILED: $$t"; fi; \
-	done; echo "suites: $$pass passed, $$fail failed"; test $$fail -eq 0
+	@AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) sh tests/run_suites.sh $(BUILD) $(TEST_BIN)
+
+# The layer check alone: includes by layer, no file cycles, and its self-test.
+check-layers: all
+	@sh tests/layers.sh . $(BUILD) && sh tests/layers.sh --self-test .
 
 sanitize:
 	$(MAKE) BUILD=build-sanitize SANITIZER=address,undefined OPT=-O1 check-run
@@ -92,7 +111,7 @@ check-exhaustive: all $(BUILD)/tests/exhaustive_round $(BUILD)/tests/check_round
 
 $(BUILD)/tests/exhaustive_round: tests/exhaustive/exhaustive_round.c tests/round_ref.h $(BUILD)/libampsim.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(ALL_INC) -Itests -o $@ $< $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS)
 
 bench: all
 	$(BUILD)/ampsim bench round
@@ -172,7 +191,7 @@ all: $(BUILD)/ampsim-mpi.so
 check-run: $(BUILD)/ampsim-mpi.so
 $(BUILD)/ampsim-mpi.so: sim/mpi/mpi_plugin.c sim/mpi/amp_mpi_plugin.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
+	$(CC) $(CFLAGS) $(ALL_INC) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
 install: install-mpi-plugin
 install-mpi-plugin: $(BUILD)/ampsim-mpi.so
 	install -d $(DESTDIR)$(PREFIX)/lib/ampsim

@@ -4,6 +4,7 @@
 #define AMP_ACCUM_H
 
 #include <stdio.h>
+#include "amp_base.h"
 
 /* ---- figure 6: the accumulation experiment (analysis/accum.c) ------------
  * Dot products of K products of random values in [0,1) rounded to e4m3,
@@ -14,6 +15,6 @@
  *   K,operands,accumulator,rounding,promote_every,trials,mean_rel_err,max_rel_err
  * (promote_every 0 = never) or, with csv == 0, a readable table. Deterministic.
  * Returns AMP_OK, or AMP_EIO if writing fails. */
-int amp_bench_accum(FILE *out, int csv);
+AMP_API int amp_bench_accum(FILE *out, int csv);
 
 #endif

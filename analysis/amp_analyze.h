@@ -2,7 +2,7 @@
  *
  * For each tensor x format x scale, the tensor multiplied by the scale is
  * rounded into the format (rne, no flags) and the classification counters of
- * DESIGN §2 are collected in one streamed pass (fixed chunks: results do not
+ * docs/numerics.md are collected in one streamed pass (fixed chunks: results do not
  * depend on the thread count or on how the tensor is stored).
  *
  * Scaling: a scale is held as a float32 (as the frameworks hold loss and FP8
@@ -53,26 +53,26 @@ typedef struct amp_analyze_row {
 } amp_analyze_row;
 
 /* Defaults: formats fp16, bf16, e4m3, e5m2; scales {1}; no auto. */
-void amp_analyze_defaults(amp_analyze_opts *o);
+AMP_API void amp_analyze_defaults(amp_analyze_opts *o);
 /* "fp16,e4m3,e3m4fn": replaces the format list. AMP_EINVAL naming a bad entry. */
-amp_status amp_analyze_parse_formats(const char *list, amp_analyze_opts *o);
+AMP_API amp_status amp_analyze_parse_formats(const char *list, amp_analyze_opts *o);
 /* "auto", "1,1024", "auto,0.5": replaces the scales; with auto, 1 is added
  * (first) if missing, so the auto row sits beside the unscaled one. */
-amp_status amp_analyze_parse_scales(const char *list, amp_analyze_opts *o);
+AMP_API amp_status amp_analyze_parse_scales(const char *list, amp_analyze_opts *o);
 
 /* Analyses one tensor: appends its rows to *rows (realloc'ed; start with
  * NULL / 0), format-major, the scales in order, each auto row right after the
  * scale-1 row of its format. */
-amp_status amp_analyze_view(const amp_tensor_view *v, const amp_analyze_opts *o, amp_analyze_row **rows,
-                            size_t *n_rows);
+AMP_API amp_status amp_analyze_view(const amp_tensor_view *v, const amp_analyze_opts *o, amp_analyze_row **rows,
+                                    size_t *n_rows);
 
 /* flushed + overflow + saturated: what the auto scale minimises. */
-uint64_t amp_analyze_lost(const amp_stats *st);
+AMP_API uint64_t amp_analyze_lost(const amp_stats *st);
 
 /* "tensor,format,scale,n,zero_in,flushed,subnormal,saturated,overflow,nan,
  *  amax,amin_nonzero,rel_err,in_normal_range"; nan counts NaN inputs. */
-const char *amp_analyze_csv_header(void);
+AMP_API const char *amp_analyze_csv_header(void);
 /* One CSV row (numbers %.9g; a tensor name with ',' or '"' is quoted). */
-int amp_analyze_csv_row(const amp_analyze_row *r, char *buf, size_t len);
+AMP_API int amp_analyze_csv_row(const amp_analyze_row *r, char *buf, size_t len);
 
 #endif

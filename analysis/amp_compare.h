@@ -1,5 +1,5 @@
 /* ampsim — compare: an FP32 reference plus each (precision, scaler), one run
- * directory each, and DIR/summary.csv (DESIGN §5). The planning and the
+ * directory each, and DIR/summary.csv (docs/design.md). The planning and the
  * summary live in the library (sim/compare.c); spawning the runs is the CLI's
  * (sim/cli_compare.c, and the MPI launcher for sweeps). */
 #ifndef AMP_COMPARE_H
@@ -18,15 +18,15 @@ typedef struct amp_run_cfg {
  * ("torch:init=1024,interval=3"), so a comma-separated piece without ':' that
  * looks like key=value continues the SPEC before it; ';' always separates.
  * Returns the number of SPECs written to out[] (at most max), -1 if too many. */
-int amp_compare_split_specs(const char *list, char out[][256], int max);
+AMP_API int amp_compare_split_specs(const char *list, char out[][256], int max);
 
 /* Plans the runs: the reference (ref_precision with no scaler) first, then the
  * cross product of precisions x scalers, keeping only pairs that make sense
  * (FP8 per-tensor strategies only with a policy that scales FP8 per tensor),
  * then each extra "P@SPEC" pair. Every precision and SPEC is validated
  * (AMP_EINVAL naming it). *runs is malloc'ed. */
-amp_status amp_compare_plan(const char *precisions, const char *scalers, char *const *extra,
-                            int n_extra, const char *ref_precision, amp_run_cfg **runs, int *n);
+AMP_API amp_status amp_compare_plan(const char *precisions, const char *scalers, char *const *extra,
+                                    int n_extra, const char *ref_precision, amp_run_cfg **runs, int *n);
 
 /* Writes DIR/summary.csv (atomically): one row per run with final loss, max and
  * mean |loss - reference loss|, skipped steps, mean flushed fraction of the
@@ -34,7 +34,7 @@ amp_status amp_compare_plan(const char *precisions, const char *scalers, char *c
  * first step where |loss - reference| > tol (or the loss is not finite).
  * status[i] is the run's exit code (0 ok); a failed or missing run gets a row
  * with status "failed" and empty figures. */
-amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n,
-                                 const int *status, double tol);
+AMP_API amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n,
+                                         const int *status, double tol);
 
 #endif

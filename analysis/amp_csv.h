@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include "amp_base.h"
 
-/* ---- strict CSV (reports/csv.c) ------------------------------------------
+/* ---- strict CSV (analysis/csv.c) ------------------------------------------
  * A header line, then rows with exactly as many fields as the header. Fields
  * are separated by commas; a field may be double-quoted ("" is a quote).
  * Blank lines at the end are ignored; a blank line in the middle is an error.
@@ -21,21 +21,21 @@ typedef struct amp_csv {
 } amp_csv;
 
 /* Reads and splits path. Errors name the file (and line). */
-amp_status amp_csv_read(const char *path, amp_csv *out);
-void amp_csv_free(amp_csv *c);
+AMP_API amp_status amp_csv_read(const char *path, amp_csv *out);
+AMP_API void amp_csv_free(amp_csv *c);
 /* Index of the column called name, or -1. */
-int amp_csv_col(const amp_csv *c, const char *name);
+AMP_API int amp_csv_col(const amp_csv *c, const char *name);
 /* Looks up n required columns into idx[]; AMP_EFORMAT naming the first one
  * missing ("path:1: header lacks column 'x' (header: ...)"). */
-amp_status amp_csv_require(const amp_csv *c, const char *const *names, int n, int *idx);
+AMP_API amp_status amp_csv_require(const amp_csv *c, const char *const *names, int n, int *idx);
 static inline const char *amp_csv_get(const amp_csv *c, size_t row, int col)
 {
     return c->cell[row * (size_t)c->ncol + (size_t)col];
 }
 /* Parses a field as a number: strict (whole field), "nan"/"inf"/"-inf"
  * accepted. AMP_EFORMAT "path:line: column 'x': 'abc' is not a number". */
-amp_status amp_csv_num(const amp_csv *c, size_t row, int col, double *out);
+AMP_API amp_status amp_csv_num(const amp_csv *c, size_t row, int col, double *out);
 /* The same for integers in [lo, hi]. */
-amp_status amp_csv_long(const amp_csv *c, size_t row, int col, long lo, long hi, long *out);
+AMP_API amp_status amp_csv_long(const amp_csv *c, size_t row, int col, long lo, long hi, long *out);
 
 #endif

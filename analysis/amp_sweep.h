@@ -52,20 +52,20 @@ typedef struct amp_sweep {
 /* Parses a grid (text of the JSON file; `path` names it in messages) and plans
  * every run. AMP_EINVAL naming the file and key for anything malformed, unknown
  * or invalid (bad precision or SPEC as amp_compare_plan reports). */
-amp_status amp_sweep_parse(const char *text, const char *path, amp_sweep *sw);
-void amp_sweep_free(amp_sweep *sw);
+AMP_API amp_status amp_sweep_parse(const char *text, const char *path, amp_sweep *sw);
+AMP_API void amp_sweep_free(amp_sweep *sw);
 
 /* The train arguments of run i after `ampsim train` (common options, group
  * options, --precision, --scaler, --out DIR/NAME), NULL-terminated; free with
  * amp_sweep_argv_free. argv[0] is `self`. */
-char **amp_sweep_argv(const amp_sweep *sw, int i, const char *self, const char *dir);
-void amp_sweep_argv_free(char **argv);
+AMP_API char **amp_sweep_argv(const amp_sweep *sw, int i, const char *self, const char *dir);
+AMP_API void amp_sweep_argv_free(char **argv);
 
 /* Writes the summaries: for a single unnamed group DIR/summary.csv exactly as
  * compare writes it; otherwise DIR/GROUP/summary.csv for each group (compare's
  * format, its own reference) and DIR/summary.csv with the columns
  * group,seed,<vary keys>, then compare's columns, the groups' rows in order.
  * status[i] is run i's exit code. */
-amp_status amp_sweep_summarize(const char *dir, const amp_sweep *sw, const int *status);
+AMP_API amp_status amp_sweep_summarize(const char *dir, const amp_sweep *sw, const int *status);
 
 #endif

@@ -2,9 +2,11 @@
 #include "amp_base.h"
 #include "amp_io.h"
 #include "amp_policy.h"
+#include "amp_runlog.h"
 #include "amp_scaler.h"
 #include "amp_compare.h"
 #include "amp_csv.h"
+#include "amp_rundir.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -142,43 +144,35 @@ typedef struct run_data {
 static amp_status read_run(const char *dir, const char *name, run_data *rd)
 {
     char path[4300];
-    amp_csv c;
+    amp_run_metrics m;
+    amp_run_tensors t;
     amp_status st;
     memset(rd, 0, sizeof *rd);
     rd->flushed_frac = NAN;
-    snprintf(path, sizeof path, "%s/%s/metrics.csv", dir, name);
-    if ((st = amp_csv_read(path, &c))) return st;
-    static const char *const mcols[] = { "step", "loss", "skipped" };
-    int mi[3];
-    if ((st = amp_csv_require(&c, mcols, 3, mi))) { amp_csv_free(&c); return st; }
-    rd->loss = malloc((c.nrows ? c.nrows : 1) * sizeof *rd->loss);
-    if (!rd->loss) { amp_csv_free(&c); return amp_fail(AMP_ENOMEM, "%s: out of memory", path); }
-    for (size_t r = 0; r < c.nrows; r++) {
-        long step, sk;
-        if ((st = amp_csv_long(&c, r, mi[0], 0, (long)c.nrows - 1, &step)) ||
-            (st = amp_csv_num(&c, r, mi[1], &rd->loss[r])) ||
-            (st = amp_csv_long(&c, r, mi[2], 0, 1, &sk))) { amp_csv_free(&c); return st; }
-        if ((size_t)step != r) { amp_csv_free(&c); return amp_fail(AMP_EFORMAT, "%s:%zu: step %ld out of order", path, c.line[r], step); }
-        rd->skipped += sk;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if ((st = amp_run_read_metrics(path, &m))) return st;
+    for (size_t r = 0; r < m.n; r++) {
+        if (m.step[r] != (long)r) {
+            amp_run_metrics_free(&m);
+            return amp_fail(AMP_EFORMAT, "%s/%s: step %zu is missing (the loss curves are compared step by step)",
+                            path, AMP_RUN_METRICS, r);
+        }
+        rd->skipped += m.skipped[r];
     }
-    rd->nsteps = c.nrows;
-    amp_csv_free(&c);
-    snprintf(path, sizeof path, "%s/%s/tensors.csv", dir, name);
-    if ((st = amp_csv_read(path, &c))) return st;
-    static const char *const tcols[] = { "role", "n", "flushed" };
-    int ti[3];
-    if ((st = amp_csv_require(&c, tcols, 3, ti))) { amp_csv_free(&c); return st; }
+    rd->nsteps = m.n;
+    rd->loss = m.loss;           /* taken over */
+    m.loss = NULL;
+    amp_run_metrics_free(&m);
+    if ((st = amp_run_read_tensors(path, &t))) { free(rd->loss); rd->loss = NULL; return st; }
     double sum = 0;
     size_t cnt = 0;
-    for (size_t r = 0; r < c.nrows; r++) {
-        const char *role = amp_csv_get(&c, r, ti[0]);
-        if (strcmp(role, "weight_grad") && strcmp(role, "act_grad")) continue;
-        double nn, fl;
-        if ((st = amp_csv_num(&c, r, ti[1], &nn)) || (st = amp_csv_num(&c, r, ti[2], &fl))) { amp_csv_free(&c); return st; }
-        if (nn > 0) { sum += fl / nn; cnt++; }
+    for (size_t r = 0; r < t.n; r++) {
+        const amp_run_tensor_row *w = &t.row[r];
+        if (strcmp(w->role, "weight_grad") && strcmp(w->role, "act_grad")) continue;
+        if (w->n > 0) { sum += (double)w->flushed / (double)w->n; cnt++; }
     }
     if (cnt) rd->flushed_frac = sum / (double)cnt;
-    amp_csv_free(&c);
+    amp_run_tensors_free(&t);
     return AMP_OK;
 }
 

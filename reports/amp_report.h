@@ -1,7 +1,7 @@
 /* ampsim — reports: the report writer (figures through gnuplot and an HTML
  * page) for a run, compare or sweep directory.
  *
- * A run directory (DESIGN §5) holds config.json, metrics.csv, tensors.csv,
+ * A run directory (docs/design.md) holds config.json, metrics.csv, tensors.csv,
  * hist.csv, events.csv and optionally summary.json, accum.csv. A compare
  * directory holds summary.csv and one run directory per configuration.
  * amp_report_write() validates every file it reads: a missing or malformed
@@ -32,10 +32,10 @@ typedef struct amp_report_opts {
  * $AMPSIM_REPORT_SCRIPTS, then <exe dir>/../reports, <exe dir>/../share/ampsim/reports
  * and $AMP_SRCDIR/reports. Every output file is written atomically.
  * On success *index_path (if non-NULL, size len) receives the page's path. */
-amp_status amp_report_write(const char *dir, const amp_report_opts *opts,
-                            char *index_path, size_t len);
+AMP_API amp_status amp_report_write(const char *dir, const amp_report_opts *opts,
+                                    char *index_path, size_t len);
 
 /* Parses "png,pdf,svg" (any subset) into AMP_REPORT_* flags. */
-amp_status amp_report_parse_formats(const char *s, unsigned *out);
+AMP_API amp_status amp_report_parse_formats(const char *s, unsigned *out);
 
 #endif

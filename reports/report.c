@@ -1,5 +1,5 @@
 /* The report writer: reads and validates a run or compare directory
- * (DESIGN §5), has report_fig.c draw the figures, and writes
+ * (docs/design.md), has report_fig.c draw the figures, and writes
  * DIR/report/index.html atomically.
  *
  * Conventions the figures rely on (documented on the page and in the README):
@@ -17,6 +17,7 @@
 #include "amp_format.h"
 #include "amp_io.h"
 #include "amp_csv.h"
+#include "amp_rundir.h"
 #include "amp_report.h"
 #include "report_internal.h"
 
@@ -28,8 +29,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define JSON_MAX ((size_t)64 << 20)
 
 static int is_file(const char *p)
 {
@@ -54,40 +53,6 @@ void rp_html_escape(FILE *fp, const char *s)
         default: fputc(*s, fp);
         }
     }
-}
-
-/* First string value stored under `key` anywhere in the JSON tree (depth first). */
-static const char *json_find_str(const cJSON *j, const char *key)
-{
-    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) {
-        if (c->string && !strcmp(c->string, key) && cJSON_IsString(c)) return c->valuestring;
-    }
-    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) {
-        if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
-            const char *s = json_find_str(c, key);
-            if (s) return s;
-        }
-    }
-    return NULL;
-}
-
-static amp_status read_json(const char *path, char **text, cJSON **out)
-{
-    size_t len;
-    amp_status st = amp_read_file(path, JSON_MAX, text, &len);
-    if (st) return amp_fail(st, "%s: missing or unreadable: %s", path, amp_errmsg());
-    cJSON *j = cJSON_ParseWithLength(*text, len);
-    if (!j) {
-        const char *e = cJSON_GetErrorPtr();
-        long off = e && e >= *text && e <= *text + len ? (long)(e - *text) : -1;
-        long line = 1;
-        for (long i = 0; i < off; i++) line += (*text)[i] == '\n';
-        free(*text);
-        *text = NULL;
-        return amp_fail(AMP_EFORMAT, "%s:%ld: not valid JSON (near byte %ld)", path, line, off);
-    }
-    *out = j;
-    return AMP_OK;
 }
 
 static void slugify(const char *s, char *out, size_t len)
@@ -121,61 +86,29 @@ static void run_free(rp_run *r)
 {
     free(r->config_text);
     free(r->summary_text);
-    free(r->mstep); free(r->loss); free(r->scale); free(r->skipped);
+    amp_run_metrics_free(&r->m);
     for (size_t i = 0; i < r->nt; i++) {
         free(r->t[i].fl); free(r->t[i].so); free(r->t[i].hu); free(r->t[i].hs);
     }
     free(r->t);
     free(r->lstep);
-    amp_csv_free(&r->ev);
+    amp_run_events_free(&r->ev);
     memset(r, 0, sizeof *r);
 }
 
-static amp_status load_metrics(rp_run *r)
+/* The loss-scale facts the figures need (metrics.csv was checked by the reader). */
+static void scan_scales(rp_run *r)
 {
-    char p[RP_PATH + 32];
-    snprintf(p, sizeof p, "%s/metrics.csv", r->dir);
-    amp_csv c;
-    amp_status st = amp_csv_read(p, &c);
-    if (st) return st;
-    static const char *const need[] = { "step", "loss", "loss_scale", "skipped" };
-    int k[4];
-    if ((st = amp_csv_require(&c, need, 4, k))) goto out;
-    if (c.nrows == 0) { st = amp_fail(AMP_EFORMAT, "%s:2: no data rows", p); goto out; }
-    r->nm = c.nrows;
-    r->mstep = malloc(c.nrows * sizeof *r->mstep);
-    r->loss = malloc(c.nrows * sizeof *r->loss);
-    r->scale = malloc(c.nrows * sizeof *r->scale);
-    r->skipped = malloc(c.nrows * sizeof *r->skipped);
-    if (!r->mstep || !r->loss || !r->scale || !r->skipped) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
     r->scale_zero_step = -1;
-    for (size_t i = 0; i < c.nrows; i++) {
-        long s, sk;
-        if ((st = amp_csv_long(&c, i, k[0], 0, 1L << 40, &s))) goto out;
-        if ((st = amp_csv_num(&c, i, k[1], &r->loss[i]))) goto out;
-        if ((st = amp_csv_num(&c, i, k[2], &r->scale[i]))) goto out;
-        if ((st = amp_csv_long(&c, i, k[3], 0, 1, &sk))) goto out;
-        if (i && s <= r->mstep[i - 1]) {
-            st = amp_fail(AMP_EFORMAT, "%s:%zu: step %ld does not follow step %ld", p, c.line[i], s, r->mstep[i - 1]);
-            goto out;
-        }
-        double S = r->scale[i];
-        if (isnan(S) || S < 0) {
-            st = amp_fail(AMP_EFORMAT, "%s:%zu: column 'loss_scale': %s is not a scale", p, c.line[i], amp_csv_get(&c, i, k[2]));
-            goto out;
-        }
-        r->mstep[i] = s;
-        r->skipped[i] = (int)sk;
+    for (size_t i = 0; i < r->m.n; i++) {
+        double S = r->m.scale[i];
         if (S != 1) r->scale_used = 1;
         if (S > 0 && isfinite(S)) {
             int e;
             if (frexp(S, &e) != 0.5) r->scale_nonpow2 = 1;
         }
-        if (S == 0 && r->scale_zero_step < 0) r->scale_zero_step = s;
+        if (S == 0 && r->scale_zero_step < 0) r->scale_zero_step = r->m.step[i];
     }
-out:
-    amp_csv_free(&c);
-    return st;
 }
 
 static long tens_find(const rp_run *r, const char *name)
@@ -185,194 +118,116 @@ static long tens_find(const rp_run *r, const char *name)
     return -1;
 }
 
-static amp_status tens_add(rp_run *r, const char *path, size_t line, const char *name, long *idx)
+static amp_status tens_add(rp_run *r, const amp_run_tensor_row *row, long *idx)
 {
-    if (strlen(name) >= sizeof r->t[0].name || !*name)
-        return amp_fail(AMP_EFORMAT, "%s:%zu: bad tensor name '%.40s'", path, line, name);
     rp_tens *nt = realloc(r->t, (r->nt + 1) * sizeof *nt);
-    if (!nt) return amp_fail(AMP_ENOMEM, "%s: out of memory", path);
+    if (!nt) return amp_fail(AMP_ENOMEM, "out of memory");
     r->t = nt;
     rp_tens *t = &r->t[r->nt];
     memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->name, sizeof t->name, "%s", row->tensor);
+    snprintf(t->role, sizeof t->role, "%s", row->role);
+    snprintf(t->fmt, sizeof t->fmt, "%s", row->format);
+    t->wgrad = !strcmp(t->role, "weight_grad");
+    t->grad = t->wgrad || !strcmp(t->role, "act_grad");
     t->hu = calloc(RP_NB, sizeof *t->hu);
     t->hs = calloc(RP_NB, sizeof *t->hs);
-    if (!t->hu || !t->hs) { free(t->hu); free(t->hs); return amp_fail(AMP_ENOMEM, "%s: out of memory", path); }
+    if (!t->hu || !t->hs) { free(t->hu); free(t->hs); return amp_fail(AMP_ENOMEM, "out of memory"); }
     *idx = (long)r->nt++;
     return AMP_OK;
 }
 
+/* Per tensor: the flushed and saturated+overflow fractions at each logged step. */
 static amp_status load_tensors(rp_run *r)
 {
-    char p[RP_PATH + 32];
-    snprintf(p, sizeof p, "%s/tensors.csv", r->dir);
-    amp_csv c;
-    amp_status st = amp_csv_read(p, &c);
+    amp_run_tensors tt;
+    amp_status st = amp_run_read_tensors(r->dir, &tt);
     if (st) return st;
-    static const char *const need[] = { "step", "tensor", "role", "format", "n", "zero_in", "flushed",
-                                        "subnormal", "saturated", "overflow", "nan", "amax",
-                                        "amin_nonzero", "rel_err" };
-    int k[14];
-    if ((st = amp_csv_require(&c, need, 14, k))) goto out;
-    if (c.nrows == 0) goto out;   /* --log-every 0: no per-tensor figures */
-    /* pass 1: validate, collect tensors and logged steps */
-    long *steps = malloc(c.nrows * sizeof *steps);
-    if (!steps) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
-    for (size_t i = 0; i < c.nrows; i++) {
-        long v[7];
-        if ((st = amp_csv_long(&c, i, k[0], 0, 1L << 40, &steps[i]))) { free(steps); goto out; }
-        for (int q = 0; q < 7; q++) /* n, zero_in, flushed, subnormal, saturated, overflow, nan */
-            if ((st = amp_csv_long(&c, i, k[4 + q], 0, 1L << 50, &v[q]))) { free(steps); goto out; }
-        if (v[1] + v[2] + v[3] + v[4] + v[5] + v[6] > v[0]) {
-            st = amp_fail(AMP_EFORMAT, "%s:%zu: class counts add up to more than n=%ld", p, c.line[i], v[0]);
-            free(steps);
-            goto out;
-        }
-        for (int q = 11; q < 14; q++) {
-            double d;
-            if ((st = amp_csv_num(&c, i, k[q], &d))) { free(steps); goto out; }
-        }
-        amp_format f;
-        if (amp_format_parse(amp_csv_get(&c, i, k[3]), &f)) {
-            st = amp_fail(AMP_EFORMAT, "%s:%zu: column 'format': %s", p, c.line[i], amp_errmsg());
-            free(steps);
-            goto out;
-        }
-        const char *name = amp_csv_get(&c, i, k[1]);
-        long ti = tens_find(r, name);
-        if (ti < 0) {
-            if ((st = tens_add(r, p, c.line[i], name, &ti))) { free(steps); goto out; }
-            rp_tens *t = &r->t[ti];
-            snprintf(t->role, sizeof t->role, "%s", amp_csv_get(&c, i, k[2]));
-            snprintf(t->fmt, sizeof t->fmt, "%s", amp_csv_get(&c, i, k[3]));
-            t->wgrad = !strcmp(t->role, "weight_grad");
-            t->grad = t->wgrad || !strcmp(t->role, "act_grad");
-        }
+    long *steps = malloc((tt.n ? tt.n : 1) * sizeof *steps);
+    if (!steps) { amp_run_tensors_free(&tt); return amp_fail(AMP_ENOMEM, "%s: out of memory", tt.path); }
+    for (size_t i = 0; i < tt.n && !st; i++) {
+        steps[i] = tt.row[i].step;
+        long ti = tens_find(r, tt.row[i].tensor);
+        if (ti < 0) st = tens_add(r, &tt.row[i], &ti);
     }
-    qsort(steps, c.nrows, sizeof *steps, cmp_long);
+    if (st) { free(steps); amp_run_tensors_free(&tt); return st; }
+    qsort(steps, tt.n, sizeof *steps, cmp_long);
     size_t u = 0;
-    for (size_t i = 0; i < c.nrows; i++)
+    for (size_t i = 0; i < tt.n; i++)
         if (!u || steps[i] != steps[u - 1]) steps[u++] = steps[i];
     r->lstep = steps;
     r->nls = u;
-    for (size_t ti = 0; ti < r->nt; ti++) {
+    for (size_t ti = 0; ti < r->nt && !st; ti++) {
         rp_tens *t = &r->t[ti];
-        t->fl = malloc(u * sizeof *t->fl);
-        t->so = malloc(u * sizeof *t->so);
-        if (!t->fl || !t->so) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
-        for (size_t j = 0; j < u; j++) t->fl[j] = t->so[j] = NAN;
+        t->fl = malloc((u ? u : 1) * sizeof *t->fl);
+        t->so = malloc((u ? u : 1) * sizeof *t->so);
+        if (!t->fl || !t->so) st = amp_fail(AMP_ENOMEM, "%s: out of memory", tt.path);
+        for (size_t j = 0; j < u && !st; j++) t->fl[j] = t->so[j] = NAN;
     }
-    /* pass 2: fractions (values were validated above) */
-    for (size_t i = 0; i < c.nrows; i++) {
-        long s, n, fl, sa, ov;
-        amp_csv_long(&c, i, k[0], 0, 1L << 40, &s);
-        amp_csv_long(&c, i, k[4], 0, 1L << 50, &n);
-        amp_csv_long(&c, i, k[6], 0, 1L << 50, &fl);
-        amp_csv_long(&c, i, k[8], 0, 1L << 50, &sa);
-        amp_csv_long(&c, i, k[9], 0, 1L << 50, &ov);
-        rp_tens *t = &r->t[tens_find(r, amp_csv_get(&c, i, k[1]))];
-        long j = find_step(r->lstep, r->nls, s);
+    for (size_t i = 0; i < tt.n && !st; i++) {
+        const amp_run_tensor_row *w = &tt.row[i];
+        rp_tens *t = &r->t[tens_find(r, w->tensor)];
+        long j = find_step(r->lstep, r->nls, w->step);
         if (!isnan(t->fl[j])) {
-            st = amp_fail(AMP_EFORMAT, "%s:%zu: tensor '%s' logged twice at step %ld", p, c.line[i], t->name, s);
-            goto out;
+            st = amp_fail(AMP_EFORMAT, "%s:%zu: tensor '%s' logged twice at step %ld", tt.path, w->line, t->name, w->step);
+            break;
         }
-        t->fl[j] = n ? (double)fl / (double)n : 0;
-        t->so[j] = n ? (double)(sa + ov) / (double)n : 0;
-        t->n_total += (double)n;
-        t->flushed_total += (double)fl;
+        t->fl[j] = w->n ? (double)w->flushed / (double)w->n : 0;
+        t->so[j] = w->n ? (double)(w->saturated + w->overflow) / (double)w->n : 0;
+        t->n_total += (double)w->n;
+        t->flushed_total += (double)w->flushed;
     }
-out:
-    amp_csv_free(&c);
+    amp_run_tensors_free(&tt);
     return st;
 }
 
 /* Loss scale of step s (1 if the step is not in metrics.csv). */
 static double scale_at(const rp_run *r, long s)
 {
-    long i = find_step(r->mstep, r->nm, s);
-    return i < 0 ? 1.0 : r->scale[i];
+    long i = find_step(r->m.step, r->m.n, s);
+    return i < 0 ? 1.0 : r->m.scale[i];
 }
 
+/* Per tensor: the histogram summed over the logged steps, as logged (hs) and
+ * shifted back by the loss scale (hu), and the zero/inf/NaN bins. */
 static amp_status load_hist(rp_run *r)
 {
-    char p[RP_PATH + 32];
-    snprintf(p, sizeof p, "%s/hist.csv", r->dir);
-    amp_csv c;
-    amp_status st = amp_csv_read(p, &c);
+    amp_run_hist h;
+    amp_status st = amp_run_read_hist(r->dir, &h);
     if (st) return st;
-    static const char *const need[] = { "step", "tensor", "binade", "count" };
-    int k[4];
-    if ((st = amp_csv_require(&c, need, 4, k))) goto out;
-    if (c.nrows == 0 || r->nt == 0) goto out;   /* --hist-every 0 or --log-every 0: no histograms */
-    long last = -1;
     r->hist_first = -1;
-    for (size_t i = 0; i < c.nrows; i++) {
-        long s, cnt, b = 0;
-        if ((st = amp_csv_long(&c, i, k[0], 0, 1L << 40, &s))) goto out;
-        if ((st = amp_csv_long(&c, i, k[3], 0, 1L << 50, &cnt))) goto out;
-        const char *bs = amp_csv_get(&c, i, k[2]);
-        int special = !strcmp(bs, "zero") ? 1 : !strcmp(bs, "inf") ? 2 : !strcmp(bs, "nan") ? 3 : 0;
-        if (!special) {
-            if (amp_csv_long(&c, i, k[2], RP_BLO, RP_BHI, &b)) {
-                st = amp_fail(AMP_EFORMAT, "%s:%zu: column 'binade': '%s' is neither an integer in [%d, %d] nor zero/inf/nan",
-                              p, c.line[i], bs, RP_BLO, RP_BHI);
-                goto out;
-            }
-        }
-        const char *name = amp_csv_get(&c, i, k[1]);
-        long ti = tens_find(r, name);
+    for (size_t i = 0; i < h.n && r->nt; i++) {   /* --log-every 0: no histograms */
+        const amp_run_hist_row *w = &h.row[i];
+        long ti = tens_find(r, w->tensor);
         if (ti < 0) {
             st = amp_fail(AMP_EFORMAT, "%s:%zu: tensor '%s' is not in tensors.csv (its role and format are unknown)",
-                          p, c.line[i], name);
-            goto out;
+                          h.path, w->line, w->tensor);
+            break;
         }
         rp_tens *t = &r->t[ti];
         t->in_hist = 1;
-        if (s != last) {
-            if (s < last) {
-                st = amp_fail(AMP_EFORMAT, "%s:%zu: step %ld after step %ld (rows must be in step order)", p, c.line[i], s, last);
-                goto out;
-            }
+        if (!i || w->step != h.row[i - 1].step) {
             r->hist_steps++;
-            if (r->hist_first < 0) r->hist_first = s;
-            r->hist_last = s;
-            last = s;
+            if (r->hist_first < 0) r->hist_first = w->step;
+            r->hist_last = w->step;
         }
-        double dc = (double)cnt;
-        if (special == 1) t->zero += dc;
-        else if (special == 2) t->inf += dc;
-        else if (special == 3) t->nan += dc;
+        double dc = (double)w->count;
+        if (w->kind == AMP_BIN_ZERO) t->zero += dc;
+        else if (w->kind == AMP_BIN_INF) t->inf += dc;
+        else if (w->kind == AMP_BIN_NAN) t->nan += dc;
         else {
-            t->hs[b - RP_BLO] += dc;
+            t->hs[w->binade - RP_BLO] += dc;
             long sh = 0;
-            double S = scale_at(r, s);
+            double S = scale_at(r, w->step);
             if (t->grad && S > 0 && isfinite(S)) sh = lround(log2(S));
-            long bu = b - sh;
+            long bu = w->binade - sh;
             if (bu < RP_BLO) bu = RP_BLO;
             if (bu > RP_BHI) bu = RP_BHI;
             t->hu[bu - RP_BLO] += dc;
         }
     }
-out:
-    amp_csv_free(&c);
+    amp_run_hist_free(&h);
     return st;
-}
-
-static amp_status load_events(rp_run *r)
-{
-    char p[RP_PATH + 32];
-    snprintf(p, sizeof p, "%s/events.csv", r->dir);
-    amp_status st = amp_csv_read(p, &r->ev);
-    if (st) return st;
-    static const char *const need[] = { "step", "event", "tensor", "detail" };
-    int k[4];
-    if ((st = amp_csv_require(&r->ev, need, 4, k))) return st;
-    r->ev_step = k[0]; r->ev_event = k[1]; r->ev_tensor = k[2]; r->ev_detail = k[3];
-    for (size_t i = 0; i < r->ev.nrows; i++) {
-        long s;
-        if ((st = amp_csv_long(&r->ev, i, k[0], -1, 1L << 40, &s))) return st;
-    }
-    return AMP_OK;
 }
 
 static amp_status load_run(rp_run *r, const char *dir, const char *label)
@@ -381,32 +236,21 @@ static amp_status load_run(rp_run *r, const char *dir, const char *label)
     snprintf(r->dir, sizeof r->dir, "%s", dir);
     snprintf(r->label, sizeof r->label, "%s", label);
     slugify(label, r->slug, sizeof r->slug);
-    char p[RP_PATH + 32];
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    cJSON *j;
-    amp_status st = read_json(p, &r->config_text, &j);
+    amp_status st = amp_run_read_config(dir, &r->config_text);
     if (st) return st;
-    const char *prec = json_find_str(j, "precision");
-    const char *sc = json_find_str(j, "scaler");
-    snprintf(r->precision, sizeof r->precision, "%s", prec ? prec : "?");
-    snprintf(r->scaler, sizeof r->scaler, "%s", sc ? sc : "none");
-    const char *f8 = json_find_str(j, "fp8_scaler");
-    snprintf(r->fp8_scaler, sizeof r->fp8_scaler, "%s", f8 && strcmp(f8, "none") ? f8 : "");
-    cJSON_Delete(j);
-    snprintf(p, sizeof p, "%s/summary.json", dir);
-    if (is_file(p)) {
-        if ((st = read_json(p, &r->summary_text, &j))) return st;
-        cJSON_Delete(j);
-    }
-    if ((st = load_metrics(r))) return st;
+    char f8[160];
+    if (!amp_run_json_str(r->config_text, "precision", r->precision, sizeof r->precision))
+        snprintf(r->precision, sizeof r->precision, "?");
+    if (!amp_run_json_str(r->config_text, "scaler", r->scaler, sizeof r->scaler))
+        snprintf(r->scaler, sizeof r->scaler, "none");
+    if (amp_run_json_str(r->config_text, "fp8_scaler", f8, sizeof f8) && strcmp(f8, "none"))
+        snprintf(r->fp8_scaler, sizeof r->fp8_scaler, "%s", f8);
+    if ((st = amp_run_read_summary(dir, &r->summary_text))) return st;
+    if ((st = amp_run_read_metrics(dir, &r->m))) return st;
+    scan_scales(r);
     if ((st = load_tensors(r))) return st;
     if ((st = load_hist(r))) return st;
-    return load_events(r);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return amp_run_read_events(dir, &r->ev);
 }
 
 /* 1 if summary.csv has a row for run `name` whose status is not "ok". */
@@ -419,50 +263,11 @@ static int summary_says_failed(const amp_csv *c, const char *name)
     return 0;
 }
 
-static amp_status load_compare(rp_ctx *ctx)
+/* The reference: the run named "ref" (what compare writes); else one whose
+ * precision is fp32, preferring the one named "fp32", then the first by name.
+ * It is moved first; the others stay by name. */
+static void pick_reference(rp_ctx *ctx)
 {
-    char p[RP_PATH + 600];
-    snprintf(p, sizeof p, "%s/summary.csv", ctx->dir);
-    amp_status st = amp_csv_read(p, &ctx->summary);
-    if (st) return st;
-    DIR *d = opendir(ctx->dir);
-    if (!d) return amp_fail(AMP_EIO, "%s: cannot list: %s", ctx->dir, strerror(errno));
-    char **names = NULL;
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || !strcmp(e->d_name, "report")) continue;
-        snprintf(p, sizeof p, "%s/%s", ctx->dir, e->d_name);
-        if (!is_dir(p)) continue;
-        snprintf(p, sizeof p, "%s/%s/config.json", ctx->dir, e->d_name);
-        char q[RP_PATH + 600];
-        snprintf(q, sizeof q, "%s/%s/metrics.csv", ctx->dir, e->d_name);
-        if (!is_file(p) && !is_file(q)) continue;
-        if (summary_says_failed(&ctx->summary, e->d_name)) {
-            if (ctx->nskipped < 8) snprintf(ctx->skipped[ctx->nskipped], sizeof ctx->skipped[0], "%.120s", e->d_name);
-            ctx->nskipped++;
-            continue;
-        }
-        char **nn = realloc(names, (n + 1) * sizeof *nn);
-        if (!nn || !(nn[n] = strdup(e->d_name))) { free(nn ? nn : names); closedir(d); return amp_fail(AMP_ENOMEM, "out of memory"); }
-        names = nn;
-        n++;
-    }
-    closedir(d);
-    if (!n) { free(names); return amp_fail(AMP_EFORMAT, "%s: has summary.csv but no run folders (each needs config.json and metrics.csv)", ctx->dir); }
-    qsort(names, n, sizeof *names, cmp_str);
-    ctx->r = calloc(n, sizeof *ctx->r);
-    if (!ctx->r) { for (size_t i = 0; i < n; i++) free(names[i]); free(names); return amp_fail(AMP_ENOMEM, "out of memory"); }
-    for (size_t i = 0; i < n && !st; i++) {
-        snprintf(p, sizeof p, "%s/%s", ctx->dir, names[i]);
-        st = load_run(&ctx->r[i], p, names[i]);
-        ctx->nr = i + 1;
-    }
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
-    if (st) return st;
-    /* the reference: the run named "ref" (what compare writes); else one whose
-     * precision is fp32, preferring the one named "fp32", then the first by name */
     ctx->ref = -1;
     for (size_t i = 0; i < ctx->nr && ctx->ref < 0; i++)
         if (!strcmp(ctx->r[i].label, "ref")) ctx->ref = (int)i;
@@ -470,12 +275,46 @@ static amp_status load_compare(rp_ctx *ctx)
         if (!strcmp(ctx->r[i].precision, "fp32") && !strcmp(ctx->r[i].label, "fp32")) ctx->ref = (int)i;
     for (size_t i = 0; i < ctx->nr && ctx->ref < 0; i++)
         if (!strcmp(ctx->r[i].precision, "fp32")) ctx->ref = (int)i;
-    if (ctx->ref > 0) {   /* the reference first, the others by name */
+    if (ctx->ref > 0) {
         rp_run tmp = ctx->r[ctx->ref];
         memmove(&ctx->r[1], &ctx->r[0], (size_t)ctx->ref * sizeof *ctx->r);
         ctx->r[0] = tmp;
         ctx->ref = 0;
     }
+}
+
+static amp_status load_compare(rp_ctx *ctx)
+{
+    char p[RP_PATH + 600];
+    snprintf(p, sizeof p, "%s/summary.csv", ctx->dir);
+    amp_status st = amp_csv_read(p, &ctx->summary);
+    if (st) return st;
+    char **names;
+    size_t n, keep = 0;
+    if ((st = amp_run_list(ctx->dir, &names, &n))) return st;
+    for (size_t i = 0; i < n; i++) {
+        if (summary_says_failed(&ctx->summary, names[i])) {
+            if (ctx->nskipped < 8) snprintf(ctx->skipped[ctx->nskipped], sizeof ctx->skipped[0], "%.120s", names[i]);
+            ctx->nskipped++;
+            free(names[i]);
+            continue;
+        }
+        names[keep++] = names[i];
+    }
+    if (!keep) {
+        amp_run_names_free(names, keep);
+        return amp_fail(AMP_EFORMAT, "%s: has summary.csv but no run folders (each needs config.json and metrics.csv)", ctx->dir);
+    }
+    ctx->r = calloc(keep, sizeof *ctx->r);
+    if (!ctx->r) { amp_run_names_free(names, keep); return amp_fail(AMP_ENOMEM, "out of memory"); }
+    for (size_t i = 0; i < keep && !st; i++) {
+        snprintf(p, sizeof p, "%s/%s", ctx->dir, names[i]);
+        st = load_run(&ctx->r[i], p, names[i]);
+        ctx->nr = i + 1;
+    }
+    amp_run_names_free(names, keep);
+    if (st) return st;
+    pick_reference(ctx);
     return AMP_OK;
 }
 
@@ -525,20 +364,20 @@ static int event_is_nonfinite(const char *ev)
 
 static void html_events(FILE *fp, const rp_run *r, const char *rel)
 {
-    const amp_csv *c = &r->ev;
+    const amp_csv *c = &r->ev.csv;
     fprintf(fp, "<p>From <a href=\"%s/events.csv\">", rel);
     rp_html_escape(fp, rel);
     fprintf(fp, "/events.csv</a>: %zu events.", c->nrows);
     for (size_t i = 0; i < c->nrows; i++) {
-        if (!event_is_nonfinite(amp_csv_get(c, i, r->ev_event))) continue;
+        if (!event_is_nonfinite(amp_csv_get(c, i, r->ev.event))) continue;
         fputs(" <b class=warn>First non-finite: step ", fp);
-        rp_html_escape(fp, amp_csv_get(c, i, r->ev_step));
+        rp_html_escape(fp, amp_csv_get(c, i, r->ev.step));
         fputs(", ", fp);
-        rp_html_escape(fp, amp_csv_get(c, i, r->ev_event));
+        rp_html_escape(fp, amp_csv_get(c, i, r->ev.event));
         fputs(", tensor ", fp);
-        rp_html_escape(fp, amp_csv_get(c, i, r->ev_tensor));
+        rp_html_escape(fp, amp_csv_get(c, i, r->ev.tensor));
         fputs(" (", fp);
-        rp_html_escape(fp, amp_csv_get(c, i, r->ev_detail));
+        rp_html_escape(fp, amp_csv_get(c, i, r->ev.detail));
         fputs(").</b>", fp);
         break;
     }
@@ -638,9 +477,9 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
         rp_html_escape(fp, r->scaler);
         if (*r->fp8_scaler) { fputs("; FP8: ", fp); rp_html_escape(fp, r->fp8_scaler); }
         long skipped = 0;
-        for (size_t s = 0; s < r->nm; s++) skipped += r->skipped[s];
+        for (size_t s = 0; s < r->m.n; s++) skipped += r->m.skipped[s];
         fprintf(fp, "</td><td>%zu</td><td>%.6g</td><td>%ld</td><td>%.6g</td></tr></table>\n",
-                r->nm, r->loss[r->nm - 1], skipped, r->scale[r->nm - 1]);
+                r->m.n, r->m.loss[r->m.n - 1], skipped, r->m.scale[r->m.n - 1]);
         if (r->summary_text) {
             fprintf(fp, "<p>From <a href=\"%s/summary.json\">%s/summary.json</a>:</p>\n", rel, rel);
             html_pre(fp, r->summary_text);

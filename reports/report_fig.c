@@ -40,7 +40,7 @@ static amp_status fig_loss(rp_ctx *ctx)
     if (!f) return AMP_OK;
     const rp_run *ref = ctx->compare && ctx->ref >= 0 ? &ctx->r[ctx->ref] : NULL;
     size_t maxn = 0;
-    for (size_t i = 0; i < ctx->nr; i++) if (ctx->r[i].nm > maxn) maxn = ctx->r[i].nm;
+    for (size_t i = 0; i < ctx->nr; i++) if (ctx->r[i].m.n > maxn) maxn = ctx->r[i].m.n;
     size_t w = maxn / 40 < 1 ? 1 : maxn / 40;
     if (!(w & 1)) w++;
     double *buf = malloc(4 * maxn * sizeof *buf);
@@ -63,24 +63,24 @@ static amp_status fig_loss(rp_ctx *ctx)
             lbl[n] = r->label;
             isref[n] = r == ref;
             n++;
-            for (size_t s = 0; s < r->nm; s++) {
-                loss[s] = isfinite(r->loss[s]) ? r->loss[s] : NAN;
+            for (size_t s = 0; s < r->m.n; s++) {
+                loss[s] = isfinite(r->m.loss[s]) ? r->m.loss[s] : NAN;
                 dif[s] = NAN;
                 if (ref && r != ref) {
-                    size_t lo = 0, hi = ref->nm;
-                    while (lo < hi) { size_t m = (lo + hi) / 2; if (ref->mstep[m] < r->mstep[s]) lo = m + 1; else hi = m; }
-                    if (lo < ref->nm && ref->mstep[lo] == r->mstep[s]) dif[s] = fabs(r->loss[s] - ref->loss[lo]);
+                    size_t lo = 0, hi = ref->m.n;
+                    while (lo < hi) { size_t m = (lo + hi) / 2; if (ref->m.step[m] < r->m.step[s]) lo = m + 1; else hi = m; }
+                    if (lo < ref->m.n && ref->m.step[lo] == r->m.step[s]) dif[s] = fabs(r->m.loss[s] - ref->m.loss[lo]);
                     if (!isfinite(dif[s])) dif[s] = NAN;
                 }
             }
-            running_mean(loss, r->nm, w, ls);
-            running_mean(dif, r->nm, w, ds);
-            for (size_t s = 0; s < r->nm; s++) {
+            running_mean(loss, r->m.n, w, ls);
+            running_mean(dif, r->m.n, w, ds);
+            for (size_t s = 0; s < r->m.n; s++) {
                 if (ls[s] > 0) { if (ls[s] < lmin) lmin = ls[s]; if (ls[s] > lmax) lmax = ls[s]; }
                 if (ds[s] > 0) anydiff = 1;
                 if (!(dif[s] > 0)) dif[s] = NAN;
                 if (!(ds[s] > 0)) ds[s] = NAN;
-                fprintf(d.fp, "%ld", r->mstep[s]);
+                fprintf(d.fp, "%ld", r->m.step[s]);
                 double col[4] = { loss[s], dif[s], ls[s], ds[s] };
                 for (int c = 0; c < 4; c++) { fputc(' ', d.fp); rp_gp_num(d.fp, col[c]); }
                 fputc('\n', d.fp);
@@ -88,10 +88,10 @@ static amp_status fig_loss(rp_ctx *ctx)
             fputs("\n\n", d.fp);
         }
     free(buf);
-    long x0 = ctx->r[0].mstep[0], x1 = ctx->r[0].mstep[ctx->r[0].nm - 1];
+    long x0 = ctx->r[0].m.step[0], x1 = ctx->r[0].m.step[ctx->r[0].m.n - 1];
     for (size_t i = 0; i < ctx->nr; i++) {
-        if (ctx->r[i].mstep[0] < x0) x0 = ctx->r[i].mstep[0];
-        if (ctx->r[i].mstep[ctx->r[i].nm - 1] > x1) x1 = ctx->r[i].mstep[ctx->r[i].nm - 1];
+        if (ctx->r[i].m.step[0] < x0) x0 = ctx->r[i].m.step[0];
+        if (ctx->r[i].m.step[ctx->r[i].m.n - 1] > x1) x1 = ctx->r[i].m.step[ctx->r[i].m.n - 1];
     }
     if (x1 == x0) x1 = x0 + 1;
     if (!(lmax > 0)) { lmin = 1; lmax = 2; }
@@ -146,16 +146,16 @@ static amp_status fig_scale(rp_ctx *ctx)
         const rp_run *r = &ctx->r[i];
         if (!r->scale_used) continue;
         lbl[k] = r->label;
-        if (k == 0 || r->mstep[0] < x0) x0 = r->mstep[0];
-        if (k == 0 || r->mstep[r->nm - 1] > x1) x1 = r->mstep[r->nm - 1];
+        if (k == 0 || r->m.step[0] < x0) x0 = r->m.step[0];
+        if (k == 0 || r->m.step[r->m.n - 1] > x1) x1 = r->m.step[r->m.n - 1];
         k++;
         for (int blk = 0; blk < 2; blk++) {
             int rows = 0;
-            for (size_t s = 0; s < r->nm; s++) {
-                if (blk == 1 && !r->skipped[s]) continue;
-                double y = r->scale[s] > 0 && isfinite(r->scale[s]) ? log2(r->scale[s]) : NAN;
+            for (size_t s = 0; s < r->m.n; s++) {
+                if (blk == 1 && !r->m.skipped[s]) continue;
+                double y = r->m.scale[s] > 0 && isfinite(r->m.scale[s]) ? log2(r->m.scale[s]) : NAN;
                 if (isfinite(y)) { if (y < ymin) ymin = y; if (y > ymax) ymax = y; }
-                fprintf(d.fp, "%ld ", r->mstep[s]);
+                fprintf(d.fp, "%ld ", r->m.step[s]);
                 rp_gp_num(d.fp, y);
                 fputc('\n', d.fp);
                 rows++;

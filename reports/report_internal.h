@@ -8,12 +8,13 @@
 #include "amp_format.h"
 #include "amp_io.h"
 #include "amp_csv.h"
+#include "amp_rundir.h"
 #include "amp_report.h"
 
 #define RP_PATH 4096
 /* Binades kept per tensor: floor(log2|x|) in [RP_BLO, RP_BHI] (covers double). */
-#define RP_BLO (-1100)
-#define RP_BHI 1100
+#define RP_BLO AMP_RUN_BINADE_MIN
+#define RP_BHI AMP_RUN_BINADE_MAX
 #define RP_NB (RP_BHI - RP_BLO + 1)
 
 /* One tensor of a run, aggregated over the logged steps. */
@@ -35,16 +36,12 @@ typedef struct rp_run {
     char precision[64], scaler[160];
     char fp8_scaler[160];  /* config.json "fp8_scaler" ("" if none): per-tensor FP8 strategy */
     char *config_text, *summary_text;   /* raw JSON (summary may be NULL) */
-    size_t nm;             /* metrics rows */
-    long *mstep;
-    double *loss, *scale;
-    int *skipped;
+    amp_run_metrics m;     /* metrics.csv */
     size_t nt;
     rp_tens *t;
     size_t nls;            /* logged steps of tensors.csv, increasing */
     long *lstep;
-    amp_csv ev;            /* events.csv */
-    int ev_step, ev_event, ev_tensor, ev_detail;
+    amp_run_events ev;     /* events.csv */
     int scale_used;        /* some loss_scale != 1 */
     int scale_nonpow2;     /* some loss_scale not a power of two */
     long scale_zero_step;  /* first step with loss_scale 0, -1 if none */

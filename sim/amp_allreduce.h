@@ -69,17 +69,17 @@ typedef struct amp_allreduce_info {
 } amp_allreduce_info;
 
 /* ring, tree, fp32 format, rne, no scaling, sum. */
-amp_allreduce_opts amp_allreduce_defaults(void);
+AMP_API amp_allreduce_opts amp_allreduce_defaults(void);
 /* "ring" | "tree" */
-amp_status amp_allreduce_algo_parse(const char *s, amp_allreduce_algo *out);
-const char *amp_allreduce_algo_name(amp_allreduce_algo a);
+AMP_API amp_status amp_allreduce_algo_parse(const char *s, amp_allreduce_algo *out);
+AMP_API const char *amp_allreduce_algo_name(amp_allreduce_algo a);
 /* "none" | "amax" | "pow2" */
-amp_status amp_allreduce_scaling_parse(const char *s, amp_allreduce_scaling *out);
-const char *amp_allreduce_scaling_name(amp_allreduce_scaling s);
+AMP_API amp_status amp_allreduce_scaling_parse(const char *s, amp_allreduce_scaling *out);
+AMP_API const char *amp_allreduce_scaling_name(amp_allreduce_scaling s);
 
 /* Reduces g[0..R)[0..n) into y[0..n) (y may alias none of the inputs).
  * info may be NULL; its stats are initialised here. R >= 1. */
-amp_status amp_allreduce(const amp_allreduce_opts *o, const float *const *g, int R, size_t n,
-                         float *y, amp_allreduce_info *info);
+AMP_API amp_status amp_allreduce(const amp_allreduce_opts *o, const float *const *g, int R, size_t n,
+                                 float *y, amp_allreduce_info *info);
 
 #endif

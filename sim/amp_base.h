@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The library's API: the shared library is built with hidden visibility and
+ * exports exactly the functions declared with AMP_API in the module headers. */
+#define AMP_API __attribute__((visibility("default")))
+
 typedef enum amp_status {
     AMP_OK = 0,
     AMP_EINVAL,   /* bad argument or bad input data */
@@ -20,19 +24,19 @@ typedef enum amp_status {
 } amp_status;
 
 /* Sets the thread-local error message (printf-style) and returns `st`. */
-amp_status amp_fail(amp_status st, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+AMP_API amp_status amp_fail(amp_status st, const char *fmt, ...)
+            __attribute__((format(printf, 2, 3)));
 /* The last message set by amp_fail on this thread ("" if none). */
-const char *amp_errmsg(void);
+AMP_API const char *amp_errmsg(void);
 /* A short name for a status ("invalid argument", ...). */
-const char *amp_status_name(amp_status st);
+AMP_API const char *amp_status_name(amp_status st);
 
 /* The library version ("0.1.0"). */
-const char *amp_version(void);
+AMP_API const char *amp_version(void);
 
 /* Always-on assertion for bugs (never for bad input). */
-void amp_assert_fail(const char *expr, const char *file, int line)
-    __attribute__((noreturn));
+AMP_API void amp_assert_fail(const char *expr, const char *file, int line)
+            __attribute__((noreturn));
 #define AMP_ASSERT(e) ((e) ? (void)0 : amp_assert_fail(#e, __FILE__, __LINE__))
 
 /* Bit casts. */
@@ -55,12 +59,12 @@ static inline uint64_t amp_get_le64(const uint8_t *p)
 
 /* Counter-based random numbers: 64 well-mixed bits from (seed, stream, index).
  * Pure function: results never depend on call order or thread count. */
-uint64_t amp_rand64(uint64_t seed, uint64_t stream, uint64_t index);
+AMP_API uint64_t amp_rand64(uint64_t seed, uint64_t stream, uint64_t index);
 /* Uniform double in [0,1) from the same key (53 bits). */
-double amp_rand_uniform(uint64_t seed, uint64_t stream, uint64_t index);
+AMP_API double amp_rand_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 
 /* Overflow-checked size arithmetic: return 0 on overflow, else 1 and *out. */
-int amp_mul_size(size_t a, size_t b, size_t *out);
-int amp_add_size(size_t a, size_t b, size_t *out);
+AMP_API int amp_mul_size(size_t a, size_t b, size_t *out);
+AMP_API int amp_add_size(size_t a, size_t b, size_t *out);
 
 #endif

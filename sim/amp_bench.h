@@ -3,15 +3,16 @@
 #define AMP_BENCH_H
 
 #include <stdio.h>
+#include "amp_base.h"
 #include <stddef.h>
 
 /* The first line of each speed table: which kernel paths ran. */
-void amp_bench_paths(FILE *out);
+AMP_API void amp_bench_paths(FILE *out);
 /* Rounding kernels vs memcpy on n float32 values, one thread, best of reps. */
-int amp_bench_round(FILE *out, int csv, int reps, size_t n);
+AMP_API int amp_bench_round(FILE *out, int csv, int reps, size_t n);
 /* GEMM with operand rounding vs plain sgemm, per shape. */
-int amp_bench_gemm(FILE *out, int csv);
+AMP_API int amp_bench_gemm(FILE *out, int csv);
 /* Emulated training step vs the fp32 step of the same model ("mlp" or "gpt"). */
-int amp_bench_train(FILE *out, int csv, const char *model);
+AMP_API int amp_bench_train(FILE *out, int csv, const char *model);
 
 #endif

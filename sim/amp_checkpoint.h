@@ -1,4 +1,4 @@
-/* ampsim — checkpoint files (DESIGN §5: DIR/checkpoint.bin): named, CRC'ed
+/* ampsim — checkpoint files (DIR/checkpoint.bin; docs/design.md): named, CRC'ed
  * sections written atomically, and a reader that trusts nothing.
  *
  * Layout (all integers little-endian):
@@ -43,15 +43,15 @@ typedef struct amp_ckpt_writer {
 } amp_ckpt_writer;
 
 /* Opens PATH under a temporary name and writes the header. */
-amp_status amp_ckpt_create(amp_ckpt_writer *w, const char *path);
+AMP_API amp_status amp_ckpt_create(amp_ckpt_writer *w, const char *path);
 /* Appends one section. AMP_EINVAL for a bad or repeated name, AMP_EIO
  * naming the file when writing fails (the writer is then aborted). */
-amp_status amp_ckpt_put(amp_ckpt_writer *w, const char *name, const void *data, size_t len);
+AMP_API amp_status amp_ckpt_put(amp_ckpt_writer *w, const char *name, const void *data, size_t len);
 /* Writes the trailer, flushes, fsyncs and renames to PATH. On failure the
  * temporary is removed and PATH is untouched (the previous checkpoint stays). */
-amp_status amp_ckpt_commit(amp_ckpt_writer *w);
+AMP_API amp_status amp_ckpt_commit(amp_ckpt_writer *w);
 /* Removes the temporary and frees the writer (safe after commit/failure). */
-void amp_ckpt_abort(amp_ckpt_writer *w);
+AMP_API void amp_ckpt_abort(amp_ckpt_writer *w);
 
 /* ---- reading ---------------------------------------------------------------- */
 typedef struct amp_ckpt_section {
@@ -70,40 +70,40 @@ typedef struct amp_ckpt {
 
 /* Validates a checkpoint image of len bytes; sections point into data (which
  * must outlive ck). `what` names it in messages. AMP_EFORMAT on any defect. */
-amp_status amp_ckpt_parse(const char *what, const uint8_t *data, size_t len, amp_ckpt *ck);
+AMP_API amp_status amp_ckpt_parse(const char *what, const uint8_t *data, size_t len, amp_ckpt *ck);
 /* Reads and validates PATH (AMP_EIO if unreadable). */
-amp_status amp_ckpt_load(const char *path, amp_ckpt *ck);
-void amp_ckpt_free(amp_ckpt *ck);
+AMP_API amp_status amp_ckpt_load(const char *path, amp_ckpt *ck);
+AMP_API void amp_ckpt_free(amp_ckpt *ck);
 /* The section called name, or NULL. */
-const amp_ckpt_section *amp_ckpt_find(const amp_ckpt *ck, const char *name);
+AMP_API const amp_ckpt_section *amp_ckpt_find(const amp_ckpt *ck, const char *name);
 /* Copies section name, which must exist and be exactly len bytes long
  * (AMP_EFORMAT naming the file and the section otherwise). */
-amp_status amp_ckpt_get(const amp_ckpt *ck, const char *name, void *out, size_t len);
+AMP_API amp_status amp_ckpt_get(const amp_ckpt *ck, const char *name, void *out, size_t len);
 
 /* Typed helpers: 64-bit integers and doubles as 8 little-endian bytes. */
-amp_status amp_ckpt_put_u64(amp_ckpt_writer *w, const char *name, uint64_t v);
-amp_status amp_ckpt_get_u64(const amp_ckpt *ck, const char *name, uint64_t *v);
-amp_status amp_ckpt_put_f64(amp_ckpt_writer *w, const char *name, double v);
-amp_status amp_ckpt_get_f64(const amp_ckpt *ck, const char *name, double *v);
+AMP_API amp_status amp_ckpt_put_u64(amp_ckpt_writer *w, const char *name, uint64_t v);
+AMP_API amp_status amp_ckpt_get_u64(const amp_ckpt *ck, const char *name, uint64_t *v);
+AMP_API amp_status amp_ckpt_put_f64(amp_ckpt_writer *w, const char *name, double v);
+AMP_API amp_status amp_ckpt_get_f64(const amp_ckpt *ck, const char *name, double *v);
 
 /* ---- state of the training emulator ----------------------------------------- */
 /* Every tensor of r whose role is in `roles` (bit 1u << role) as "t/<name>". */
 #define AMP_CKPT_ROLES_ALL (~0u)
-amp_status amp_ckpt_put_tensors(amp_ckpt_writer *w, const amp_tensors *r, unsigned roles);
+AMP_API amp_status amp_ckpt_put_tensors(amp_ckpt_writer *w, const amp_tensors *r, unsigned roles);
 /* Loads every tensor of r whose role is in `roles`: each must be in ck with
  * the same role, shape and format, and every "t/" section of ck must be a
  * tensor of r with a role in `roles`. Checked before anything is copied. */
-amp_status amp_ckpt_get_tensors(const amp_ckpt *ck, amp_tensors *r, unsigned roles);
+AMP_API amp_status amp_ckpt_get_tensors(const amp_ckpt *ck, amp_tensors *r, unsigned roles);
 
 /* Loss scaler state as section "scaler" (spec text checked on load). */
-amp_status amp_ckpt_put_scaler(amp_ckpt_writer *w, const amp_scaler *sc);
-amp_status amp_ckpt_get_scaler(const amp_ckpt *ck, amp_scaler *sc);
+AMP_API amp_status amp_ckpt_put_scaler(amp_ckpt_writer *w, const amp_scaler *sc);
+AMP_API amp_status amp_ckpt_get_scaler(const amp_ckpt *ck, amp_scaler *sc);
 /* FP8 scaler state as section "fp8" (spec text, tensor count, per tensor
  * scale, amax count and history). The history length must match the spec. */
-amp_status amp_ckpt_put_fp8(amp_ckpt_writer *w, const amp_fp8_scaler *sc);
-amp_status amp_ckpt_get_fp8(const amp_ckpt *ck, amp_fp8_scaler *sc);
+AMP_API amp_status amp_ckpt_put_fp8(amp_ckpt_writer *w, const amp_fp8_scaler *sc);
+AMP_API amp_status amp_ckpt_get_fp8(const amp_ckpt *ck, amp_fp8_scaler *sc);
 /* Optimizer as section "optim" (kind, hyper-parameters, update count t). */
-amp_status amp_ckpt_put_optim(amp_ckpt_writer *w, const amp_optim *o);
-amp_status amp_ckpt_get_optim(const amp_ckpt *ck, amp_optim *o);
+AMP_API amp_status amp_ckpt_put_optim(amp_ckpt_writer *w, const amp_optim *o);
+AMP_API amp_status amp_ckpt_get_optim(const amp_ckpt *ck, amp_optim *o);
 
 #endif

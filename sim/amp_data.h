@@ -31,13 +31,13 @@ typedef struct amp_digits {
 } amp_digits;
 /* Reads the digits CSV (.gz or plain): 65 ints per row, pixels 0..16, label
  * 0..9; anything else is AMP_EINVAL naming file:line. */
-amp_status amp_digits_load(const char *path, amp_digits *d);
-void amp_digits_free(amp_digits *d);
+AMP_API amp_status amp_digits_load(const char *path, amp_digits *d);
+AMP_API void amp_digits_free(amp_digits *d);
 /* Batch of step s: shuffle == 0: rows (B*s + j) mod N; else position p = B*s+j
  * is element p mod N of a permutation of epoch p / N drawn from (seed, epoch). */
-amp_status amp_digits_batch(amp_digits *d, int64_t step, int B, int shuffle, uint64_t seed, amp_batch *out);
+AMP_API amp_status amp_digits_batch(amp_digits *d, int64_t step, int B, int shuffle, uint64_t seed, amp_batch *out);
 /* Where "digits" lives: $AMP_DATADIR, $AMP_SRCDIR/datasets, ./datasets, next to the binary. */
-amp_status amp_data_find(const char *file, char *out, size_t len);
+AMP_API amp_status amp_data_find(const char *file, char *out, size_t len);
 
 
 /* ---- byte-level Austen data -------------------------------------------------
@@ -59,10 +59,10 @@ typedef struct amp_austen {
 /* Reads the file at path (at most 1 GiB; AMP_EIO / AMP_ERANGE naming it).
  * A file of fewer than 20 bytes is AMP_EINVAL naming it. Release with
  * amp_austen_free (safe on a zeroed or freed struct). */
-amp_status amp_austen_load(amp_austen *d, const char *path);
-void amp_austen_free(amp_austen *d);
+AMP_API amp_status amp_austen_load(amp_austen *d, const char *path);
+AMP_API void amp_austen_free(amp_austen *d);
 /* Byte range of a split. */
-void amp_austen_range(const amp_austen *d, amp_split s, const uint8_t **p, size_t *len);
+AMP_API void amp_austen_range(const amp_austen *d, amp_split s, const uint8_t **p, size_t *len);
 
 /* Batch `step` of a split: B windows of T+1 consecutive bytes of that split,
  * window j starting at offset floor(u * (len - T)) with u from
@@ -71,16 +71,16 @@ void amp_austen_range(const amp_austen *d, amp_split s, const uint8_t **p, size_
  * is a pure function of (seed, split, step, B, T). x (B,T) gets bytes 0..T-1
  * of each window, y (B,T) bytes 1..T (the next-byte targets). AMP_EINVAL if
  * the split is shorter than T+1. */
-amp_status amp_austen_batch(const amp_austen *d, amp_split s, uint64_t seed,
-                            uint64_t step, size_t B, size_t T,
-                            int32_t *x, int32_t *y);
+AMP_API amp_status amp_austen_batch(const amp_austen *d, amp_split s, uint64_t seed,
+                                    uint64_t step, size_t B, size_t T,
+                                    int32_t *x, int32_t *y);
 
 /* Entropy of the empirical byte distribution of a split, in nats (divide by
  * ln 2 for bits): the loss of the best unigram model of that very text. */
-double amp_austen_unigram_entropy(const amp_austen *d, amp_split s);
+AMP_API double amp_austen_unigram_entropy(const amp_austen *d, amp_split s);
 /* Cross-entropy (nats) of split `eval` under the byte frequencies of split
  * `fit` with add-one (Laplace) smoothing over all 256 bytes: what a unigram
  * model trained on `fit` scores on `eval`. */
-double amp_austen_unigram_xent(const amp_austen *d, amp_split fit, amp_split eval);
+AMP_API double amp_austen_unigram_xent(const amp_austen *d, amp_split fit, amp_split eval);
 
 #endif

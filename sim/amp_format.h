@@ -39,24 +39,24 @@ typedef struct amp_format {
 } amp_format;
 
 /* The built-in table row for `id` (derived fields filled). */
-const amp_format *amp_format_get(amp_format_id id);
+AMP_API const amp_format *amp_format_get(amp_format_id id);
 /* 1 if a and b are the same format (same name, hence same traits). */
-int amp_format_same(const amp_format *a, const amp_format *b);
+AMP_API int amp_format_same(const amp_format *a, const amp_format *b);
 
 /* Parses a format name: a table name ("fp16", "e4m3", ...), an alias
  * ("e4m3fn", "float16", "half", "bfloat16", "float32", "fp8e5m2"...), or a
  * custom eXmY / eXmYfn / eXmYfnuz. Fills *out. Returns AMP_EINVAL with a message
  * naming the problem for an unknown or impossible format. */
-amp_status amp_format_parse(const char *name, amp_format *out);
+AMP_API amp_status amp_format_parse(const char *name, amp_format *out);
 
 /* Fills the derived fields of a format whose traits are set; AMP_EINVAL if the
  * traits are inconsistent or the format's values are not all float32 values. */
-amp_status amp_format_derive(amp_format *f);
+AMP_API amp_status amp_format_derive(amp_format *f);
 
 /* "name,bits,..." header and one CSV row (numbers %.9g) for `ampsim formats`. */
-const char *amp_format_csv_header(void);
-int amp_format_csv_row(const amp_format *f, char *buf, size_t len);
-/* A short word for the NaN encoding: "ieee", "s.1111.111", "0x80", "none", "0xff". */
-const char *amp_nan_name(amp_nan nan);
+AMP_API const char *amp_format_csv_header(void);
+AMP_API int amp_format_csv_row(const amp_format *f, char *buf, size_t len);
+/* A short word for the NaN encoding: "ieee", "s.1..1.1..1", "0x80..0", "none", "0xff". */
+AMP_API const char *amp_nan_name(amp_nan nan);
 
 #endif

@@ -18,10 +18,10 @@ typedef struct amp_gemm_cfg {
     int acc_chunk;
     amp_round_opts ro;
 } amp_gemm_cfg;
-amp_gemm_cfg amp_gemm_cfg_of(const amp_policy *p);
-void amp_gemm(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K,
-              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+AMP_API amp_gemm_cfg amp_gemm_cfg_of(const amp_policy *p);
+AMP_API void amp_gemm(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K,
+                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* Sets OpenBLAS to one thread (results never depend on --threads). */
-void amp_gemm_init(void);
+AMP_API void amp_gemm_init(void);
 
 #endif

@@ -21,19 +21,19 @@ typedef struct amp_ctx {
     float *scratch;          /* FP32 GEMM results before their rounding */
     size_t scratch_n;
 } amp_ctx;
-amp_status amp_ctx_init(amp_ctx *cx, amp_tensors *reg, const amp_policy *pol);
-void amp_ctx_free(amp_ctx *cx);
+AMP_API amp_status amp_ctx_init(amp_ctx *cx, amp_tensors *reg, const amp_policy *pol);
+AMP_API void amp_ctx_free(amp_ctx *cx);
 /* scratch of at least n floats (grown as needed). */
-amp_status amp_ctx_scratch(amp_ctx *cx, size_t n, float **out);
+AMP_API amp_status amp_ctx_scratch(amp_ctx *cx, size_t n, float **out);
 /* Registers weight `name` (role weight, format wf; FP8 formats get the policy's
  * operand flags), its gradient "<name>.grad" (role weight_grad, format gf), its
  * FP32 gradient buffer grad32 and, when the policy keeps masters, its master
  * "<name>.master" (role master, the policy's master format). */
-amp_status amp_ctx_add_weight(amp_ctx *cx, const char *name, const amp_format *wf, const amp_format *gf,
-                              int ndim, const size_t *shape, amp_tensor **out);
+AMP_API amp_status amp_ctx_add_weight(amp_ctx *cx, const char *name, const amp_format *wf, const amp_format *gf,
+                                      int ndim, const size_t *shape, amp_tensor **out);
 /* Stores initial values v (w->n floats) into weight w: copied into its master
  * and rounded into w's format (the cast), or only rounded when w has no master. */
-amp_status amp_ctx_set_weight(amp_ctx *cx, amp_tensor *w, const float *v);
+AMP_API amp_status amp_ctx_set_weight(amp_ctx *cx, amp_tensor *w, const float *v);
 
 /* Linear: out[B,O] = act( in_op[B,I] @ w[O,I]^T + b[O] ), rounded once into out->fmt.
  * in_op is `in` when in->fmt is the forward operand format, else a registered
@@ -46,32 +46,32 @@ typedef struct amp_linear {
     int B, I, O;
 } amp_linear;
 /* Registers <name>.weight, .bias, .out (+ grads, operand copies). in->grad may be NULL. */
-amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_tensor *in, int O, int bias);
-amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l);
-amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l);
+AMP_API amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_tensor *in, int O, int bias);
+AMP_API amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l);
+AMP_API amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l);
 
 /* ReLU: out = max(in, 0), same format as in (exact); backward dIn += dOut * (out > 0). */
-amp_status amp_relu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in);
-amp_status amp_relu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dout, const amp_tensor *out);
+AMP_API amp_status amp_relu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in);
+AMP_API amp_status amp_relu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dout, const amp_tensor *out);
 
 /* GELU (tanh approximation), output in the input's format; backward needs the input. */
-amp_status amp_act_gelu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in);
-amp_status amp_act_gelu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dout, const amp_tensor *in);
+AMP_API amp_status amp_act_gelu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in);
+AMP_API amp_status amp_act_gelu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dout, const amp_tensor *in);
 /* The MLP's activation, by kind. */
 typedef enum amp_act { AMP_ACT_RELU, AMP_ACT_GELU } amp_act;
-amp_status amp_act_parse(const char *name, amp_act *out);
-const char *amp_act_name(amp_act a);
-amp_status amp_act_forward(amp_ctx *cx, amp_act a, amp_tensor *out, const amp_tensor *in);
-amp_status amp_act_backward(amp_ctx *cx, amp_act a, amp_tensor *din, const amp_tensor *dout,
-                            const amp_tensor *in, const amp_tensor *out);
+AMP_API amp_status amp_act_parse(const char *name, amp_act *out);
+AMP_API const char *amp_act_name(amp_act a);
+AMP_API amp_status amp_act_forward(amp_ctx *cx, amp_act a, amp_tensor *out, const amp_tensor *in);
+AMP_API amp_status amp_act_backward(amp_ctx *cx, amp_act a, amp_tensor *din, const amp_tensor *dout,
+                                    const amp_tensor *in, const amp_tensor *out);
 
 /* Softmax cross-entropy, mean over B rows of C logits, in FP32/double
  * (every loss is FP32 under autocast). probs [B,C] keeps the softmax for the
  * backward. Backward: dlogits = (p - onehot(y)) * (scale / B), rounded into
  * logits->grad's format (the loss gradient in the low format). */
-amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits, const int32_t *y, int B, int C);
-amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const float *probs, const int32_t *y,
-                             int B, int C, float scale);
+AMP_API amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits, const int32_t *y, int B, int C);
+AMP_API amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const float *probs, const int32_t *y,
+                                     int B, int C, float scale);
 
 
 /* ==== transformer kernels ====================================================
@@ -116,38 +116,38 @@ static inline size_t amp_causal_len(size_t T) { return T * (T + 1) / 2; }
 /* ---- token + position embedding ------------------------------------------
  * out (B,T,C) = wte[tok[b,t]] + wpe[t]; tok (B,T) in 0..V-1 (asserted);
  * wte (V,C), wpe (maxT,C) with T <= maxT. The add is one float32 rounding. */
-void amp_embed_forward(float *out, const int32_t *tok, const float *wte,
-                       const float *wpe, size_t B, size_t T, size_t C, size_t V);
+AMP_API void amp_embed_forward(float *out, const int32_t *tok, const float *wte,
+                               const float *wpe, size_t B, size_t T, size_t C, size_t V);
 /* dwte (V,C) += scatter of dout by token, dwpe (T,C) += sum over b of dout.
  * Accumulation order is fixed (b, then t), whatever the threads. */
-void amp_embed_backward(float *dwte, float *dwpe, const float *dout,
-                        const int32_t *tok, size_t B, size_t T, size_t C, size_t V);
+AMP_API void amp_embed_backward(float *dwte, float *dwpe, const float *dout,
+                                const int32_t *tok, size_t B, size_t T, size_t C, size_t V);
 
 /* ---- LayerNorm over the last dimension ------------------------------------
  * inp, out (N,C); weight, bias (C); mean, rstd (N) saved for backward.
  * mean and variance (biased, as PyTorch) in double; rstd = 1/sqrt(var+eps)
  * rounded to float; out = float((x-mean)*rstd) * w + b in float32. */
-void amp_layernorm_forward(float *out, float *mean, float *rstd,
-                           const float *inp, const float *weight,
-                           const float *bias, size_t N, size_t C, double eps);
+AMP_API void amp_layernorm_forward(float *out, float *mean, float *rstd,
+                                   const float *inp, const float *weight,
+                                   const float *bias, size_t N, size_t C, double eps);
 /* dinp (N,C) += ..., dweight, dbias (C) += ... Row and column sums in double;
  * the weight/bias sums run over rows in order (deterministic). */
-void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp,
-                            const float *weight, const float *mean,
-                            const float *rstd, size_t N, size_t C);
+AMP_API void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
+                                    const float *dout, const float *inp,
+                                    const float *weight, const float *mean,
+                                    const float *rstd, size_t N, size_t C);
 
 /* ---- GELU, tanh approximation (GPT-2, llm.c; PyTorch approximate='tanh') --
  * out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), elementwise, n values,
  * in float32 arithmetic with tanhf (as PyTorch's float kernel does). */
-void amp_gelu_forward(float *out, const float *inp, size_t n);
+AMP_API void amp_gelu_forward(float *out, const float *inp, size_t n);
 /* dinp += gelu'(inp) * dout (float32 arithmetic). */
-void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+AMP_API void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
 /* ---- residual add ----------------------------------------------------------
  * out = a + b (n values, one float32 rounding); backward da += dout, db += dout. */
-void amp_residual_forward(float *out, const float *a, const float *b, size_t n);
-void amp_residual_backward(float *da, float *db, const float *dout, size_t n);
+AMP_API void amp_residual_forward(float *out, const float *a, const float *b, size_t n);
+AMP_API void amp_residual_backward(float *da, float *db, const float *dout, size_t n);
 
 /* ---- causal multi-head self-attention, from the fused qkv -----------------
  * qkv (B,T,3C): q at channels [0,C), k at [C,2C), v at [2C,3C); head h uses
@@ -158,41 +158,41 @@ void amp_residual_backward(float *da, float *db, const float *dout, size_t n);
  * product in double rounded to float, then multiplied by scale in float32
  * (PyTorch: (q @ k^T) * scale). nanoGPT's scale is 1/sqrt(hs); pass 1 to get
  * the raw bmm output when the caller wants to round before scaling. */
-void amp_attn_scores_forward(float *att, const float *qkv, float scale,
-                             size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attn_scores_forward(float *att, const float *qkv, float scale,
+                                     size_t B, size_t T, size_t C, size_t NH);
 /* The q and k parts of dqkv (B,T,3C) += scale * (datt k) and scale * (datt^T q)
  * (datt first multiplied by scale in float32, then the dot products in
  * double); the v part is untouched. */
-void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
-                              float scale, size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
+                                      float scale, size_t B, size_t T, size_t C, size_t NH);
 
 /* prob = softmax over t2 <= t of att, row by row: max subtracted, expf in
  * float, the row sum in double, prob = float(e / sum). */
-void amp_attn_softmax_forward(float *prob, const float *att,
-                              size_t B, size_t T, size_t NH);
+AMP_API void amp_attn_softmax_forward(float *prob, const float *att,
+                                      size_t B, size_t T, size_t NH);
 /* datt += prob * (dprob - sum_t2 prob dprob)   (the row sum in double). */
-void amp_attn_softmax_backward(float *datt, const float *dprob, const float *prob,
-                               size_t B, size_t T, size_t NH);
+AMP_API void amp_attn_softmax_backward(float *datt, const float *dprob, const float *prob,
+                                       size_t B, size_t T, size_t NH);
 
 /* out (B,T,C), channel h*hs+d: sum over t2 <= t of prob[b,h,t,t2] v[b,t2,h,d]
  * (the sum in double, rounded once). */
-void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
-                             size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
+                                     size_t B, size_t T, size_t C, size_t NH);
 /* dprob += dout . v (per entry), and the v part of dqkv += prob^T dout. */
-void amp_attn_values_backward(float *dprob, float *dqkv, const float *dout,
-                              const float *prob, const float *qkv,
-                              size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attn_values_backward(float *dprob, float *dqkv, const float *dout,
+                                      const float *prob, const float *qkv,
+                                      size_t B, size_t T, size_t C, size_t NH);
 
 /* The three in a row in plain float32, scale 1/sqrt(hs): out (B,T,C), keeps
  * att and prob (B,NH,T(T+1)/2) for logging and backward. */
-void amp_attention_forward(float *out, float *att, float *prob, const float *qkv,
-                           size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attention_forward(float *out, float *att, float *prob, const float *qkv,
+                                   size_t B, size_t T, size_t C, size_t NH);
 /* dqkv (B,T,3C) += the gradient through all three; datt and dprob
  * (B,NH,T(T+1)/2) are scratch, OVERWRITTEN (they hold the gradients of the
  * scores and probabilities on return). */
-void amp_attention_backward(float *dqkv, float *datt, float *dprob,
-                            const float *dout, const float *prob, const float *qkv,
-                            size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attention_backward(float *dqkv, float *datt, float *dprob,
+                                    const float *dout, const float *prob, const float *qkv,
+                                    size_t B, size_t T, size_t C, size_t NH);
 
 /* ---- language-model head loss ---------------------------------------------
  * The model uses the framework's softmax cross-entropy (amp_xent_forward /

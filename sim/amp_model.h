@@ -27,18 +27,18 @@ struct amp_model {
 };
 /* MLP 64-H-...-H-10 with `layers` linear layers and ReLU between them. Weights
  * drawn like PyTorch's nn.Linear default (U(-1/sqrt(I), 1/sqrt(I))) from seed. */
-amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
-                          int classes, uint64_t seed);
+AMP_API amp_status amp_mlp_create(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
+                                  int classes, uint64_t seed);
 /* The same with another activation (tensors <act>1.out, ...: relu1.out or gelu1.out). */
-amp_status amp_mlp_create_act(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
-                              int classes, uint64_t seed, amp_act act);
-void amp_model_free(amp_model *m);
+AMP_API amp_status amp_mlp_create_act(amp_model *m, const amp_policy *pol, int B, int in, int hidden, int layers,
+                                      int classes, uint64_t seed, amp_act act);
+AMP_API void amp_model_free(amp_model *m);
 /* --init: every weight (master if any) from a tensor file with the model's
  * names and shapes; AMP_EINVAL naming the tensor otherwise. --save: the same. */
-amp_status amp_model_load(amp_model *m, const char *path);
-amp_status amp_model_save(const amp_model *m, const char *path);
+AMP_API amp_status amp_model_load(amp_model *m, const char *path);
+AMP_API amp_status amp_model_save(const amp_model *m, const char *path);
 /* Weights (role weight) cast from their masters, once per step (cast cache). */
-amp_status amp_model_cast_weights(amp_model *m);
+AMP_API amp_status amp_model_cast_weights(amp_model *m);
 
 
 /* ---- the model (sim/model_gpt.c) -------------------------------------------
@@ -57,7 +57,7 @@ amp_status amp_model_cast_weights(amp_model *m);
  * B rows of D = T tokens (tok) and next-byte targets (y); the loss is the
  * mean cross-entropy over B*T positions. Bad sizes: AMP_EINVAL naming the
  * option (--layers, --heads, --dim, --ctx, --batch). */
-amp_status amp_gpt_create(amp_model *m, const amp_policy *pol, int B, int T, int C, int L,
-                          int NH, uint64_t seed);
+AMP_API amp_status amp_gpt_create(amp_model *m, const amp_policy *pol, int B, int T, int C, int L,
+                                  int NH, uint64_t seed);
 
 #endif

@@ -36,16 +36,16 @@ typedef struct amp_policy {
 
 /* Presets: fp32 fp16-amp bf16-amp bf16-amp-cpu fp16-pure bf16-pure fp8-e4m3
  * fp8-hybrid. AMP_EINVAL naming the preset if unknown. */
-amp_status amp_policy_preset(const char *name, amp_policy *p);
+AMP_API amp_status amp_policy_preset(const char *name, amp_policy *p);
 /* A policy from JSON (see policy.c for the keys); unknown keys are AMP_EINVAL
  * naming the key. */
-amp_status amp_policy_from_json(const char *text, const char *what, amp_policy *p);
-amp_status amp_policy_load(const char *path, amp_policy *p);
+AMP_API amp_status amp_policy_from_json(const char *text, const char *what, amp_policy *p);
+AMP_API amp_status amp_policy_load(const char *path, amp_policy *p);
 /* The preset names, comma separated (help text). */
-const char *amp_policy_names(void);
+AMP_API const char *amp_policy_names(void);
 /* The format op's output takes when its input is in `in`: FP32 if forced. */
-const amp_format *amp_policy_op_format(const amp_policy *p, amp_op op, const amp_format *in);
+AMP_API const amp_format *amp_policy_op_format(const amp_policy *p, amp_op op, const amp_format *in);
 /* The policy as a JSON object (config.json); caller frees. */
-char *amp_policy_to_json(const amp_policy *p);
+AMP_API char *amp_policy_to_json(const amp_policy *p);
 
 #endif

@@ -1,5 +1,5 @@
 /* ampsim — the rounding core: float32/float64 arrays to any format, with the
- * classification counters and log2 histogram of DESIGN §2 fused into the pass.
+ * classification counters and log2 histogram of docs/numerics.md fused into the pass.
  *
  * Results are float32 values exactly representable in the target format
  * (NaN results are quiet float32 NaNs). Conversion rule (OCP / ONNX Cast-19):
@@ -38,9 +38,9 @@ typedef struct amp_round_opts {
 } amp_round_opts;
 
 /* Default options: rne, no flags. */
-amp_round_opts amp_round_defaults(void);
-const char *amp_rounding_name(amp_rounding m);
-amp_status amp_rounding_parse(const char *s, amp_rounding *out);
+AMP_API amp_round_opts amp_round_defaults(void);
+AMP_API const char *amp_rounding_name(amp_rounding m);
+AMP_API amp_status amp_rounding_parse(const char *s, amp_rounding *out);
 
 /* Classification: exactly one class per value, the first that applies. */
 typedef enum amp_class {
@@ -48,7 +48,7 @@ typedef enum amp_class {
     AMP_CLS_SATURATED, AMP_CLS_FLUSHED, AMP_CLS_SUBNORMAL, AMP_CLS_EXACT,
     AMP_CLS_ROUNDED, AMP_CLS_COUNT
 } amp_class;
-const char *amp_class_name(amp_class c);
+AMP_API const char *amp_class_name(amp_class c);
 
 /* Histogram of floor(log2|x|) of the *input*, one bin per binade from
  * AMP_HIST_LO to AMP_HIST_LO + AMP_HIST_BINS - 1; binades outside are clamped
@@ -74,25 +74,25 @@ typedef struct amp_stats {
     uint64_t hist[AMP_HIST_BINS];
 } amp_stats;
 
-void amp_stats_init(amp_stats *st);
+AMP_API void amp_stats_init(amp_stats *st);
 /* The same as amp_stats_init for a st that has been initialised: clears only
  * the histogram bins in use (a training step resets a score of them). */
-void amp_stats_reset(amp_stats *st);
+AMP_API void amp_stats_reset(amp_stats *st);
 /* dst += src. Callers combine partial stats in a fixed order (determinism). */
-void amp_stats_merge(amp_stats *dst, const amp_stats *src);
+AMP_API void amp_stats_merge(amp_stats *dst, const amp_stats *src);
 /* RMS relative error over nonzero finite inputs (0 if none). */
-double amp_stats_rel_err(const amp_stats *st);
+AMP_API double amp_stats_rel_err(const amp_stats *st);
 /* Fraction of nonzero finite inputs whose result is a normal number. */
-double amp_stats_in_normal_range(const amp_stats *st);
+AMP_API double amp_stats_in_normal_range(const amp_stats *st);
 
 /* Rounds n values x[i] into format f, writing float32 results y[i] (y may alias
  * x for the f32 version). If st is non-NULL the statistics of this call are
  * *added* to *st. Deterministic whatever the thread count (fixed chunking).
  * Returns AMP_EINVAL for bad options (message set). */
-amp_status amp_round_f32(const amp_format *f, const amp_round_opts *o,
-                         const float *x, float *y, size_t n, amp_stats *st);
-amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o,
-                         const double *x, float *y, size_t n, amp_stats *st);
+AMP_API amp_status amp_round_f32(const amp_format *f, const amp_round_opts *o,
+                                 const float *x, float *y, size_t n, amp_stats *st);
+AMP_API amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o,
+                                 const double *x, float *y, size_t n, amp_stats *st);
 
 /* The hand-written SIMD paths of the rounding kernels: GENERIC is the
  * compiler-vectorised C alone; AVX512 adds the fused rne scan and error sums
@@ -100,44 +100,44 @@ amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o,
  * same bits (the tests run each). amp_set_simd caps the paths used
  * (AMP_SIMD_AUTO: what the machine has); amp_simd_active says which is used. */
 typedef enum { AMP_SIMD_AUTO = -1, AMP_SIMD_GENERIC, AMP_SIMD_AVX512, AMP_SIMD_GFNI } amp_simd;
-void amp_set_simd(amp_simd cap);
-amp_simd amp_simd_active(void);
-const char *amp_simd_name(amp_simd s);
+AMP_API void amp_set_simd(amp_simd cap);
+AMP_API amp_simd amp_simd_active(void);
+AMP_API const char *amp_simd_name(amp_simd s);
 /* "auto", "generic", "avx512" or "gfni"; AMP_EINVAL (message set) otherwise. */
-amp_status amp_simd_parse(const char *s, amp_simd *out);
+AMP_API amp_status amp_simd_parse(const char *s, amp_simd *out);
 
 /* How many results of a rounding with class counts cls[] (a difference of two
  * amp_stats) are inf or NaN: the NaN inputs, the overflows, and the inf inputs
  * when the format has no finite result for them. -1 if the two infinities
  * round one to a finite value and one not (then count the results). */
-int64_t amp_stats_nonfinite(const amp_format *f, const amp_round_opts *o, const uint64_t *cls);
+AMP_API int64_t amp_stats_nonfinite(const amp_format *f, const amp_round_opts *o, const uint64_t *cls);
 /* How many of x[0..n) are inf or NaN. */
-size_t amp_count_nonfinite(const float *x, size_t n);
+AMP_API size_t amp_count_nonfinite(const float *x, size_t n);
 
 /* One value, generic exact path (any double input). `index` keys sr.
  * *cls (if non-NULL) receives the class. */
-float amp_round1(const amp_format *f, const amp_round_opts *o, double x,
-                 uint64_t index, amp_class *cls);
+AMP_API float amp_round1(const amp_format *f, const amp_round_opts *o, double x,
+                         uint64_t index, amp_class *cls);
 
 /* The MPFR reference for the same conversion: the oracle of the tests and the
  * path behind AMP_EXACT. Same contract as amp_round1 (sr uses the same random
  * draw, so results agree bit for bit). */
-float amp_round1_mpfr(const amp_format *f, const amp_round_opts *o, double x,
-                      uint64_t index, amp_class *cls);
+AMP_API float amp_round1_mpfr(const amp_format *f, const amp_round_opts *o, double x,
+                              uint64_t index, amp_class *cls);
 
 /* Bit patterns, for formats of at most 16 bits (one uint8 per value for
  * bits <= 8, else uint16; FP6/FP4 in the low bits of a byte).
  * encode: x must hold values of the format (as amp_round produces); a value
  * that is not, or NaN in a format without NaN, is AMP_EINVAL naming index.
  * decode: every pattern is accepted; bits above f->bits must be zero. */
-amp_status amp_encode(const amp_format *f, const float *x, void *out, size_t n);
-amp_status amp_decode(const amp_format *f, const void *in, float *y, size_t n);
+AMP_API amp_status amp_encode(const amp_format *f, const float *x, void *out, size_t n);
+AMP_API amp_status amp_decode(const amp_format *f, const void *in, float *y, size_t n);
 /* Scalar forms. amp_encode1 returns -1 if x is not a value of the format. */
-int64_t amp_encode1(const amp_format *f, float x);
-float amp_decode1(const amp_format *f, uint32_t bits);
+AMP_API int64_t amp_encode1(const amp_format *f, float x);
+AMP_API float amp_decode1(const amp_format *f, uint32_t bits);
 
 /* Threads used by array kernels (OpenMP); 0 = the OpenMP default. */
-void amp_set_threads(int n);
-int amp_get_threads(void);
+AMP_API void amp_set_threads(int n);
+AMP_API int amp_get_threads(void);
 
 #endif

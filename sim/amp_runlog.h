@@ -9,19 +9,34 @@
 /* ---- run directory -----------------------------------------------------------------
  * DIR/config.json, metrics.csv, tensors.csv, hist.csv, events.csv, summary.json and
  * (with --checkpoint-every) checkpoint.bin; columns documented in sim/runlog.c. */
+/* The files of a run directory (read back by analysis/amp_rundir.h). */
+#define AMP_RUN_CONFIG "config.json"
+#define AMP_RUN_METRICS "metrics.csv"
+#define AMP_RUN_TENSORS "tensors.csv"
+#define AMP_RUN_HIST "hist.csv"
+#define AMP_RUN_EVENTS "events.csv"
+#define AMP_RUN_SUMMARY "summary.json"
+#define AMP_RUN_CHECKPOINT "checkpoint.bin"
+/* Their CSV header lines. */
+#define AMP_RUN_METRICS_COLS "step,loss,loss_scale,skipped,grad_norm,lr,vanished,nonfinite,val_loss"
+#define AMP_RUN_TENSORS_COLS "step,tensor,role,format,n,zero_in,flushed,subnormal,saturated,overflow,nan," \
+                             "amax,amin_nonzero,rel_err"
+#define AMP_RUN_HIST_COLS "step,tensor,binade,count"
+#define AMP_RUN_EVENTS_COLS "step,event,tensor,detail"
+
 typedef struct amp_runlog amp_runlog;
 /* Creates DIR and opens metrics/tensors/hist/events CSVs under temporary names;
  * config_json (complete JSON text) is written atomically at once. */
-amp_status amp_runlog_open(amp_runlog **out, const char *dir, const char *config_json);
+AMP_API amp_status amp_runlog_open(amp_runlog **out, const char *dir, const char *config_json);
 /* One metrics.csv row; val_loss NaN = empty cell (no evaluation at this step). */
-amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, float scale, int skipped,
-                              double grad_norm, float lr, uint64_t vanished, uint64_t nonfinite,
-                              double val_loss);
+AMP_API amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, float scale, int skipped,
+                                      double grad_norm, float lr, uint64_t vanished, uint64_t nonfinite,
+                                      double val_loss);
 /* One row per logged tensor with valid stats (tensors.csv); hist rows if hist. */
-amp_status amp_runlog_tensors(amp_runlog *l, const amp_tensors *r, int64_t step, int tensors, int hist);
-amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, const char *tensor,
-                            const char *detail);
-/* Checkpoint support (issue 8). The CSV streams are metrics, tensors, hist,
+AMP_API amp_status amp_runlog_tensors(amp_runlog *l, const amp_tensors *r, int64_t step, int tensors, int hist);
+AMP_API amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, const char *tensor,
+                                    const char *detail);
+/* Checkpoint support. The CSV streams are metrics, tensors, hist,
  * events (in that order). amp_runlog_sync flushes them, publishes complete
  * copies under their final names (atomically: what a checkpoint refers to is
  * never half-written) and returns each stream's length in bytes, to be stored
@@ -29,10 +44,10 @@ amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, cons
  * streams holding the first offsets[i] bytes of each published file and
  * continues appending; config.json is left as it is. */
 #define AMP_RUNLOG_FILES 4
-amp_status amp_runlog_sync(amp_runlog *l, uint64_t offsets[AMP_RUNLOG_FILES]);
-amp_status amp_runlog_reopen(amp_runlog **out, const char *dir, const uint64_t offsets[AMP_RUNLOG_FILES]);
+AMP_API amp_status amp_runlog_sync(amp_runlog *l, uint64_t offsets[AMP_RUNLOG_FILES]);
+AMP_API amp_status amp_runlog_reopen(amp_runlog **out, const char *dir, const uint64_t offsets[AMP_RUNLOG_FILES]);
 /* Commits every file (renames) and writes summary.json; or aborts all. */
-amp_status amp_runlog_close(amp_runlog *l, const char *summary_json);
-void amp_runlog_abort(amp_runlog *l);
+AMP_API amp_status amp_runlog_close(amp_runlog *l, const char *summary_json);
+AMP_API void amp_runlog_abort(amp_runlog *l);
 
 #endif

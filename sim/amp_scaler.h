@@ -1,6 +1,6 @@
 /* ampsim — loss-scaling and FP8-scaling strategies with the exact semantics of
- * the systems they are named after (../shared/REFERENCE.md), their SPEC
- * parser (DESIGN §4), and the per-tensor FP8 quantizers of the fp8 policies.
+ * the systems they are named after (docs/scalers.md), their SPEC
+ * parser (docs/scalers.md), and the per-tensor FP8 quantizers of the fp8 policies.
  *
  * Two families share one SPEC syntax, `name[:key=value,...]`:
  *   loss scalers  none static torch apex deepspeed megatron keras adaptive underflow
@@ -62,18 +62,18 @@ typedef struct amp_scaler_spec {
     amp_format fmt;        /* the format when !fmt_hybrid; adaptive/underflow: gradient format */
 } amp_scaler_spec;
 
-/* Parses `text` (DESIGN §4). Numbers may be written 65536, 2^16, 1e4, 0x1p16.
+/* Parses `text` (docs/scalers.md). Numbers may be written 65536, 2^16, 1e4, 0x1p16.
  * Unknown names or keys, repeated keys and out-of-range values are AMP_EINVAL
  * with a message naming the spec and the key. */
-amp_status amp_scaler_spec_parse(const char *text, amp_scaler_spec *out);
+AMP_API amp_status amp_scaler_spec_parse(const char *text, amp_scaler_spec *out);
 /* The canonical SPEC with every key of its strategy ("torch:init=65536,...");
  * returns what snprintf returns. */
-int amp_scaler_spec_str(const amp_scaler_spec *s, char *buf, size_t len);
-const char *amp_scaler_kind_name(amp_scaler_kind k);
+AMP_API int amp_scaler_spec_str(const amp_scaler_spec *s, char *buf, size_t len);
+AMP_API const char *amp_scaler_kind_name(amp_scaler_kind k);
 /* 1 for delayed, current, mx, block (amp_fp8_scaler), 0 for loss scalers. */
-int amp_scaler_kind_is_fp8(amp_scaler_kind k);
+AMP_API int amp_scaler_kind_is_fp8(amp_scaler_kind k);
 /* Multi-line help text: every strategy with its keys and defaults. */
-const char *amp_scaler_spec_help(void);
+AMP_API const char *amp_scaler_spec_help(void);
 
 /* ---- loss scalers ---------------------------------------------------------- */
 /* Events of one update. Skipping is not an event: read amp_scaler_result.skipped. */
@@ -90,7 +90,7 @@ typedef enum amp_scaler_event_kind {
     AMP_SEV_LAYER,          /* adaptive: per-tensor scales changed */
     AMP_SEV_COUNT
 } amp_scaler_event_kind;
-const char *amp_scaler_event_name(amp_scaler_event_kind k);
+AMP_API const char *amp_scaler_event_name(amp_scaler_event_kind k);
 
 #define AMP_SCALER_MAX_EVENTS 8
 typedef struct amp_scaler_event {
@@ -147,34 +147,34 @@ typedef struct amp_scaler {
 } amp_scaler;
 
 /* Initializes from a loss-scaler spec (AMP_EINVAL for an FP8 kind). */
-amp_status amp_scaler_init(amp_scaler *sc, const amp_scaler_spec *spec);
+AMP_API amp_status amp_scaler_init(amp_scaler *sc, const amp_scaler_spec *spec);
 /* Parses and initializes in one call. */
-amp_status amp_scaler_init_str(amp_scaler *sc, const char *spec);
-void amp_scaler_free(amp_scaler *sc);
+AMP_API amp_status amp_scaler_init_str(amp_scaler *sc, const char *spec);
+AMP_API void amp_scaler_free(amp_scaler *sc);
 /* The loss scale to apply before backward (float32, as frameworks store it).
  * none: 1. adaptive: the one scale that serves every tensor (see scaler_loss.c). */
-float amp_scaler_scale(const amp_scaler *sc);
+AMP_API float amp_scaler_scale(const amp_scaler *sc);
 /* Scale of gradient tensor i: per tensor for layer-wise strategies (adaptive;
  * `init` for a tensor not seen yet), else the global scale. */
-float amp_scaler_tensor_scale(const amp_scaler *sc, size_t i);
+AMP_API float amp_scaler_tensor_scale(const amp_scaler *sc, size_t i);
 /* 1 if the strategy keeps one scale per tensor (adaptive). */
-int amp_scaler_is_layerwise(const amp_scaler *sc);
+AMP_API int amp_scaler_is_layerwise(const amp_scaler *sc);
 /* 1 if the strategy reads per-tensor statistics (adaptive, underflow). */
-int amp_scaler_needs_stats(const amp_scaler *sc);
+AMP_API int amp_scaler_needs_stats(const amp_scaler *sc);
 /* The unscale factor as the frameworks compute it: float(1/double(s)). */
-float amp_scaler_inv(float s);
+AMP_API float amp_scaler_inv(float s);
 /* Applies one step's observation (obs may be NULL = finite, no statistics).
  * Fills *res. AMP_ERUN when the rule stops the run (message set, res filled:
  * skipped, scale unchanged, an AMP_SEV_MIN_ERROR event); every later call
  * returns AMP_ERUN again. */
-amp_status amp_scaler_update(amp_scaler *sc, const amp_scaler_obs *obs, amp_scaler_result *res);
+AMP_API amp_status amp_scaler_update(amp_scaler *sc, const amp_scaler_obs *obs, amp_scaler_result *res);
 
 /* State as a byte image (little-endian, versioned) for checkpoints: *buf is
  * malloc'ed. Loading needs a scaler initialized from an equivalent SPEC (the
  * canonical forms are compared) and restores it exactly; AMP_EFORMAT for a
  * bad image or another SPEC. */
-amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len);
-amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *buf, size_t len);
+AMP_API amp_status amp_scaler_save(const amp_scaler *sc, uint8_t **buf, size_t *len);
+AMP_API amp_status amp_scaler_load(amp_scaler *sc, const uint8_t *buf, size_t len);
 
 /* ---- FP8 per-tensor / per-block scaling ----------------------------------- */
 typedef enum amp_fp8_role { AMP_FP8_ACT, AMP_FP8_WEIGHT, AMP_FP8_GRAD } amp_fp8_role;
@@ -200,14 +200,14 @@ typedef struct amp_fp8_info {
     int kept;                /* delayed/current: amax 0 or non-finite -> scale kept / 1 */
 } amp_fp8_info;
 
-amp_status amp_fp8_init(amp_fp8_scaler *sc, const amp_scaler_spec *spec);
-amp_status amp_fp8_init_str(amp_fp8_scaler *sc, const char *spec);
-void amp_fp8_free(amp_fp8_scaler *sc);
+AMP_API amp_status amp_fp8_init(amp_fp8_scaler *sc, const amp_scaler_spec *spec);
+AMP_API amp_status amp_fp8_init_str(amp_fp8_scaler *sc, const char *spec);
+AMP_API void amp_fp8_free(amp_fp8_scaler *sc);
 /* The format of a role: hybrid -> E4M3 for ACT and WEIGHT, E5M2 for GRAD;
  * else the spec's fmt for every role. */
-const amp_format *amp_fp8_format(const amp_fp8_scaler *sc, amp_fp8_role role);
+AMP_API const amp_format *amp_fp8_format(const amp_fp8_scaler *sc, amp_fp8_role role);
 /* Number of scales amp_fp8_quantize writes for a (rows x cols) tensor. */
-size_t amp_fp8_nblocks(const amp_fp8_scaler *sc, amp_fp8_role role, size_t rows, size_t cols);
+AMP_API size_t amp_fp8_nblocks(const amp_fp8_scaler *sc, amp_fp8_role role, size_t rows, size_t cols);
 /* Quantizes x (rows x cols, row-major; a vector is 1 x n) for its role.
  * `tensor` is the caller's stable id of this tensor stream (state of delayed
  * scaling lives there; one call = one step of that tensor).
@@ -219,16 +219,16 @@ size_t amp_fp8_nblocks(const amp_fp8_scaler *sc, amp_fp8_role role, size_t rows,
  * delayed: scale from amaxes of earlier calls, then this amax is recorded;
  * current: fp8_max/amax now; mx: 1 x `block` runs along rows with an E8M0
  * scale; block: 1 x size runs (ACT, GRAD) or size x size tiles (WEIGHT). */
-amp_status amp_fp8_quantize(amp_fp8_scaler *sc, size_t tensor, amp_fp8_role role,
-                            const float *x, size_t rows, size_t cols, float *q, float *y,
-                            float *scale_inv, amp_stats *st, amp_fp8_info *info);
+AMP_API amp_status amp_fp8_quantize(amp_fp8_scaler *sc, size_t tensor, amp_fp8_role role,
+                                    const float *x, size_t rows, size_t cols, float *q, float *y,
+                                    float *scale_inv, amp_stats *st, amp_fp8_info *info);
 /* Checkpoint image of the per-tensor state (same contract as amp_scaler_save). */
-amp_status amp_fp8_save(const amp_fp8_scaler *sc, uint8_t **buf, size_t *len);
-amp_status amp_fp8_load(amp_fp8_scaler *sc, const uint8_t *buf, size_t len);
+AMP_API amp_status amp_fp8_save(const amp_fp8_scaler *sc, uint8_t **buf, size_t *len);
+AMP_API amp_status amp_fp8_load(amp_fp8_scaler *sc, const uint8_t *buf, size_t len);
 /* Delayed scaling without data: records `amax` (float32) for `tensor` and
  * returns the scale after the update; *scale_used gets the scale before it.
  * Also works for current/mx/block (stateless: the scale of that amax). */
-amp_status amp_fp8_observe_amax(amp_fp8_scaler *sc, size_t tensor, const amp_format *fmt,
-                                float amax, float *scale_used, float *scale_after);
+AMP_API amp_status amp_fp8_observe_amax(amp_fp8_scaler *sc, size_t tensor, const amp_format *fmt,
+                                        float amax, float *scale_used, float *scale_after);
 
 #endif

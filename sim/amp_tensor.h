@@ -1,7 +1,7 @@
 /* ampsim — tensors: roles, the registry (the one list of a model's tensors)
  * and every rounding of a tensor into its format.
  *
- * Contracts (DESIGN §3):
+ * Contracts (docs/training.md):
  * - Every amp_tensor holds float32 values exactly representable in its format
  *   t->fmt (exceptions: FP8-scaled operands hold the dequantized q * scale_inv;
  *   gradients hold true gradient x t->gscale, the loss scale). Every rounding of a tensor into its format goes through
@@ -29,10 +29,10 @@ typedef enum amp_role {
     AMP_ROLE_WEIGHT, AMP_ROLE_ACT, AMP_ROLE_ACT_GRAD, AMP_ROLE_WEIGHT_GRAD,
     AMP_ROLE_MASTER, AMP_ROLE_OPTIM_STATE, AMP_ROLE_UPDATE, AMP_ROLE_COUNT
 } amp_role;
-const char *amp_role_name(amp_role r);   /* "weight", "act", "act_grad", ... */
+AMP_API const char *amp_role_name(amp_role r);   /* "weight", "act", "act_grad", ... */
 
 typedef enum amp_phase { AMP_PHASE_FORWARD, AMP_PHASE_BACKWARD, AMP_PHASE_UPDATE } amp_phase;
-const char *amp_phase_name(amp_phase p);
+AMP_API const char *amp_phase_name(amp_phase p);
 
 #define AMP_TENSOR_MAXDIM 4
 #define AMP_TENSOR_NAME 96
@@ -101,20 +101,20 @@ typedef struct amp_tensors {
 /* A random-stream key from a tensor's name (FNV-1a): initial weights drawn
  * with it do not depend on the policy (registry ids do: .master and operand
  * copies), so every precision policy starts from the same weights. */
-uint64_t amp_tensor_name_key(const char *name);
-void amp_tensors_init(amp_tensors *r, uint64_t seed, amp_rounding mode, int sr_bits);
-void amp_tensors_free(amp_tensors *r);
+AMP_API uint64_t amp_tensor_name_key(const char *name);
+AMP_API void amp_tensors_init(amp_tensors *r, uint64_t seed, amp_rounding mode, int sr_bits);
+AMP_API void amp_tensors_free(amp_tensors *r);
 /* Adds a zero-filled tensor; name must be unique (AMP_EINVAL otherwise). */
-amp_status amp_tensors_add(amp_tensors *r, const char *name, amp_role role, const amp_format *fmt,
-                           int ndim, const size_t *shape, amp_tensor **out);
-amp_tensor *amp_tensors_find(const amp_tensors *r, const char *name);
+AMP_API amp_status amp_tensors_add(amp_tensors *r, const char *name, amp_role role, const amp_format *fmt,
+                                   int ndim, const size_t *shape, amp_tensor **out);
+AMP_API amp_tensor *amp_tensors_find(const amp_tensors *r, const char *name);
 /* Starts step `step`: clears written flags, the non-finite record and the
  * statistics; roles in stats_roles gather statistics this step. */
-void amp_tensors_begin_step(amp_tensors *r, int64_t step, unsigned stats_roles);
+AMP_API void amp_tensors_begin_step(amp_tensors *r, int64_t step, unsigned stats_roles);
 /* Between micro-batches of one step (--dp): clears every 'written' flag, so the
  * next backward starts each gradient with a plain rounding; keeps the step's
  * statistics and non-finite record. */
-void amp_tensors_zero_grad(amp_tensors *r);
+AMP_API void amp_tensors_zero_grad(amp_tensors *r);
 #define AMP_ROLES_LOGGED ((1u << AMP_ROLE_WEIGHT) | (1u << AMP_ROLE_ACT) | (1u << AMP_ROLE_ACT_GRAD) | \
                           (1u << AMP_ROLE_WEIGHT_GRAD) | (1u << AMP_ROLE_UPDATE))
 
@@ -122,17 +122,17 @@ void amp_tensors_zero_grad(amp_tensors *r);
  * scaling (r->fp8) the dequantized round(src * scale) / scale instead.
  * Statistics (of the scaled input) are added to t->stats when t's role is due.
  * Records the first non-finite output of the step. */
-amp_status amp_tensor_round(amp_tensors *r, amp_tensor *t, const float *src);
+AMP_API amp_status amp_tensor_round(amp_tensors *r, amp_tensor *t, const float *src);
 /* Backward accumulation: first write of the step is amp_tensor_round(src);
  * later writes round src into the format, add it to t in double and round
  * again (as autograd sums two low-precision gradients). */
-amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src);
+AMP_API amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src);
 /* Statistics of values already in the format (exact ops like ReLU): counts them
  * without changing them, and records non-finite values. */
-amp_status amp_tensor_observe(amp_tensors *r, amp_tensor *t);
+AMP_API amp_status amp_tensor_observe(amp_tensors *r, amp_tensor *t);
 /* The rounding options of t at the current step (SR key: seed^step, id, index). */
-amp_round_opts amp_tensor_opts(const amp_tensors *r, const amp_tensor *t);
+AMP_API amp_round_opts amp_tensor_opts(const amp_tensors *r, const amp_tensor *t);
 /* 1 if statistics are due for t this step. */
-int amp_tensor_stats_due(const amp_tensors *r, const amp_tensor *t);
+AMP_API int amp_tensor_stats_due(const amp_tensors *r, const amp_tensor *t);
 
 #endif

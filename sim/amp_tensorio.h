@@ -20,8 +20,8 @@ typedef enum amp_dtype {
 
 /* Bytes per element (2, 2, 4, 8, 1, 1) and a short name ("f16", "bf16", "f32",
  * "f64", "f8e4m3", "f8e5m2"). */
-size_t amp_dtype_size(amp_dtype dt);
-const char *amp_dtype_name(amp_dtype dt);
+AMP_API size_t amp_dtype_size(amp_dtype dt);
+AMP_API const char *amp_dtype_name(amp_dtype dt);
 
 typedef struct amp_tensor_view {
     char name[256];            /* safetensors: the tensor's name; .npy / raw: the file's basename */
@@ -46,8 +46,8 @@ typedef struct amp_tensor_file {
  * (.npy, .safetensors, .f32, .f64; case-insensitive). On failure *tf is left
  * closed (nothing to release) and the message names the file.
  * Close with amp_tensor_file_close (safe to call twice). */
-amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf);
-void amp_tensor_file_close(amp_tensor_file *tf);
+AMP_API amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf);
+AMP_API void amp_tensor_file_close(amp_tensor_file *tf);
 
 /* The parsers behind amp_tensor_file_open, on a file's bytes in memory
  * (what the fuzz harnesses drive). `path` only names the file in messages.
@@ -56,11 +56,11 @@ void amp_tensor_file_close(amp_tensor_file *tf);
  * tensors are validated like the others (their bytes count in the layout
  * checks) and left out: *n_skipped of them, the first named in skipped
  * ("name (I64)"); both may be NULL. */
-amp_status amp_npy_parse(const char *path, const void *buf, size_t len, amp_tensor_view *v);
-amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len,
-                                 amp_tensor_view **tensors, int *n, int *n_skipped, char skipped[256]);
-amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtype dt,
-                         amp_tensor_view *v);
+AMP_API amp_status amp_npy_parse(const char *path, const void *buf, size_t len, amp_tensor_view *v);
+AMP_API amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len,
+                                         amp_tensor_view **tensors, int *n, int *n_skipped, char skipped[256]);
+AMP_API amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtype dt,
+                                 amp_tensor_view *v);
 
 /* Upper bound on a safetensors JSON header (the reference implementation's). */
 #define AMP_SAFETENSORS_MAX_HEADER ((uint64_t)100 << 20)
@@ -68,21 +68,21 @@ amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtyp
 /* Converts n elements of a view starting at element `first` to float32 or
  * float64 (exact widening). amp_tensor_view_to_f32 on an F64 view is a bug
  * (narrowing goes through amp_round_f64). first + n <= v->n. */
-void amp_tensor_view_to_f32(const amp_tensor_view *v, size_t first, size_t n, float *out);
-void amp_tensor_view_to_f64(const amp_tensor_view *v, size_t first, size_t n, double *out);
+AMP_API void amp_tensor_view_to_f32(const amp_tensor_view *v, size_t first, size_t n, float *out);
+AMP_API void amp_tensor_view_to_f64(const amp_tensor_view *v, size_t first, size_t n, double *out);
 
 /* Writers (atomic: temporary name + rename; nothing is left on failure).
  * ndim 0 writes a 0-d array (one element). */
-amp_status amp_npy_write_f32(const char *path, const float *x, int ndim, const size_t *shape);
-amp_status amp_npy_write_u8(const char *path, const uint8_t *x, int ndim, const size_t *shape);
-amp_status amp_npy_write_u16(const char *path, const uint16_t *x, int ndim, const size_t *shape);
+AMP_API amp_status amp_npy_write_f32(const char *path, const float *x, int ndim, const size_t *shape);
+AMP_API amp_status amp_npy_write_u8(const char *path, const uint8_t *x, int ndim, const size_t *shape);
+AMP_API amp_status amp_npy_write_u16(const char *path, const uint16_t *x, int ndim, const size_t *shape);
 
 /* The .npy header (v1.0, or v2.0 if it does not fit; padded to 64 bytes) for
  * streaming writers: descr is "<f4", "|u1", "<u2", "<f8", ... Writes at most
  * cap bytes into buf and the header's length into *len. AMP_ERANGE if it
  * does not fit, AMP_EINVAL for a bad shape. */
-amp_status amp_npy_header(const char *descr, int ndim, const size_t *shape, char *buf, size_t cap,
-                          size_t *len);
+AMP_API amp_status amp_npy_header(const char *descr, int ndim, const size_t *shape, char *buf, size_t cap,
+                                  size_t *len);
 
 /* One tensor to write into a .safetensors file (float32 data). */
 typedef struct amp_st_entry {
@@ -94,6 +94,6 @@ typedef struct amp_st_entry {
 /* Writes the entries (names unique, non-empty, < 256 bytes) as F32 tensors in
  * the order given, with the header padded to a multiple of 8 bytes as the
  * reference implementation does. */
-amp_status amp_safetensors_write_f32(const char *path, const amp_st_entry *entries, int n);
+AMP_API amp_status amp_safetensors_write_f32(const char *path, const amp_st_entry *entries, int n);
 
 #endif

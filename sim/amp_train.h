@@ -80,7 +80,7 @@ typedef struct amp_train_opts {
     const char *whatif;      /* --what-if: NULL = off, "" = every loss scaler, else "SPEC;SPEC.." */
     const char *whatif_format; /* --what-if-format: shadows round into FMT (NULL = the wgrad format) */
 } amp_train_opts;
-void amp_train_opts_defaults(amp_train_opts *o);
+AMP_API void amp_train_opts_defaults(amp_train_opts *o);
 
 /* Result of one step. */
 typedef struct amp_step_info {
@@ -95,40 +95,40 @@ typedef struct amp_step_info {
  * stats_roles as in amp_tensors_begin_step (gradient roles are added when the
  * scaler needs statistics). sc may be NULL (no scaling). *res gets the
  * scaler's result (events). AMP_ERUN when the scaler stops the run. */
-amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const amp_batch *b,
-                          int64_t step, unsigned stats_roles, amp_step_info *info, amp_scaler_result *res);
+AMP_API amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const amp_batch *b,
+                                  int64_t step, unsigned stats_roles, amp_step_info *info, amp_scaler_result *res);
 /* The whole run of `ampsim train`: data, model, steps, logs, summary. */
-amp_status amp_train_run(const amp_train_opts *o);
+AMP_API amp_status amp_train_run(const amp_train_opts *o);
 
 /* ---- the data-parallel step (sim/train_dp.c) ------------------------------------ */
 /* The two halves of amp_train_step (sim/train.c) around forward/backward:
  * begin returns the loss scale of the step; end unscales, checks, runs the
  * scaler and the optimizer. */
-float amp_train_step_begin(amp_model *m, amp_scaler *sc, int64_t step, unsigned stats_roles,
-                           amp_step_info *info, amp_scaler_result *res);
-amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,
-                              amp_step_info *info, amp_scaler_result *res);
+AMP_API float amp_train_step_begin(amp_model *m, amp_scaler *sc, int64_t step, unsigned stats_roles,
+                                   amp_step_info *info, amp_scaler_result *res);
+AMP_API amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,
+                                      amp_step_info *info, amp_scaler_result *res);
 
 typedef struct amp_dp amp_dp;
 /* Per-rank gradient buffers and the "<grad>.allreduce" pseudo-tensors of every
  * weight of m (R >= 2; m built with B/R rows). */
-amp_status amp_dp_create(amp_dp **out, amp_model *m, int R, const amp_allreduce_opts *ao);
-void amp_dp_free(amp_dp *dp);
+AMP_API amp_status amp_dp_create(amp_dp **out, amp_model *m, int R, const amp_allreduce_opts *ao);
+AMP_API void amp_dp_free(amp_dp *dp);
 /* One data-parallel step on the global batch b (b->B = R * m->B). */
-amp_status amp_train_step_dp(amp_dp *dp, amp_model *m, amp_optim *opt, amp_scaler *sc, const amp_batch *b,
-                             int64_t step, unsigned stats_roles, amp_step_info *info, amp_scaler_result *res);
+AMP_API amp_status amp_train_step_dp(amp_dp *dp, amp_model *m, amp_optim *opt, amp_scaler *sc, const amp_batch *b,
+                                     int64_t step, unsigned stats_roles, amp_step_info *info, amp_scaler_result *res);
 /* tensors.csv/hist.csv rows "<grad>.allreduce" (when tensors/hist are due at
  * this step) and the events of the step's reductions: allreduce_overflow
  * (every step with an overflow in a quantization or partial sum) and, with
  * --allreduce-scale, allreduce_scale at steps with tensors.csv rows. */
-amp_status amp_dp_log(amp_dp *dp, amp_runlog *l, int64_t step, int tensors, int hist);
+AMP_API amp_status amp_dp_log(amp_dp *dp, amp_runlog *l, int64_t step, int tensors, int hist);
 
 /* ---- evaluation (sim/eval.c) ------------------------------------------------------- */
 /* Mean loss over `batches` fixed validation batches (batch i =
  * amp_austen_batch(d, AMP_SPLIT_VAL, seed, i, B, T)), forward only. Starts
  * step `step` without statistics (amp_tensors_begin_step(reg, step, 0)) and
  * casts the weights itself: call it before amp_train_step of that step. */
-amp_status amp_gpt_eval(amp_model *m, const amp_austen *d, uint64_t seed, int64_t step,
-                        int batches, double *val_loss);
+AMP_API amp_status amp_gpt_eval(amp_model *m, const amp_austen *d, uint64_t seed, int64_t step,
+                                int batches, double *val_loss);
 
 #endif

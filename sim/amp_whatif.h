@@ -81,14 +81,14 @@ typedef struct amp_whatif amp_whatif;
 /* Creates the shadows from `specs` ("SPEC;SPEC;..."; NULL or "" = the default
  * list). Each SPEC must be a loss scaler (FP8 strategies are AMP_EINVAL), and
  * no SPEC may appear twice; messages name the SPEC ("--what-if SPEC: ..."). */
-amp_status amp_whatif_create(amp_whatif **out, const char *specs);
+AMP_API amp_status amp_whatif_create(amp_whatif **out, const char *specs);
 /* Frees (aborts an open whatif.csv). NULL is a no-op. */
-void amp_whatif_free(amp_whatif *w);
-size_t amp_whatif_count(const amp_whatif *w);
+AMP_API void amp_whatif_free(amp_whatif *w);
+AMP_API size_t amp_whatif_count(const amp_whatif *w);
 /* Shadow i: its SPEC as given, its scaler state, its last row. */
-const char *amp_whatif_name(const amp_whatif *w, size_t i);
-const amp_scaler *amp_whatif_scaler(const amp_whatif *w, size_t i);
-const amp_whatif_row *amp_whatif_last(const amp_whatif *w, size_t i);
+AMP_API const char *amp_whatif_name(const amp_whatif *w, size_t i);
+AMP_API const amp_scaler *amp_whatif_scaler(const amp_whatif *w, size_t i);
+AMP_API const amp_whatif_row *amp_whatif_last(const amp_whatif *w, size_t i);
 
 /* One training step (call once per step, in step order, with the same
  * gradient list every step: tensor i keeps its index). Rows go to `out` when
@@ -96,28 +96,28 @@ const amp_whatif_row *amp_whatif_last(const amp_whatif *w, size_t i);
  * amp_whatif_open, or nowhere. The thread's error message is left as it was
  * (a shadow's stop is not an error of the run). AMP_ENOMEM / AMP_EIO /
  * AMP_EINVAL (bad rounding options) only. */
-amp_status amp_whatif_step(amp_whatif *w, int64_t step, const amp_whatif_grad *g, size_t n_grads,
-                           int logged, FILE *out);
+AMP_API amp_status amp_whatif_step(amp_whatif *w, int64_t step, const amp_whatif_grad *g, size_t n_grads,
+                                   int logged, FILE *out);
 /* The same for a model registry: every tensor of role weight with a gradient
  * and grad32, in registry order; g = w->grad32, fmt = w->grad->fmt, rounding
  * options amp_tensor_opts(r, w->grad). Call after amp_train_step has unscaled
  * (grad32 holds this step's gradients). */
-amp_status amp_whatif_step_reg(amp_whatif *w, const amp_tensors *r, int64_t step, int logged);
+AMP_API amp_status amp_whatif_step_reg(amp_whatif *w, const amp_tensors *r, int64_t step, int logged);
 
 /* Rounds every gradient into `f` instead of the format each amp_whatif_grad
  * (or the registry's gradient tensor) names; NULL restores that. Useful on a
  * run whose gradients lose nothing themselves (an fp32 run: "what would fp16
  * gradients have flushed under each scaler"). The rounding options keep their
  * mode; saturation follows the caller's flags. */
-void amp_whatif_set_format(amp_whatif *w, const amp_format *f);
+AMP_API void amp_whatif_set_format(amp_whatif *w, const amp_format *f);
 
 /* Writes AMP_WHATIF_HEADER. */
-amp_status amp_whatif_write_header(FILE *out);
+AMP_API amp_status amp_whatif_write_header(FILE *out);
 /* amp_whatif_create + DIR/whatif.csv opened under a temporary name (sim/io.c),
  * header written. DIR is created if missing. */
-amp_status amp_whatif_open(amp_whatif **out, const char *dir, const char *specs);
+AMP_API amp_status amp_whatif_open(amp_whatif **out, const char *dir, const char *specs);
 /* Commits whatif.csv (renamed to its final name) and frees w. On failure the
  * temporary is removed and AMP_EIO names the file; w is freed either way. */
-amp_status amp_whatif_close(amp_whatif *w);
+AMP_API amp_status amp_whatif_close(amp_whatif *w);
 
 #endif

@@ -1,6 +1,6 @@
 /* `ampsim bench round`: rounding-kernel speed as ratios to memcpy measured in
  * the same run (one thread), on 64-byte aligned arrays. Times are the calling thread's CPU time
- * (CLOCK_THREAD_CPUTIME_ID), best of N: on a shared machine wall time mostly
+ * (CLOCK_THREAD_CPUTIME_ID), best of N: on a loaded machine wall time mostly
  * measures the other processes. Ratios measured back to back are what we quote. */
 #include "amp_base.h"
 #include "amp_bench.h"

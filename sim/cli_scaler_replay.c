@@ -1,5 +1,5 @@
 /* ampsim scaler-replay --scaler SPEC [--csv] [--events] FILE
- * Replays a scaler over a scripted sequence (DESIGN §4): one value per line,
+ * Replays a scaler over a scripted sequence (docs/scalers.md): one value per line,
  * 0/1 found-inf flags for loss scalers, amax values (held as float32) for FP8
  * scalers. Prints CSV step,input,skipped,scale_used,scale_after. */
 #include "cli.h"

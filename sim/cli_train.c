@@ -1,4 +1,4 @@
-/* ampsim train: train a model in an emulated precision policy (DESIGN §4, §5). */
+/* ampsim train: train a model in an emulated precision policy (docs/training.md, docs/design.md). */
 #include "cli.h"
 
 #include <stdio.h>

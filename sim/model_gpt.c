@@ -7,7 +7,7 @@
  * Linear layers have biases (nanoGPT bias=True); GELU is the tanh form.
  * Tensor names are nanoGPT's (transformer.h.0.attn.c_attn.weight, ...).
  *
- * Precision (PyTorch autocast semantics, DESIGN §3 / REFERENCE.md):
+ * Precision (PyTorch autocast semantics, docs/training.md):
  * - GEMMs (c_attn, c_proj, c_fc, lm_head) are the framework's amp_linear or
  *   amp_gemm: operands in the policy's operand formats, FP32 accumulation,
  *   outputs rounded to the activation format.

@@ -1,4 +1,4 @@
-/* Precision policies: the presets of DESIGN §3 and policies read from JSON.
+/* Precision policies: the presets of docs/training.md and policies read from JSON.
  *
  * JSON keys (every key optional; an unknown key anywhere is an error naming it):
  * {

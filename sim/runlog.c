@@ -1,4 +1,4 @@
-/* The run directory of DESIGN §5. config.json is written atomically at open;
+/* The run directory (docs/design.md, "Run directory"). config.json is written atomically at open;
  * metrics.csv, tensors.csv, hist.csv and events.csv are streamed into
  * temporary files (amp_afile: NAME.tmp.<pid>) and renamed only by
  * amp_runlog_close, so a killed run never leaves a half-written file under a
@@ -42,12 +42,9 @@
 
 enum { F_METRICS, F_TENSORS, F_HIST, F_EVENTS, F_COUNT };
 _Static_assert(F_COUNT == AMP_RUNLOG_FILES, "AMP_RUNLOG_FILES counts the CSV streams");
-static const char *const file_names[F_COUNT] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv" };
+static const char *const file_names[F_COUNT] = { AMP_RUN_METRICS, AMP_RUN_TENSORS, AMP_RUN_HIST, AMP_RUN_EVENTS };
 static const char *const headers[F_COUNT] = {
-    "step,loss,loss_scale,skipped,grad_norm,lr,vanished,nonfinite,val_loss\n",
-    "step,tensor,role,format,n,zero_in,flushed,subnormal,saturated,overflow,nan,amax,amin_nonzero,rel_err\n",
-    "step,tensor,binade,count\n",
-    "step,event,tensor,detail\n",
+    AMP_RUN_METRICS_COLS "\n", AMP_RUN_TENSORS_COLS "\n", AMP_RUN_HIST_COLS "\n", AMP_RUN_EVENTS_COLS "\n",
 };
 
 struct amp_runlog {
@@ -66,8 +63,8 @@ static amp_status path_in(const amp_runlog *l, const char *name, char *out, size
  * of the run directory's own files, for pids other than ours. */
 static void remove_stale(const char *dir)
 {
-    static const char *const own[] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv",
-                                       "summary.json", "config.json", "checkpoint.bin" };
+    static const char *const own[] = { AMP_RUN_METRICS, AMP_RUN_TENSORS, AMP_RUN_HIST, AMP_RUN_EVENTS,
+                                       AMP_RUN_SUMMARY, AMP_RUN_CONFIG, AMP_RUN_CHECKPOINT };
     DIR *d = opendir(dir);
     if (!d) return;
     char mine[32], path[4400];

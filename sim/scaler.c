@@ -1,4 +1,4 @@
-/* Scaler SPEC parsing (DESIGN §4): `name[:key=value,...]`, defaults, range
+/* Scaler SPEC parsing (docs/scalers.md): `name[:key=value,...]`, defaults, range
  * checks, the canonical form and the help text. The rules themselves live in
  * scaler_loss.c (loss scalers) and scaler_fp8.c (FP8 scaling). */
 #include "amp_base.h"

@@ -1,4 +1,4 @@
-/* FP8 scaling strategies (REFERENCE.md "FP8 per-tensor scaling"):
+/* FP8 scaling strategies (docs/scalers.md, "FP8 scaling"):
  *   delayed  Transformer Engine DelayedScaling: amax history, max|most_recent,
  *            margin, scale from amaxes of earlier steps, TE's edge cases
  *   current  TE current scaling: fp8_max / amax of the tensor now, optional

@@ -1,5 +1,5 @@
 /* Loss scalers: none, static, torch, apex, deepspeed, megatron, keras (the rules
- * of ../shared/REFERENCE.md, bit for bit in the number type each system keeps
+ * of docs/scalers.md, bit for bit in the number type each system keeps
  * its scale in), adaptive (layer-wise, Zhao et al.) and underflow (ours).
  *
  * Number types: torch, megatron, keras, underflow and static keep a float32
@@ -107,7 +107,7 @@ float amp_scaler_inv(float s) { return (float)(1.0 / (double)s); }
 
 /* PyTorch GradScaler (_amp_update_scale_): factors in double, stored float32,
  * no minimum. The tracker is reset after a growth attempt whether or not the
- * grown scale was finite (as torch does; REFERENCE's pseudo-code leaves this
+ * grown scale was finite (as torch does; a plain reading of the rule leaves this
  * open, and both readings give the same scales: a refused growth leaves the
  * scale unchanged and only a backoff, which resets the tracker, changes it). */
 static void torch_update(amp_scaler *sc, int found, int early, amp_scaler_result *r)

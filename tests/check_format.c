@@ -1,5 +1,5 @@
-/* Check suite: the format table (DESIGN §2) and custom eXmY parsing.
- * Expected figures are typed from the DESIGN table (and the definitions
+/* Check suite: the format table (docs/numerics.md) and custom eXmY parsing.
+ * Expected figures are typed from the format table of docs/numerics.md (and the definitions
  * min normal = 2^(1-bias), min subnormal = 2^(1-bias-M), epsilon = 2^-M),
  * never taken from the code under test. */
 #include "ampsim.h"
@@ -22,7 +22,7 @@ typedef struct want_fmt {
 
 #define P2(k) ldexp(1.0, (k))
 
-/* DESIGN §2, "Required rows". */
+/* docs/numerics.md, "Required rows". */
 static want_fmt want_table(int i)
 {
     const want_fmt rows[] = {
@@ -39,7 +39,7 @@ static want_fmt want_table(int i)
         { "e2m1", 4, 2, 1, 1, 6, 0, 0, 0, AMP_NAN_NONE, 1, 1, 1, 2 },
         { "e8m0", 8, 8, 0, 127, 0, 0, 0, 0, AMP_NAN_E8M0, 0, 0, 0, 127 },
     };
-    /* min subnormal column of the DESIGN table; min normal = 2^(1-bias)
+    /* min subnormal column of the table in docs/numerics.md; min normal = 2^(1-bias)
      * (e8m0: its smallest value 2^-127, no subnormals) */
     const int minsub_exp[] = { -149, -136, -24, -133, -9, -16, -10, -17, -4, -3, -1, -127 };
     const int minnorm_exp[] = { -126, -126, -14, -126, -6, -14, -7, -15, -2, 0, 0, -127 };

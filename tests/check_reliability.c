@@ -1,4 +1,4 @@
-/* Check suite: full disks and unwritable outputs (issue 8). `ampsim train`,
+/* Check suite: full disks and unwritable outputs. `ampsim train`,
  * `round`, `report` and `compare` run with a file-size limit
  * (setrlimit(RLIMIT_FSIZE) in the child, SIGXFSZ ignored, so writes fail with
  * EFBIG as on a full disk) and, when we may mount one, on a 64 KiB tmpfs
@@ -10,6 +10,7 @@
  * Outputs under a path that cannot be a directory (a regular file in the way:
  * works for root too, who ignores permission bits) give exit 2 and a message. */
 #include "ampsim.h"
+#include "skip.h"
 
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -306,7 +307,7 @@ START_TEST(tmpfs_full_disk)
     snprintf(mnt, sizeof mnt, "%s/tmpfs", tmpdir);
     ck_assert(mkdir(mnt, 0755) == 0);
     if (geteuid() != 0 || mount("tmpfs", mnt, "tmpfs", 0, "size=64k") != 0) {
-        fprintf(stderr, "tmpfs_full_disk: cannot mount a tmpfs (%s), skipped\n", strerror(errno));
+        AMP_SKIP("reliability/tmpfs_full_disk", "cannot mount a tmpfs here (%s)", strerror(errno));
         return;
     }
     char out[600], in[512], rout[600];

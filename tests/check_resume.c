@@ -1,6 +1,6 @@
 /* Check suite: `ampsim train --checkpoint-every K` killed with SIGKILL at
  * random points and continued with `--resume` writes exactly the bytes of an
- * uninterrupted run (issue 8): config.json, metrics.csv, tensors.csv,
+ * uninterrupted run: config.json, metrics.csv, tensors.csv,
  * hist.csv, events.csv, summary.json; no temporary is left behind. Some trials
  * die before the first checkpoint, some after the end, some are killed twice.
  * The kill schedule comes from a fixed seed (AMP_RESUME_SEED overrides; it is

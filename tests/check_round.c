@@ -6,7 +6,7 @@
  *    boundary, in every deterministic mode with and without saturate/ftz/daz,
  *    through amp_round1, amp_round_f32 (fast kernels) and amp_round_f64;
  *  - the independent grid reference (tests/round_ref.h) agrees with MPFR;
- *  - NaN payloads, signed zeros, infinities; the pinned corners of DESIGN §2;
+ *  - NaN payloads, signed zeros, infinities; the pinned corners of docs/numerics.md;
  *  - encode/decode errors.
  * Seed: fixed, AMP_TEST_SEED=<n> to change; printed with every mismatch. */
 #include "round_ref.h"
@@ -337,7 +337,7 @@ START_TEST(nan_payloads)
 }
 END_TEST
 
-/* Expected results for +-0 and +-inf, from DESIGN §2 (typed per trait). */
+/* Expected results for +-0 and +-inf, from docs/numerics.md (typed per trait). */
 START_TEST(zeros_and_infinities)
 {
     amp_format f = fmt_at(_i);
@@ -374,7 +374,7 @@ START_TEST(zeros_and_infinities)
 }
 END_TEST
 
-/* ---- pinned corners of DESIGN §2 ------------------------------------------------ */
+/* ---- pinned corners of docs/numerics.md ------------------------------------------------ */
 /* Rounds x by every path (array f32, array f64, amp_round1, MPFR) and checks want. */
 static void pin(amp_format_id id, amp_rounding m, unsigned flags, float x, float want)
 {

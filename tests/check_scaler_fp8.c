@@ -1,7 +1,7 @@
 /* Check suite: FP8 scaling (sim/scaler_fp8.c).
  *
  * Delayed scaling is compared step by step with a separate transcription of
- * TE's code as REFERENCE.md describes it (history array with slot 0 written,
+ * Transformer Engine's code (docs/scalers.md) (history array with slot 0 written,
  * max or slot 0, scale formula with its edge cases, then torch.roll(-1) and
  * slot 0 zeroed), over random amax sequences with zeros, NaN, inf and
  * subnormals. Quantized values are checked against the MPFR reference

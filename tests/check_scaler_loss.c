@@ -1,8 +1,8 @@
 /* Check suite: loss scalers (sim/scaler_loss.c).
  *
- * Expected values come from (1) the golden trace of ../shared/REFERENCE.md,
+ * Expected values come from (1) a golden trace typed in from the frameworks' rules (docs/scalers.md),
  * typed in; (2) a tiny separate transcription of each rule written here
- * straight from REFERENCE.md's pseudo-code (ref_* below; torch's reference
+ * straight from the frameworks' rules as docs/scalers.md states them (ref_* below; torch's reference
  * takes the literal reading "if isfinite(new): scale = new; tracker = 0"),
  * run against the library over long scripted and random I/F sequences and
  * compared step by step (skipped, scale used, scale after); (3) closed forms
@@ -50,7 +50,7 @@ END_TEST
 START_TEST(golden_megatron_trace) { run_golden("megatron:init=1024,interval=3,hysteresis=2,min=256", golden_megatron); }
 END_TEST
 
-/* ---- independent transcriptions of REFERENCE.md ----------------------------- */
+/* ---- independent transcriptions of the frameworks' rules ----------------------------- */
 typedef struct ref {
     int kind;               /* amp_scaler_kind */
     float fscale;           /* torch, megatron, keras */

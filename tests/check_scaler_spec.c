@@ -1,6 +1,6 @@
-/* Check suite: scaler SPEC parsing (DESIGN §4) and `ampsim scaler-replay`.
- * Defaults are typed in from DESIGN §4; the replay output is compared with
- * the golden trace of REFERENCE.md, typed in. */
+/* Check suite: scaler SPEC parsing (docs/scalers.md) and `ampsim scaler-replay`.
+ * Defaults are typed in from docs/scalers.md; the replay output is compared with
+ * a golden trace typed in from the frameworks' rules (docs/scalers.md). */
 #include "ampsim.h"
 
 #include <check.h>

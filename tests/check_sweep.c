@@ -5,6 +5,7 @@
  * missing runs, and the fallback of a build without the MPI plugin.
  * mpirun tests are skipped (with a message) only when mpirun is absent. */
 #include "ampsim.h"
+#include "skip.h"
 
 #include <check.h>
 #include <signal.h>
@@ -56,7 +57,7 @@ static int sh(const char *fmt, ...)
 static int have_mpirun(void)
 {
     if (system("command -v mpirun >/dev/null 2>&1") == 0) return 1;
-    fprintf(stderr, "check_sweep: SKIP: mpirun not found (install openmpi-bin); MPI tests not run\n");
+    AMP_SKIP_PKG("sweep/mpirun", "openmpi-bin", "mpirun not found (install openmpi-bin); the MPI test is not run");
     return 0;
 }
 

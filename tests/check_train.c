@@ -287,7 +287,7 @@ START_TEST(test_layerwise_scaling)
 END_TEST
 
 /* --checkpoint-every / --resume: a run killed with SIGKILL and resumed writes
- * the same bytes as an uninterrupted run (issue 8 runs the many-trial version). */
+ * the same bytes as an uninterrupted run (check_resume runs the many-trial version). */
 static int same_files(const char *d1, const char *d2)
 {
     static const char *const files[] = { "metrics.csv", "tensors.csv", "hist.csv", "events.csv", "summary.json" };

@@ -5,10 +5,10 @@
  *   which flushes iff s-k <= -25 (2^-25 is the tie between 0 and 2^-24: RNE
  *   gives 0) and overflows iff s-k >= 16 (2^16 > 65504, past the rounding
  *   boundary 65520), so the counts are counts of integers k;
- * - the golden torch and megatron traces of ../shared/REFERENCE.md (typed in),
+ * - the golden torch and megatron traces of docs/scalers.md (typed in),
  *   driven by steps whose gradients hold an inf (I) or small values (F), and a
  *   separate amp_scaler replayed over the same flags;
- * - the rules of REFERENCE.md for a single overflowing step (torch halves,
+ * - the frameworks' rules (docs/scalers.md) for a single overflowing step (torch halves,
  *   deepspeed's hysteresis 2 absorbs the first one, raise at the minimum). */
 #include "ampsim.h"
 

@@ -123,7 +123,7 @@ static inline size_t rt_grid_find(const rt_grid *g, double a, size_t hint)
     return lo;
 }
 
-/* The DESIGN §2 rule for a result beyond max finite (sign neg). */
+/* The docs/numerics.md rule for a result beyond max finite (sign neg). */
 static inline float rt_overflow(const amp_format *f, amp_rounding m, unsigned fl, int neg)
 {
     int toward_zero = m == AMP_RND_TZ || m == AMP_RND_TO || (m == AMP_RND_DN && !neg) ||

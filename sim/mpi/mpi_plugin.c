@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
-const amp_mpi_plugin *ampsim_mpi_plugin_v1(void);
+/* The plugin's one entry point, found by dlsym: exported although the
+ * project builds with hidden visibility. */
+__attribute__((visibility("default"))) const amp_mpi_plugin *ampsim_mpi_plugin_v1(void);
 
 static int p_init(int *rank, int *size)
 {

@@ -29,7 +29,7 @@ static int listed(const char *env, const char *name)
     return 0;
 }
 
-/* The class of x -> want under mode m by DESIGN §2 (want is the reference
+/* The class of x -> want under mode m by docs/numerics.md (want is the reference
  * result). Overflow is decided on the rounding with an unbounded exponent
  * (OCP): beyond max finite it is `saturated` if the result is finite (the
  * directed modes toward zero; no case here sets AMP_SATURATE), else

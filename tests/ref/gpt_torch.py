@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference for ampsim's GPT (issue 7): nanoGPT's model (bias=True,
+"""PyTorch reference for ampsim's GPT : nanoGPT's model (bias=True,
 dropout 0, non-flash attention, lm_head tied to wte) with GELU in its tanh form,
 trained in float32 on byte-level Austen with AdamW (lr 1e-3, betas 0.9/0.999,
 eps 1e-8, weight decay 0.01 on every parameter: torch.optim.AdamW defaults over

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference for ampsim's MLP (issue 4): a 64-32-10 ReLU MLP trained in
+"""PyTorch reference for ampsim's MLP: a 64-32-10 ReLU MLP trained in
 float32 with SGD (lr 0.1), batch 32, 200 steps, batches in file order
 (batch s = rows (32*s + j) mod 1797, as `ampsim train --no-shuffle`).
 
