@@ -120,6 +120,58 @@ static amp_status add_opt(char ***v, int *n, const char *key, const char *val, i
     return AMP_OK;
 }
 
+/* Group g of the grid: its seed, its varied values and their options, its
+ * name, and its runs (the compare plan `base` under the group's folder). */
+static amp_status build_group(amp_sweep *sw, int g, int ncomb, const cJSON *seeds, const cJSON *vary,
+                              const amp_run_cfg *base, int nbase, const char *path)
+{
+    amp_status st;
+    char buf[256];
+    int flag;
+    amp_sweep_group *gr = &sw->groups[g];
+    int si = g / ncomb, c = g % ncomb;
+    char name[512] = "";
+    if (seeds) {
+        num_text(cJSON_GetArrayItem(seeds, si)->valuedouble, gr->seed, sizeof gr->seed);
+        snprintf(name, sizeof name, "seed%s", gr->seed);
+        if ((st = add_opt(&gr->opt, &gr->nopt, "seed", gr->seed, -1, path))) return st;
+    }
+    if (sw->nkeys && !(gr->val = calloc((size_t)sw->nkeys + 1, sizeof *gr->val))) return amp_fail(AMP_ENOMEM, "%s: out of memory", path);
+    /* mixed radix, last key fastest */
+    int rest = c;
+    int idx[64];
+    if (sw->nkeys > 64) return amp_fail(AMP_EINVAL, "%s: vary: too many keys", path);
+    for (int k = sw->nkeys - 1; k >= 0; k--) {
+        int m = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(vary, sw->keys[k]));
+        idx[k] = rest % m;
+        rest /= m;
+    }
+    for (int k = 0; k < sw->nkeys; k++) {
+        const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(vary, sw->keys[k]), idx[k]);
+        scalar_text(e, buf, sizeof buf, &flag);
+        if (!(gr->val[k] = xstrdup(buf))) return amp_fail(AMP_ENOMEM, "%s: out of memory", path);
+        if ((st = add_opt(&gr->opt, &gr->nopt, sw->keys[k], buf, flag, path))) return st;
+        size_t l = strlen(name);
+        snprintf(name + l, sizeof name - l, "%s%s%s", l ? "__" : "", sw->keys[k], buf);
+    }
+    sanitize(name);
+    if (strlen(name) >= sizeof gr->name) return amp_fail(AMP_EINVAL, "%s: group name '%s' too long", path, name);
+    strcpy(gr->name, name);
+    for (int b = 0; b < nbase; b++) {
+        amp_run_cfg *r = &sw->runs[g * nbase + b];
+        *r = base[b];
+        if (*name) {
+            if (strlen(name) + 1 + strlen(base[b].name) >= sizeof r->name) return amp_fail(AMP_EINVAL, "%s: run name too long", path);
+            size_t ln = strlen(name);
+            memcpy(r->name, name, ln);
+            r->name[ln] = '/';
+            memcpy(r->name + ln + 1, base[b].name, strlen(base[b].name) + 1);
+        }
+        sw->run_group[g * nbase + b] = g;
+    }
+    return AMP_OK;
+}
+
 amp_status amp_sweep_parse(const char *text, const char *path, amp_sweep *sw)
 {
     memset(sw, 0, sizeof *sw);
@@ -206,49 +258,8 @@ amp_status amp_sweep_parse(const char *text, const char *path, amp_sweep *sw)
     if (!sw->groups || !sw->runs || !sw->run_group) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", path); goto done; }
     sw->ngroups = ngroups;
     sw->nruns = ngroups * nbase;
-    for (int g = 0; g < sw->ngroups; g++) {
-        amp_sweep_group *gr = &sw->groups[g];
-        int si = g / ncomb, c = g % ncomb;
-        char name[512] = "";
-        if (seeds) {
-            num_text(cJSON_GetArrayItem(seeds, si)->valuedouble, gr->seed, sizeof gr->seed);
-            snprintf(name, sizeof name, "seed%s", gr->seed);
-            if ((st = add_opt(&gr->opt, &gr->nopt, "seed", gr->seed, -1, path))) goto done;
-        }
-        if (sw->nkeys && !(gr->val = calloc((size_t)sw->nkeys + 1, sizeof *gr->val))) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", path); goto done; }
-        /* mixed radix, last key fastest */
-        int rest = c;
-        int idx[64];
-        if (sw->nkeys > 64) { st = amp_fail(AMP_EINVAL, "%s: vary: too many keys", path); goto done; }
-        for (int k = sw->nkeys - 1; k >= 0; k--) {
-            int m = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(vary, sw->keys[k]));
-            idx[k] = rest % m;
-            rest /= m;
-        }
-        for (int k = 0; k < sw->nkeys; k++) {
-            const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(vary, sw->keys[k]), idx[k]);
-            scalar_text(e, buf, sizeof buf, &flag);
-            if (!(gr->val[k] = xstrdup(buf))) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", path); goto done; }
-            if ((st = add_opt(&gr->opt, &gr->nopt, sw->keys[k], buf, flag, path))) goto done;
-            size_t l = strlen(name);
-            snprintf(name + l, sizeof name - l, "%s%s%s", l ? "__" : "", sw->keys[k], buf);
-        }
-        sanitize(name);
-        if (strlen(name) >= sizeof gr->name) { st = amp_fail(AMP_EINVAL, "%s: group name '%s' too long", path, name); goto done; }
-        strcpy(gr->name, name);
-        for (int b = 0; b < nbase; b++) {
-            amp_run_cfg *r = &sw->runs[g * nbase + b];
-            *r = base[b];
-            if (*name) {
-                if (strlen(name) + 1 + strlen(base[b].name) >= sizeof r->name) { st = amp_fail(AMP_EINVAL, "%s: run name too long", path); goto done; }
-                size_t ln = strlen(name);
-                memcpy(r->name, name, ln);
-                r->name[ln] = '/';
-                memcpy(r->name + ln + 1, base[b].name, strlen(base[b].name) + 1);
-            }
-            sw->run_group[g * nbase + b] = g;
-        }
-    }
+    for (int g = 0; g < sw->ngroups && !st; g++)
+        st = build_group(sw, g, ncomb, seeds, vary, base, nbase, path);
 done:
     free(precs);
     free(specs);

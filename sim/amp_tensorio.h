@@ -10,6 +10,8 @@
 #define AMP_TENSORIO_H
 
 #include "amp_base.h"
+#include "amp_format.h"
+#include "amp_round.h"
 
 typedef enum amp_dtype {
     AMP_DT_F16, AMP_DT_BF16, AMP_DT_F32, AMP_DT_F64,
@@ -95,5 +97,19 @@ typedef struct amp_st_entry {
  * the order given, with the header padded to a multiple of 8 bytes as the
  * reference implementation does. */
 AMP_API amp_status amp_safetensors_write_f32(const char *path, const amp_st_entry *entries, int n);
+
+/* ---- rounding a file (sim/round_file.c) -----------------------------------
+ * Rounds every element of one tensor of file `in` (any format that
+ * amp_tensor_file_open reads) into f with options o and writes `out`: .npy
+ * (the tensor's shape) or raw .f32 of float32 values; with encode, the
+ * format's bit patterns (uint8 for formats of <= 8 bits, uint16 for <= 16;
+ * .npy '|u1'/'<u2', any other name raw bytes). `tensor` names the tensor of a
+ * multi-tensor file (NULL: the file must hold exactly one). Streams fixed
+ * chunks; sr draws are keyed by the element's index in the tensor (o->seed,
+ * o->stream), so chunks and threads never change the bytes. Statistics are
+ * added to *st (may be NULL). `out` is written atomically: on any error
+ * nothing is left under its name. */
+AMP_API amp_status amp_round_file(const char *in, const char *tensor, const char *out, const amp_format *f,
+                                  const amp_round_opts *o, int encode, amp_stats *st);
 
 #endif

@@ -30,4 +30,47 @@ int amp_cli_is_help(const char *a);
 /* 1 if stderr is a terminal (progress output allowed). */
 int amp_cli_progress_ok(void);
 
+/* ---- the option parser (sim/cli_opt.c) -----------------------------------
+ * A table of options, ended by an entry with name NULL. Every option is
+ * accepted as `--key value` and `--key=value`. */
+typedef enum amp_cli_kind {
+    AMP_OPT_FLAG,    /* no value: *(int *)dst = lo */
+    AMP_OPT_STR,     /* *(const char **)dst = value */
+    AMP_OPT_OPTSTR,  /* the value is optional (the next word unless it starts with --; else "") */
+    AMP_OPT_INT,     /* *(int *)dst, an integer in [lo, hi] */
+    AMP_OPT_I64,     /* *(int64_t *)dst, an integer in [lo, hi] */
+    AMP_OPT_U64,     /* *(uint64_t *)dst, any unsigned integer */
+    AMP_OPT_DOUBLE,  /* *(double *)dst, a number in [lo, hi] */
+    AMP_OPT_LIST,    /* repeatable: appended to the amp_cli_list at dst */
+    AMP_OPT_FN,      /* fn(value, dst) parses: non-zero = bad (amp_errmsg says why) */
+    AMP_OPT_REFUSE,  /* not accepted here: the message is the string at dst */
+} amp_cli_kind;
+
+typedef struct amp_cli_list {
+    const char **v;  /* room for max entries */
+    int n, max;      /* a word beyond max is an "unexpected argument" error */
+} amp_cli_list;
+
+typedef struct amp_cli_opt {
+    const char *name;            /* "--steps" */
+    amp_cli_kind kind;
+    void *dst;
+    double lo, hi;
+    amp_status (*fn)(const char *v, void *dst);
+} amp_cli_opt;
+
+/* What is neither an option of the table nor its value: */
+enum {
+    AMP_CLI_STRICT,      /* an error */
+    AMP_CLI_POSITIONAL,  /* words that do not start with '-' go to *rest; unknown options are errors */
+    AMP_CLI_PASS,        /* everything goes to *rest, in order (options for `ampsim train`) */
+};
+
+/* Parses argv[1..argc). Returns 0 when parsed, -1 after --help/-h (help()
+ * printed the usage: exit 0), 2 after printing a one-line usage error. */
+int amp_cli_parse(const char *cmd, int argc, char **argv, const amp_cli_opt *opt, amp_cli_list *rest, int mode,
+                  void (*help)(void));
+amp_status amp_cli_list_init(amp_cli_list *l, int argc);
+void amp_cli_list_free(amp_cli_list *l);
+
 #endif

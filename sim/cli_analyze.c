@@ -31,20 +31,6 @@ static void help(void)
            amp_analyze_csv_header());
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (*i + 1 >= argc) return NULL;
-    return argv[++*i];
-}
-
-static int is_opt(const char *a, const char *name)
-{
-    size_t n = strlen(name);
-    return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=');
-}
-
 static void scale_text(const amp_analyze_row *r, char *buf, size_t len)
 {
     if (r->is_auto) snprintf(buf, len, "2^%d auto", r->scale_log2);
@@ -135,63 +121,50 @@ static int print_json(const amp_analyze_row *rows, size_t n)
     return 0;
 }
 
+static amp_status parse_formats(const char *v, void *o) { return amp_analyze_parse_formats(v, o); }
+static amp_status parse_scales(const char *v, void *o) { return amp_analyze_parse_scales(v, o); }
+
 int amp_cli_analyze(int argc, char **argv)
 {
     amp_analyze_opts o;
     amp_analyze_defaults(&o);
-    int csv = 0, json = 0, nfiles = 0;
-    long threads = 0;
-    char **files = calloc((size_t)argc, sizeof *files);
-    if (!files) return amp_cli_fail(amp_fail(AMP_ENOMEM, "out of memory"));
-    int rc = 0;
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *a = argv[i], *v;
-        if (amp_cli_is_help(a)) { help(); free(files); return 0; }
-        if (is_opt(a, "--formats")) {
-            v = opt_value(argc, argv, &i, "--formats");
-            if (!v) rc = amp_cli_usage_error("analyze", "--formats needs a value");
-            else if (amp_analyze_parse_formats(v, &o)) rc = amp_cli_usage_error("analyze", "--formats: %s", amp_errmsg());
-        } else if (is_opt(a, "--scales")) {
-            v = opt_value(argc, argv, &i, "--scales");
-            if (!v) rc = amp_cli_usage_error("analyze", "--scales needs a value");
-            else if (amp_analyze_parse_scales(v, &o)) rc = amp_cli_usage_error("analyze", "%s", amp_errmsg());
-        } else if (!strcmp(a, "--csv")) {
-            csv = 1;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (is_opt(a, "--threads")) {
-            v = opt_value(argc, argv, &i, "--threads");
-            if (!v || amp_cli_parse_long(v, 1, 4096, &threads))
-                rc = amp_cli_usage_error("analyze", "--threads needs an integer 1..4096");
-        } else if (a[0] == '-' && a[1]) {
-            rc = amp_cli_usage_error("analyze", "unknown option '%s' (try --help)", a);
-        } else {
-            files[nfiles++] = argv[i];
-        }
-    }
+    int csv = 0, json = 0, threads = 0;
+    amp_cli_list files;
+    if (amp_cli_list_init(&files, argc)) return amp_cli_fail(AMP_ENOMEM);
+    const amp_cli_opt opts[] = {
+        { "--formats", AMP_OPT_FN, &o, 0, 0, parse_formats },
+        { "--scales", AMP_OPT_FN, &o, 0, 0, parse_scales },
+        { "--csv", AMP_OPT_FLAG, &csv, 1, 0, NULL },
+        { "--json", AMP_OPT_FLAG, &json, 1, 0, NULL },
+        { "--threads", AMP_OPT_INT, &threads, 1, 4096, NULL },
+        { NULL, 0, NULL, 0, 0, NULL },
+    };
+    int rc = amp_cli_parse("analyze", argc, argv, opts, &files, AMP_CLI_POSITIONAL, help);
+    if (rc < 0) { amp_cli_list_free(&files); return 0; }
+    int nfiles = files.n;
     if (!rc && csv && json) rc = amp_cli_usage_error("analyze", "--csv and --json exclude each other");
     if (!rc && !nfiles) rc = amp_cli_usage_error("analyze", "needs at least one FILE (try --help)");
-    if (rc) { free(files); return rc; }
-    if (threads) amp_set_threads((int)threads);
+    if (rc) { amp_cli_list_free(&files); return rc; }
+    if (threads) amp_set_threads(threads);
 
     amp_analyze_row *rows = NULL;
     size_t n_rows = 0;
     amp_status st = AMP_OK;
     for (int fi = 0; fi < nfiles && !st; fi++) {
         amp_tensor_file tf;
-        if ((st = amp_tensor_file_open(files[fi], &tf))) break;
+        if ((st = amp_tensor_file_open(files.v[fi], &tf))) break;
         if (tf.n_skipped)
-            fprintf(stderr, "ampsim analyze: %s: skipped %d non-float tensor%s (%s%s)\n", files[fi], tf.n_skipped,
+            fprintf(stderr, "ampsim analyze: %s: skipped %d non-float tensor%s (%s%s)\n", files.v[fi], tf.n_skipped,
                     tf.n_skipped > 1 ? "s" : "", tf.skipped, tf.n_skipped > 1 ? ", ..." : "");
         for (int t = 0; t < tf.n_tensors && !st; t++) st = amp_analyze_view(&tf.tensors[t], &o, &rows, &n_rows);
-        if (st && strncmp(amp_errmsg(), files[fi], strlen(files[fi]))) {
+        if (st && strncmp(amp_errmsg(), files.v[fi], strlen(files.v[fi]))) {
             char msg[512];
             snprintf(msg, sizeof msg, "%s", amp_errmsg());
-            st = amp_fail(st, "%s: %s", files[fi], msg);
+            st = amp_fail(st, "%s: %s", files.v[fi], msg);
         }
         amp_tensor_file_close(&tf);
     }
-    free(files);
+    amp_cli_list_free(&files);
     if (st) { free(rows); return amp_cli_fail(st); }
     if (csv) {
         char line[1024];

@@ -1,11 +1,8 @@
 /* ampsim bench round|gemm|train|accum [--csv]: speed as ratios measured in one run. */
 #include "cli.h"
-#include "amp_bench.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#include "amp_report.h"
 
 static void help(void)
 {
@@ -20,23 +17,23 @@ static void help(void)
 
 int amp_cli_bench(int argc, char **argv)
 {
-    int csv = 0;
-    long reps = 5, n = 1L << 24;
+    int csv = 0, reps = 5;
+    int64_t n = 1L << 24;
     const char *what = NULL, *model = "mlp";
-    for (int i = 1; i < argc; i++) {
-        if (amp_cli_is_help(argv[i])) { help(); return 0; }
-        else if (!strcmp(argv[i], "--csv")) csv = 1;
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-            if (amp_cli_parse_long(argv[++i], 1, 1000, &reps)) return amp_cli_usage_error("bench", "--reps must be 1..1000");
-        } else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
-            if (amp_cli_parse_long(argv[++i], 1024, 1L << 30, &n)) return amp_cli_usage_error("bench", "--n must be 1024..2^30");
-        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
-        else if (argv[i][0] != '-' && !what) what = argv[i];
-        else return amp_cli_usage_error("bench", "unknown option '%s' (see --help)", argv[i]);
-    }
+    const char *pos[1];
+    amp_cli_list words = { pos, 0, 1 };
+    const amp_cli_opt opts[] = {
+        { "--csv", AMP_OPT_FLAG, &csv, 1, 0, NULL },
+        { "--reps", AMP_OPT_INT, &reps, 1, 1000, NULL },
+        { "--n", AMP_OPT_I64, &n, 1024, 1L << 30, NULL },
+        { "--model", AMP_OPT_STR, &model, 0, 0, NULL },
+        { NULL, 0, NULL, 0, 0, NULL },
+    };
+    int rc = amp_cli_parse("bench", argc, argv, opts, &words, AMP_CLI_POSITIONAL, help);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (words.n) what = words.v[0];
     if (!what) return amp_cli_usage_error("bench", "which benchmark? round, gemm, train or accum");
-    int rc;
-    if (!strcmp(what, "round")) rc = amp_bench_round(stdout, csv, (int)reps, (size_t)n);
+    if (!strcmp(what, "round")) rc = amp_bench_round(stdout, csv, reps, (size_t)n);
     else if (!strcmp(what, "gemm")) rc = amp_bench_gemm(stdout, csv);
     else if (!strcmp(what, "train")) rc = amp_bench_train(stdout, csv, model);
     else if (!strcmp(what, "accum")) rc = amp_bench_accum(stdout, csv);

@@ -66,37 +66,40 @@ static void free_argv(char **v)
 int amp_cli_compare(int argc, char **argv)
 {
     const char *precisions = NULL, *scalers = NULL, *out = NULL, *ref = "fp32";
-    char **extra = calloc((size_t)argc, sizeof *extra), **pass = calloc((size_t)argc, sizeof *pass);
-    int n_extra = 0, npass = 0, force = 0, rc = 0;
-    long jobs = sysconf(_SC_NPROCESSORS_ONLN);
+    amp_cli_list extra, pass;
+    int force = 0, rc = 0;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int jobs = ncpu < 1 ? 1 : ncpu > 1024 ? 1024 : (int)ncpu;
     double tol = 0.05;
-    if (!extra || !pass) { free(extra); free(pass); return amp_cli_fail(AMP_ENOMEM); }
-    if (jobs < 1) jobs = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (amp_cli_is_help(a)) { help(); free(extra); free(pass); return 0; }
-        else if (!strcmp(a, "--precisions") && has) precisions = argv[++i];
-        else if (!strcmp(a, "--scalers") && has) scalers = argv[++i];
-        else if (!strcmp(a, "--run") && has) extra[n_extra++] = argv[++i];
-        else if (!strcmp(a, "--ref") && has) ref = argv[++i];
-        else if (!strcmp(a, "--out") && has) out = argv[++i];
-        else if (!strcmp(a, "--force")) force = 1;
-        else if (!strcmp(a, "--jobs") && has) {
-            if (amp_cli_parse_long(argv[++i], 1, 1024, &jobs)) { rc = amp_cli_usage_error("compare", "--jobs must be 1..1024"); goto done; }
-        } else if (!strcmp(a, "--diverge-tol") && has) {
-            if (amp_cli_parse_double(argv[++i], &tol) || !(tol >= 0)) { rc = amp_cli_usage_error("compare", "--diverge-tol must be a number >= 0"); goto done; }
-        } else if (!strcmp(a, "--precision") || !strcmp(a, "--scaler") || !strcmp(a, "--resume")) {
-            rc = amp_cli_usage_error("compare", "%s is set per run by compare; use --precisions/--scalers/--run", a);
-            goto done;
-        } else pass[npass++] = argv[i];   /* a train option (train checks it) */
+    if (amp_cli_list_init(&extra, argc) || amp_cli_list_init(&pass, argc)) {
+        amp_cli_list_free(&extra);
+        return amp_cli_fail(AMP_ENOMEM);
     }
+    static const char *const per_run = "is set per run by compare; use --precisions/--scalers/--run";
+    const amp_cli_opt opts[] = {
+        { "--precisions", AMP_OPT_STR, &precisions, 0, 0, NULL },
+        { "--scalers", AMP_OPT_STR, &scalers, 0, 0, NULL },
+        { "--run", AMP_OPT_LIST, &extra, 0, 0, NULL },
+        { "--ref", AMP_OPT_STR, &ref, 0, 0, NULL },
+        { "--out", AMP_OPT_STR, &out, 0, 0, NULL },
+        { "--force", AMP_OPT_FLAG, &force, 1, 0, NULL },
+        { "--jobs", AMP_OPT_INT, &jobs, 1, 1024, NULL },
+        { "--diverge-tol", AMP_OPT_DOUBLE, &tol, 0, 1e300, NULL },
+        { "--precision", AMP_OPT_REFUSE, (void *)per_run, 0, 0, NULL },
+        { "--scaler", AMP_OPT_REFUSE, (void *)per_run, 0, 0, NULL },
+        { "--resume", AMP_OPT_REFUSE, (void *)per_run, 0, 0, NULL },
+        { NULL, 0, NULL, 0, 0, NULL },
+    };
+    /* every other word is an `ampsim train` option or its value (train checks them) */
+    rc = amp_cli_parse("compare", argc, argv, opts, &pass, AMP_CLI_PASS, help);
+    if (rc) { rc = rc < 0 ? 0 : rc; goto done; }
+    int n_extra = extra.n, npass = pass.n;
     if (!out) { rc = amp_cli_usage_error("compare", "--out DIR is required"); goto done; }
     if (!precisions && !n_extra) { rc = amp_cli_usage_error("compare", "nothing to compare: give --precisions (and --scalers) or --run P@SPEC"); goto done; }
 
     amp_run_cfg *runs;
     int n;
-    amp_status st = amp_compare_plan(precisions, scalers, extra, n_extra, ref, &runs, &n);
+    amp_status st = amp_compare_plan(precisions, scalers, (char *const *)extra.v, n_extra, ref, &runs, &n);
     if (st) { rc = amp_cli_fail(st); goto done; }
     if ((st = amp_mkdir_p(out))) { free(runs); rc = amp_cli_fail(st); goto done; }
 
@@ -109,7 +112,7 @@ int amp_cli_compare(int argc, char **argv)
     char ***argvs = calloc((size_t)n, sizeof *argvs);
     if (!status || !argvs) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
     for (int i = 0; i < n; i++) {
-        argvs[i] = run_argv(self, pass, npass, &runs[i], out);
+        argvs[i] = run_argv(self, (char **)pass.v, npass, &runs[i], out);
         if (!argvs[i]) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
     }
     /* locally up to --jobs processes; under mpirun/srun spread over the ranks */
@@ -127,7 +130,7 @@ cleanup:
     free(status);
     free(runs);
 done:
-    free(extra);
-    free(pass);
+    amp_cli_list_free(&extra);
+    amp_cli_list_free(&pass);
     return rc;
 }

@@ -4,23 +4,24 @@
 #include <stdio.h>
 #include <string.h>
 
+static void help(void)
+{
+    printf("usage: ampsim formats [--csv]\n"
+           "Lists every built-in format: bits, exponent/mantissa bits, bias, max finite,\n"
+           "min normal, min subnormal, inf, NaN encoding. Custom formats eXmY (IEEE-like),\n"
+           "eXmYfn (OCP-style, no inf) and eXmYfnuz (no inf, no -0) are accepted anywhere\n"
+           "a format name is.\n");
+}
+
 int amp_cli_formats(int argc, char **argv)
 {
     int csv = 0;
-    for (int i = 1; i < argc; i++) {
-        if (amp_cli_is_help(argv[i])) {
-            printf("usage: ampsim formats [--csv]\n"
-                   "Lists every built-in format: bits, exponent/mantissa bits, bias, max finite,\n"
-                   "min normal, min subnormal, inf, NaN encoding. Custom formats eXmY (IEEE-like),\n"
-                   "eXmYfn (OCP-style, no inf) and eXmYfnuz (no inf, no -0) are accepted anywhere\n"
-                   "a format name is.\n");
-            return 0;
-        } else if (!strcmp(argv[i], "--csv")) {
-            csv = 1;
-        } else {
-            return amp_cli_usage_error("formats", "unknown option '%s'", argv[i]);
-        }
-    }
+    const amp_cli_opt opts[] = {
+        { "--csv", AMP_OPT_FLAG, &csv, 1, 0, NULL },
+        { NULL, 0, NULL, 0, 0, NULL },
+    };
+    int rc = amp_cli_parse("formats", argc, argv, opts, NULL, AMP_CLI_STRICT, help);
+    if (rc) return rc < 0 ? 0 : rc;
     char row[256];
     if (csv) {
         printf("%s\n", amp_format_csv_header());

@@ -37,40 +37,25 @@ static void help(void)
            "  --gnuplot PROG   the gnuplot program (default: gnuplot on PATH)\n");
 }
 
+static amp_status parse_formats(const char *v, void *dst) { return amp_report_parse_formats(v, dst); }
+
 int amp_cli_report(int argc, char **argv)
 {
     amp_report_opts o = { .formats = AMP_REPORT_PNG | AMP_REPORT_PDF | AMP_REPORT_SVG };
-    const char *dir = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (amp_cli_is_help(a)) { help(); return 0; }
-        if (!strcmp(a, "--formats") || !strcmp(a, "--scripts") || !strcmp(a, "--gnuplot")) {
-            if (i + 1 >= argc) return amp_cli_usage_error("report", "%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--formats")) {
-                if (amp_report_parse_formats(v, &o.formats))
-                    return amp_cli_usage_error("report", "%s", amp_errmsg());
-            } else if (!strcmp(a, "--scripts")) {
-                o.scripts_dir = v;
-            } else {
-                o.gnuplot = v;
-            }
-        } else if (!strncmp(a, "--formats=", 10)) {
-            if (amp_report_parse_formats(a + 10, &o.formats))
-                return amp_cli_usage_error("report", "%s", amp_errmsg());
-        } else if (!strcmp(a, "--quiet")) {
-            o.quiet = 1;
-        } else if (a[0] == '-' && a[1]) {
-            return amp_cli_usage_error("report", "unknown option '%s' (try --help)", a);
-        } else if (dir) {
-            return amp_cli_usage_error("report", "one directory only ('%s' and '%s')", dir, a);
-        } else {
-            dir = a;
-        }
-    }
-    if (!dir) return amp_cli_usage_error("report", "missing DIR (try --help)");
+    const char *pos[1];
+    amp_cli_list dirs = { pos, 0, 1 };
+    const amp_cli_opt opts[] = {
+        { "--formats", AMP_OPT_FN, &o.formats, 0, 0, parse_formats },
+        { "--scripts", AMP_OPT_STR, &o.scripts_dir, 0, 0, NULL },
+        { "--gnuplot", AMP_OPT_STR, &o.gnuplot, 0, 0, NULL },
+        { "--quiet", AMP_OPT_FLAG, &o.quiet, 1, 0, NULL },
+        { NULL, 0, NULL, 0, 0, NULL },
+    };
+    int rc = amp_cli_parse("report", argc, argv, opts, &dirs, AMP_CLI_POSITIONAL, help);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!dirs.n) return amp_cli_usage_error("report", "missing DIR (try --help)");
     char index[4200];
-    amp_status st = amp_report_write(dir, &o, index, sizeof index);
+    amp_status st = amp_report_write(dirs.v[0], &o, index, sizeof index);
     if (st) return amp_cli_fail(st);
     printf("%s\n", index);
     return 0;

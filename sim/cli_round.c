@@ -1,17 +1,10 @@
 /* ampsim round: a tensor file rounded into a format, written as float32
- * values (or, with --encode, the format's bit patterns). Streams the input in
- * fixed chunks (bounded memory); stochastic rounding is keyed by the element's
- * index in the file, so chunking and threads never change the bytes. */
+ * values (or, with --encode, the format's bit patterns), by amp_round_file. */
 #include "cli.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-#define ROUND_CHUNK ((size_t)1 << 20)   /* a multiple of the drivers' 2^16 chunks */
+#include <unistd.h>
 
 static void help(void)
 {
@@ -19,7 +12,8 @@ static void help(void)
            "                    [--seed S] [--exact] [--threads T] [--encode] [--stats] IN OUT\n"
            "Rounds every element of IN into format F and writes OUT.\n"
            "  IN   .npy (<f2, <f4, <f8; C order), raw little-endian .f32 / .f64, or a\n"
-           "       .safetensors file holding one tensor (F16, BF16, F32, F64)\n"
+           "       .safetensors file (F16, BF16, F32, F64, F8); FILE:NAME picks one tensor of a\n"
+           "       file that holds several\n"
            "  OUT  .npy (keeps IN's shape) or raw .f32: float32 values of the format;\n"
            "       with --encode the format's bit patterns (uint8 for formats of <= 8 bits,\n"
            "       uint16 for <= 16): .npy ('|u1' / '<u2'), any other name is raw bytes\n"
@@ -37,27 +31,6 @@ static void help(void)
            "and no output file is left behind.\n");
 }
 
-static int has_ext(const char *path, const char *ext)
-{
-    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-    return dot && (!slash || dot > slash) && !strcasecmp(dot, ext);
-}
-
-/* The option's value: "--opt=value" or the next argument. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (*i + 1 >= argc) return NULL;
-    return argv[++*i];
-}
-
-static int is_opt(const char *a, const char *name)
-{
-    size_t n = strlen(name);
-    return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=');
-}
-
 static void print_stats(const char *in, const amp_format *f, const amp_round_opts *o, const amp_stats *st)
 {
     printf("input         %s\n", in);
@@ -73,132 +46,46 @@ static void print_stats(const char *in, const amp_format *f, const amp_round_opt
     printf("in_normal     %.9g\n", amp_stats_in_normal_range(st));
 }
 
+static amp_status parse_rounding(const char *v, void *dst) { return amp_rounding_parse(v, dst); }
+
 int amp_cli_round(int argc, char **argv)
 {
-    const char *fmt_name = NULL, *in = NULL, *out = NULL;
+    const char *fmt_name = NULL;
     amp_round_opts o = amp_round_defaults();
-    int encode = 0, stats = 0;
-    long threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        long l;
-        if (amp_cli_is_help(a)) { help(); return 0; }
-        if (is_opt(a, "--format")) {
-            if (!(fmt_name = opt_value(argc, argv, &i, "--format"))) return amp_cli_usage_error("round", "--format needs a value");
-        } else if (is_opt(a, "--rounding")) {
-            if (!(v = opt_value(argc, argv, &i, "--rounding"))) return amp_cli_usage_error("round", "--rounding needs a value");
-            if (amp_rounding_parse(v, &o.mode)) return amp_cli_usage_error("round", "%s", amp_errmsg());
-        } else if (!strcmp(a, "--saturate")) {
-            o.flags |= AMP_SATURATE;
-        } else if (!strcmp(a, "--ftz")) {
-            o.flags |= AMP_FTZ;
-        } else if (!strcmp(a, "--daz")) {
-            o.flags |= AMP_DAZ;
-        } else if (!strcmp(a, "--exact")) {
-            o.flags |= AMP_EXACT;
-        } else if (!strcmp(a, "--encode")) {
-            encode = 1;
-        } else if (!strcmp(a, "--stats")) {
-            stats = 1;
-        } else if (is_opt(a, "--sr-bits")) {
-            v = opt_value(argc, argv, &i, "--sr-bits");
-            if (!v || amp_cli_parse_long(v, 1, 64, &l)) return amp_cli_usage_error("round", "--sr-bits needs an integer 1..64");
-            o.sr_bits = (int)l;
-        } else if (is_opt(a, "--seed")) {
-            v = opt_value(argc, argv, &i, "--seed");
-            if (!v || amp_cli_parse_u64(v, &o.seed)) return amp_cli_usage_error("round", "--seed needs an unsigned integer");
-        } else if (is_opt(a, "--threads")) {
-            v = opt_value(argc, argv, &i, "--threads");
-            if (!v || amp_cli_parse_long(v, 1, 4096, &threads)) return amp_cli_usage_error("round", "--threads needs an integer 1..4096");
-        } else if (a[0] == '-' && a[1]) {
-            return amp_cli_usage_error("round", "unknown option '%s' (try --help)", a);
-        } else if (!in) {
-            in = a;
-        } else if (!out) {
-            out = a;
-        } else {
-            return amp_cli_usage_error("round", "unexpected argument '%s' (IN and OUT already given)", a);
-        }
-    }
+    int encode = 0, stats = 0, sat = 0, ftz = 0, daz = 0, exact = 0, threads = 0;
+    const char *pos[2];
+    amp_cli_list files = { pos, 0, 2 };
+    const amp_cli_opt opts[] = {
+        { "--format", AMP_OPT_STR, &fmt_name, 0, 0, NULL },
+        { "--rounding", AMP_OPT_FN, &o.mode, 0, 0, parse_rounding },
+        { "--saturate", AMP_OPT_FLAG, &sat, 1, 0, NULL },
+        { "--ftz", AMP_OPT_FLAG, &ftz, 1, 0, NULL },
+        { "--daz", AMP_OPT_FLAG, &daz, 1, 0, NULL },
+        { "--exact", AMP_OPT_FLAG, &exact, 1, 0, NULL },
+        { "--encode", AMP_OPT_FLAG, &encode, 1, 0, NULL },
+        { "--stats", AMP_OPT_FLAG, &stats, 1, 0, NULL },
+        { "--sr-bits", AMP_OPT_INT, &o.sr_bits, 1, 64, NULL },
+        { "--seed", AMP_OPT_U64, &o.seed, 0, 0, NULL },
+        { "--threads", AMP_OPT_INT, &threads, 1, 4096, NULL },
+        { NULL, 0, NULL, 0, 0, NULL },
+    };
+    int rc = amp_cli_parse("round", argc, argv, opts, &files, AMP_CLI_POSITIONAL, help);
+    if (rc) return rc < 0 ? 0 : rc;
     if (!fmt_name) return amp_cli_usage_error("round", "--format is required (try --help)");
-    if (!in || !out) return amp_cli_usage_error("round", "needs IN and OUT files (try --help)");
+    if (files.n < 2) return amp_cli_usage_error("round", "needs IN and OUT files (try --help)");
+    o.flags |= (sat ? AMP_SATURATE : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
     amp_format f;
     if (amp_format_parse(fmt_name, &f)) return amp_cli_usage_error("round", "--format: %s", amp_errmsg());
-    if (encode && f.bits > 16)
-        return amp_cli_usage_error("round", "--encode: format %s has %d bits (bit patterns only for <= 16)", f.name, f.bits);
-    int out_npy = has_ext(out, ".npy");
-    if (!encode && !out_npy && !has_ext(out, ".f32"))
-        return amp_cli_usage_error("round", "%s: output must be .npy or raw .f32 (float32 values)", out);
-    if (threads) amp_set_threads((int)threads);
-
-    amp_tensor_file tf;
-    amp_status st = amp_tensor_file_open(in, &tf);
-    if (st) return amp_cli_fail(st);
-    if (tf.n_tensors != 1) {
-        int nt = tf.n_tensors;
-        amp_tensor_file_close(&tf);
-        return amp_cli_usage_error("round", "%s: holds %d tensors; round takes a file with exactly one", in, nt);
-    }
-    const amp_tensor_view *v = &tf.tensors[0];
-    int is64 = v->dtype == AMP_DT_F64;
-    size_t esz_out = encode ? (f.bits <= 8 ? 1 : 2) : 4;
-
-    float *x32 = malloc(ROUND_CHUNK * sizeof *x32), *y = malloc(ROUND_CHUNK * sizeof *y);
-    double *x64 = is64 ? malloc(ROUND_CHUNK * sizeof *x64) : NULL;
-    void *enc = encode ? malloc(ROUND_CHUNK * esz_out) : NULL;
-    amp_afile af;
-    int af_open = 0;
+    if (threads) amp_set_threads(threads);
+    /* IN may name one tensor of a multi-tensor file: FILE:NAME */
+    char in[4096], *name = NULL;
+    snprintf(in, sizeof in, "%s", files.v[0]);
+    char *colon = strrchr(in, ':');
+    if (colon && colon > strrchr(in, '/') && access(in, F_OK) != 0) { *colon = 0; name = colon + 1; }
     amp_stats sts;
     amp_stats_init(&sts);
-    if (!x32 || !y || (is64 && !x64) || (encode && !enc)) {
-        st = amp_fail(AMP_ENOMEM, "round: out of memory");
-        goto done;
-    }
-    if ((st = amp_afile_open(&af, out))) goto done;
-    af_open = 1;
-    if (out_npy) {
-        char hdr[512];
-        size_t hl;
-        const char *descr = !encode ? "<f4" : esz_out == 1 ? "|u1" : "<u2";
-        if ((st = amp_npy_header(descr, v->ndim, v->shape, hdr, sizeof hdr, &hl))) goto done;
-        if (fwrite(hdr, 1, hl, af.fp) != hl) goto write_error;
-    }
-    for (size_t first = 0; first < v->n; first += ROUND_CHUNK) {
-        size_t m = v->n - first < ROUND_CHUNK ? v->n - first : ROUND_CHUNK;
-        o.index0 = first;
-        if (is64) {
-            amp_tensor_view_to_f64(v, first, m, x64);
-            st = amp_round_f64(&f, &o, x64, y, m, stats ? &sts : NULL);
-        } else {
-            amp_tensor_view_to_f32(v, first, m, x32);
-            st = amp_round_f32(&f, &o, x32, y, m, stats ? &sts : NULL);
-        }
-        if (st) goto done;
-        const void *w = y;
-        if (encode) {
-            if ((st = amp_encode(&f, y, enc, m))) {
-                char msg[512];
-                snprintf(msg, sizeof msg, "%s", amp_errmsg());
-                st = amp_fail(st, "%s: %s (in the chunk of elements from %zu)", in, msg, first);
-                goto done;
-            }
-            w = enc;
-        }
-        if (fwrite(w, esz_out, m, af.fp) != m) goto write_error;
-    }
-    st = amp_afile_commit(&af);
-    af_open = 0;
-    goto done;
-write_error:
-    st = amp_fail(AMP_EIO, "%s: write failed: %s", out, strerror(errno ? errno : EIO));
-done:
-    if (af_open) amp_afile_abort(&af);
-    free(x32);
-    free(y);
-    free(x64);
-    free(enc);
-    amp_tensor_file_close(&tf);
+    amp_status st = amp_round_file(in, name, files.v[1], &f, &o, encode, stats ? &sts : NULL);
     if (st) return amp_cli_fail(st);
-    if (stats) print_stats(in, &f, &o, &sts);
+    if (stats) print_stats(files.v[0], &f, &o, &sts);
     return 0;
 }

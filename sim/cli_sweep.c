@@ -39,20 +39,20 @@ int amp_cli_sweep(int argc, char **argv)
     const char *grid = NULL, *out = NULL;
     int force = 0, dry = 0, rc = 0;
     long jobs = sysconf(_SC_NPROCESSORS_ONLN);
-    if (jobs < 1) jobs = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (amp_cli_is_help(a)) { help(); return 0; }
-        else if (!strcmp(a, "--out") && has) out = argv[++i];
-        else if (!strcmp(a, "--force")) force = 1;
-        else if (!strcmp(a, "--dry-run")) dry = 1;
-        else if (!strcmp(a, "--jobs") && has) {
-            if (amp_cli_parse_long(argv[++i], 1, 1024, &jobs)) return amp_cli_usage_error("sweep", "--jobs must be 1..1024");
-        } else if (a[0] == '-' && a[1]) return amp_cli_usage_error("sweep", "unknown option %s (train options go in the grid file's \"train\")", a);
-        else if (!grid) grid = a;
-        else return amp_cli_usage_error("sweep", "one grid file only ('%s' and '%s')", grid, a);
-    }
+    int njobs = jobs < 1 ? 1 : jobs > 1024 ? 1024 : (int)jobs;
+    const char *pos[1];
+    amp_cli_list words = { pos, 0, 1 };
+    const amp_cli_opt opts[] = {
+        { "--out", AMP_OPT_STR, &out, 0, 0, NULL },
+        { "--force", AMP_OPT_FLAG, &force, 1, 0, NULL },
+        { "--dry-run", AMP_OPT_FLAG, &dry, 1, 0, NULL },
+        { "--jobs", AMP_OPT_INT, &njobs, 1, 1024, NULL },
+        { NULL, 0, NULL, 0, 0, NULL },
+    };
+    rc = amp_cli_parse("sweep", argc, argv, opts, &words, AMP_CLI_POSITIONAL, help);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (words.n) grid = words.v[0];
+    jobs = njobs;
     if (!grid) return amp_cli_usage_error("sweep", "GRID.json is required (ampsim sweep --help)");
     if (!out && !dry) return amp_cli_usage_error("sweep", "--out DIR is required");
     if (!out) out = ".";

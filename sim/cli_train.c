@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static void usage(FILE *fp)
+static void help(void)
 {
-    fprintf(fp,
+    printf(
         "usage: ampsim train [options]\n"
         "  --model mlp|gpt         model (default mlp: 64-H-..-H-10, ReLU; gpt: byte-level GPT)\n"
         "  --data digits|austen|PATH  data set (default: digits for mlp, austen for gpt)\n"
@@ -49,82 +49,54 @@ static void usage(FILE *fp)
         amp_policy_names());
 }
 
+static amp_status parse_nonfinite(const char *v, void *dst) { return amp_nonfinite_parse(v, dst); }
+
 int amp_cli_train(int argc, char **argv)
 {
     amp_train_opts o;
     amp_train_opts_defaults(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (amp_cli_is_help(a)) { usage(stdout); return 0; }
-        if (!strcmp(a, "--no-shuffle")) { o.shuffle = 0; continue; }
-        if (!strcmp(a, "--resume")) { o.resume = 1; continue; }
-        if (!strcmp(a, "--what-if")) {       /* optional value: a SPEC list */
-            o.whatif = i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[++i] : "";
-            continue;
-        }
-        if (strncmp(a, "--", 2)) return amp_cli_usage_error("train", "unexpected argument '%s'", a);
-        if (i + 1 >= argc) return amp_cli_usage_error("train", "%s needs a value", a);
-        const char *v = argv[++i];
-        long n;
-        if (!strcmp(a, "--model")) o.model = v;
-        else if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--precision")) o.precision = v;
-        else if (!strcmp(a, "--policy")) o.policy_file = v;
-        else if (!strcmp(a, "--scaler")) o.scaler = v;
-        else if (!strcmp(a, "--optim")) o.optim = v;
-        else if (!strcmp(a, "--init")) o.init = v;
-        else if (!strcmp(a, "--save")) o.save = v;
-        else if (!strcmp(a, "--out")) o.out = v;
-        else if (!strcmp(a, "--act")) o.act = v;
-        else if (!strcmp(a, "--what-if-format")) o.whatif_format = v;
-        else if (!strcmp(a, "--allreduce")) o.allreduce = v;
-        else if (!strcmp(a, "--allreduce-format")) o.allreduce_format = v;
-        else if (!strcmp(a, "--allreduce-scale")) o.allreduce_scale = v;
-        else if (!strcmp(a, "--dp")) {
-            if (amp_cli_parse_long(v, 1, 1024, &n)) return amp_cli_usage_error("train", "--dp: '%s' is not 1..1024", v);
-            o.dp = (int)n;
-        }
-        else if (!strcmp(a, "--seed")) {
-            if (amp_cli_parse_u64(v, &o.seed)) return amp_cli_usage_error("train", "--seed: '%s' is not an unsigned integer", v);
-        } else if (!strcmp(a, "--lr")) {
-            if (amp_cli_parse_double(v, &o.lr) || !(o.lr >= 0) || o.lr > 1e30)
-                return amp_cli_usage_error("train", "--lr: '%s' is not a finite number >= 0", v);
-        } else if (!strcmp(a, "--steps")) {
-            if (amp_cli_parse_long(v, 1, 1000000000L, &n)) return amp_cli_usage_error("train", "--steps: '%s' is not a positive integer", v);
-            o.steps = n;
-        } else if (!strcmp(a, "--batch")) {
-            if (amp_cli_parse_long(v, 1, 1 << 20, &n)) return amp_cli_usage_error("train", "--batch: '%s' is not a positive integer", v);
-            o.batch = (int)n;
-        } else if (!strcmp(a, "--log-every")) {
-            if (amp_cli_parse_long(v, 0, 1000000000L, &n)) return amp_cli_usage_error("train", "--log-every: '%s' is not an integer >= 0", v);
-            o.log_every = n;
-        } else if (!strcmp(a, "--hist-every")) {
-            if (amp_cli_parse_long(v, 0, 1000000000L, &n)) return amp_cli_usage_error("train", "--hist-every: '%s' is not an integer >= 0", v);
-            o.hist_every = n;
-        } else if (!strcmp(a, "--threads")) {
-            if (amp_cli_parse_long(v, 1, 1024, &n)) return amp_cli_usage_error("train", "--threads: '%s' is not 1..1024", v);
-            o.threads = (int)n;
-        } else if (!strcmp(a, "--hidden")) {
-            if (amp_cli_parse_long(v, 1, 1 << 16, &n)) return amp_cli_usage_error("train", "--hidden: '%s' is not 1..65536", v);
-            o.hidden = (int)n;
-        } else if (!strcmp(a, "--layers")) {
-            if (amp_cli_parse_long(v, 1, 64, &n)) return amp_cli_usage_error("train", "--layers: '%s' is not 1..64", v);
-            o.layers = (int)n;
-        } else if (!strcmp(a, "--heads") || !strcmp(a, "--dim") || !strcmp(a, "--ctx") || !strcmp(a, "--eval-batches")) {
-            if (amp_cli_parse_long(v, 1, 1 << 16, &n)) return amp_cli_usage_error("train", "%s: '%s' is not 1..65536", a, v);
-            *(!strcmp(a, "--heads") ? &o.heads : !strcmp(a, "--dim") ? &o.dim : !strcmp(a, "--ctx") ? &o.ctx : &o.eval_batches) = (int)n;
-        } else if (!strcmp(a, "--on-nonfinite")) {
-            if (amp_nonfinite_parse(v, &o.on_nonfinite)) return amp_cli_fail(AMP_EINVAL);
-        } else if (!strcmp(a, "--checkpoint-every")) {
-            if (amp_cli_parse_long(v, 0, 1000000000L, &n)) return amp_cli_usage_error("train", "--checkpoint-every: '%s' is not an integer >= 0", v);
-            o.checkpoint_every = n;
-        } else if (!strcmp(a, "--eval-every")) {
-            if (amp_cli_parse_long(v, 0, 1000000000L, &n)) return amp_cli_usage_error("train", "--eval-every: '%s' is not an integer >= 0", v);
-            o.eval_every = n;
-        } else return amp_cli_usage_error("train", "unknown option '%s' (try --help)", a);
-    }
+    int no_shuffle = 0;
+    const amp_cli_opt opts[] = {
+        { "--model", AMP_OPT_STR, &o.model, 0, 0, NULL },
+        { "--data", AMP_OPT_STR, &o.data, 0, 0, NULL },
+        { "--precision", AMP_OPT_STR, &o.precision, 0, 0, NULL },
+        { "--policy", AMP_OPT_STR, &o.policy_file, 0, 0, NULL },
+        { "--scaler", AMP_OPT_STR, &o.scaler, 0, 0, NULL },
+        { "--optim", AMP_OPT_STR, &o.optim, 0, 0, NULL },
+        { "--init", AMP_OPT_STR, &o.init, 0, 0, NULL },
+        { "--save", AMP_OPT_STR, &o.save, 0, 0, NULL },
+        { "--out", AMP_OPT_STR, &o.out, 0, 0, NULL },
+        { "--act", AMP_OPT_STR, &o.act, 0, 0, NULL },
+        { "--what-if", AMP_OPT_OPTSTR, &o.whatif, 0, 0, NULL },
+        { "--what-if-format", AMP_OPT_STR, &o.whatif_format, 0, 0, NULL },
+        { "--allreduce", AMP_OPT_STR, &o.allreduce, 0, 0, NULL },
+        { "--allreduce-format", AMP_OPT_STR, &o.allreduce_format, 0, 0, NULL },
+        { "--allreduce-scale", AMP_OPT_STR, &o.allreduce_scale, 0, 0, NULL },
+        { "--no-shuffle", AMP_OPT_FLAG, &no_shuffle, 1, 0, NULL },
+        { "--resume", AMP_OPT_FLAG, &o.resume, 1, 0, NULL },
+        { "--seed", AMP_OPT_U64, &o.seed, 0, 0, NULL },
+        { "--lr", AMP_OPT_DOUBLE, &o.lr, 0, 1e30, NULL },
+        { "--steps", AMP_OPT_I64, &o.steps, 1, 1e9, NULL },
+        { "--batch", AMP_OPT_INT, &o.batch, 1, 1 << 20, NULL },
+        { "--log-every", AMP_OPT_I64, &o.log_every, 0, 1e9, NULL },
+        { "--hist-every", AMP_OPT_I64, &o.hist_every, 0, 1e9, NULL },
+        { "--checkpoint-every", AMP_OPT_I64, &o.checkpoint_every, 0, 1e9, NULL },
+        { "--eval-every", AMP_OPT_I64, &o.eval_every, 0, 1e9, NULL },
+        { "--threads", AMP_OPT_INT, &o.threads, 1, 1024, NULL },
+        { "--dp", AMP_OPT_INT, &o.dp, 1, 1024, NULL },
+        { "--hidden", AMP_OPT_INT, &o.hidden, 1, 1 << 16, NULL },
+        { "--layers", AMP_OPT_INT, &o.layers, 1, 64, NULL },
+        { "--heads", AMP_OPT_INT, &o.heads, 1, 1 << 16, NULL },
+        { "--dim", AMP_OPT_INT, &o.dim, 1, 1 << 16, NULL },
+        { "--ctx", AMP_OPT_INT, &o.ctx, 1, 1 << 16, NULL },
+        { "--eval-batches", AMP_OPT_INT, &o.eval_batches, 1, 1 << 16, NULL },
+        { "--on-nonfinite", AMP_OPT_FN, &o.on_nonfinite, 0, 0, parse_nonfinite },
+        { NULL, 0, NULL, 0, 0, NULL },
+    };
+    int rc = amp_cli_parse("train", argc, argv, opts, NULL, AMP_CLI_STRICT, help);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (no_shuffle) o.shuffle = 0;
     o.progress = amp_cli_progress_ok();
     amp_status s = amp_train_run(&o);
     return s ? amp_cli_fail(s) : 0;
 }
-

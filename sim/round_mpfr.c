@@ -49,6 +49,47 @@ static int mpfr_round_fmt(const amp_format *f, mpfr_t y, double x, mpfr_rnd_t rn
     return t;
 }
 
+/* The inputs that need no rounding: NaN, inf, zero, a negative input of an
+ * unsigned format, a subnormal input under DAZ. Returns 1 and *y, *cls for
+ * those, 0 otherwise. */
+static int special_input(const amp_format *f, const amp_round_opts *o, double x, int neg, amp_class *cls,
+                         float *y)
+{
+    if (isnan(x)) {
+        *cls = AMP_CLS_NAN_IN;
+        *y = (float)x;                           /* a quiet float32 NaN */
+        return 1;
+    }
+    if (isinf(x)) {
+        *cls = AMP_CLS_INF_IN;
+        if (neg && !f->is_signed) { *y = NAN; return 1; }
+        if ((o->flags & AMP_SATURATE) || (!f->has_inf && f->nan == AMP_NAN_NONE)) {
+            *y = (float)(neg ? -f->max_finite : f->max_finite);
+            return 1;
+        }
+        if (f->has_inf) { *y = neg ? -INFINITY : INFINITY; return 1; }
+        *y = NAN;
+        return 1;
+    }
+    if (x == 0) {
+        *cls = AMP_CLS_ZERO_IN;
+        if (!f->has_subnormals) { *y = NAN; return 1; }   /* e8m0: no zero */
+        *y = signed_zero(f, neg);
+        return 1;
+    }
+    if (neg && !f->is_signed) {
+        *cls = AMP_CLS_OVERFLOW;
+        *y = NAN;
+        return 1;
+    }
+    if ((o->flags & AMP_DAZ) && f->has_subnormals && fabs(x) < f->min_normal) {
+        *cls = AMP_CLS_FLUSHED;
+        *y = signed_zero(f, neg);
+        return 1;
+    }
+    return 0;
+}
+
 float amp_round1_mpfr(const amp_format *f, const amp_round_opts *o, double x, uint64_t index,
                       amp_class *cls_out)
 {
@@ -56,31 +97,8 @@ float amp_round1_mpfr(const amp_format *f, const amp_round_opts *o, double x, ui
     amp_class *cls = cls_out ? cls_out : &cls_local;
     int neg = signbit(x) != 0;
 
-    if (isnan(x)) {
-        *cls = AMP_CLS_NAN_IN;
-        return (float)x;                         /* a quiet float32 NaN */
-    }
-    if (isinf(x)) {
-        *cls = AMP_CLS_INF_IN;
-        if (neg && !f->is_signed) return NAN;
-        if ((o->flags & AMP_SATURATE) || (!f->has_inf && f->nan == AMP_NAN_NONE))
-            return (float)(neg ? -f->max_finite : f->max_finite);
-        if (f->has_inf) return neg ? -INFINITY : INFINITY;
-        return NAN;
-    }
-    if (x == 0) {
-        *cls = AMP_CLS_ZERO_IN;
-        if (!f->has_subnormals) return NAN;      /* e8m0: no zero */
-        return signed_zero(f, neg);
-    }
-    if (neg && !f->is_signed) {
-        *cls = AMP_CLS_OVERFLOW;
-        return NAN;
-    }
-    if ((o->flags & AMP_DAZ) && f->has_subnormals && fabs(x) < f->min_normal) {
-        *cls = AMP_CLS_FLUSHED;
-        return signed_zero(f, neg);
-    }
+    float sy = 0;
+    if (special_input(f, o, x, neg, cls, &sy)) return sy;
 
     const mpfr_prec_t p = f->mbits + 1;
     mpfr_exp_t old_emin = mpfr_get_emin(), old_emax = mpfr_get_emax();
