@@ -1,7 +1,11 @@
 # ampsim — one Makefile, out-of-tree build under $(BUILD).
 #   make            libampsim.a, libampsim.so, ampsim
-#   make check      every Check suite (tests/check_*.c), fails on any failure
-#   make sanitize   the same under ASan+UBSan (-fno-sanitize-recover=all)
+#   make check      install missing packages, then every Check suite (tests/check_*.c), the
+#                   layer and size checks, the docs' C examples and the Python tests; the
+#                   last line is "N passed, N failed, N skipped"
+#   make sanitize   the C suites under ASan+UBSan (-fno-sanitize-recover=all)
+#   make fuzz       every fuzz harness for FUZZ_SECONDS (fuzz-ci: corpus + 10 s, as CI)
+#   make check-layers  includes by layer, no file cycles (and the checker's self-test)
 #   make valgrind   the same under valgrind (CK_FORK=no)
 #   make bench      ampsim bench round|gemm|train
 #   make demo       install missing packages, build, train, write a report
@@ -50,7 +54,7 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 SONAME  := libampsim.so.0
 SHLIB   := libampsim.so.$(VERSION)
 
-.PHONY: all check check-run check-layers sanitize valgrind bench install clean demo deps deps-python check-exhaustive fuzz fuzz-ci
+.PHONY: deps-fuzz all check check-run check-layers sanitize valgrind bench install clean demo deps deps-python check-exhaustive fuzz fuzz-ci
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
 LAYER_INC_sim      := -Isim
@@ -85,13 +89,14 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a
 	$(CC) $(CFLAGS) $(ALL_INC) -Itests -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
 
 # The README's test command: install missing packages, build, run every suite.
-check: deps
+check: deps deps-python
 	@$(MAKE) --no-print-directory check-run
 
 # Each suite gets the built binary as $$AMPSIM and the source tree as $$AMP_SRCDIR.
 # Its last line is "N passed, N failed, N skipped" over every test (tests/run_suites.sh).
 check-run: all $(TEST_BIN)
-	@AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) sh tests/run_suites.sh $(BUILD) $(TEST_BIN)
+	@AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) EXAMPLE_LDFLAGS="$(LDFLAGS)" \
+	  AMP_PYTHON_TESTS=$(if $(SANITIZER),0,1) sh tests/run_suites.sh $(BUILD) $(TEST_BIN)
 
 # The layer check alone: includes by layer, no file cycles, and its self-test.
 check-layers: all
@@ -119,7 +124,11 @@ bench: all
 	$(BUILD)/ampsim bench train
 
 deps:
-	@sh .ci/deps.sh
+	@sh .ci/deps.sh base
+deps-python:
+	@sh .ci/deps.sh python
+deps-fuzz:
+	@sh .ci/deps.sh fuzz
 
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -138,39 +147,54 @@ clean:
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d)
 
-# Fuzz every reader and parser (libFuzzer + ASan + UBSan, clang), each for
-# FUZZ_SECONDS; new inputs go to $(BUILD)/fuzz/corpus_*, the committed seeds
-# (tests/fuzz/corpus_*, made by tests/fuzz/make_seeds.py) are only read.
-FUZZ_SECONDS ?= 60
+# Fuzz every reader and parser (libFuzzer + ASan + UBSan, clang). The harnesses
+# link the whole library, built from the same source lists as libampsim
+# (LIB_SRC) with clang's fuzzer instrumentation, so a new dependency of a
+# reader cannot break them. `make fuzz` runs each for FUZZ_SECONDS; new
+# inputs go to $(BUILD)/fuzz/corpus_*, the committed seeds (tests/fuzz/corpus_*,
+# made by tests/fuzz/make_seeds.py) are only read. `make fuzz-ci` (what CI
+# runs) builds every harness, replays its committed corpus and fuzzes for
+# FUZZ_CI_SECONDS.
+FUZZ_SECONDS    ?= 60
+FUZZ_CI_SECONDS ?= 10
 FUZZ_CC      ?= clang
-FUZZ_SRC     := sim/base.c sim/io.c analysis/npy.c analysis/safetensors.c analysis/tensorfile.c
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -ffp-contract=off -fno-omit-frame-pointer \
-                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-                -Isim -Ianalysis -Ireports $(shell pkg-config --cflags libcjson) -DAMP_VERSION=\"fuzz\"
-FUZZERS      := npy safetensors digits policy scaler_spec csv checkpoint
-# Extra library sources per harness (FUZZ_SRC is linked into every one).
-FUZZ_ROUND   := sim/format.c sim/round.c sim/round_fast.c sim/round_stats.c sim/round_avx512.c sim/round_mpfr.c
-FUZZ_SCALERS := sim/scaler.c sim/scaler_loss.c sim/scaler_fp8.c
-FUZZ_SRC_digits      := sim/data_digits.c
-FUZZ_SRC_policy      := $(FUZZ_ROUND) sim/policy.c
-FUZZ_SRC_scaler_spec := $(FUZZ_ROUND) $(FUZZ_SCALERS)
-FUZZ_SRC_csv         := reports/csv.c
-FUZZ_SRC_checkpoint  := $(FUZZ_ROUND) $(FUZZ_SCALERS) sim/tensor.c sim/checkpoint.c
-$(foreach h,$(FUZZERS),$(eval $(BUILD)/fuzz/fuzz_$(h): $(FUZZ_SRC_$(h)) tests/fuzz/fuzz_memfile.h))
+FUZZ_BUILD   := $(BUILD)/fuzz
+FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -ffp-contract=off -fno-omit-frame-pointer -fopenmp -Wno-pass-failed \
+                -fno-sanitize-recover=all $(PKG_CFLAGS) -DAMP_VERSION=\"$(VERSION)\"
+FUZZERS      := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_LIBS    := $(PKG_LIBS) -fopenmp -lm -lpthread
 
-fuzz: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
-	@for h in $(FUZZERS); do \
-	  mkdir -p $(BUILD)/fuzz/corpus_$$h; \
-	  echo "== fuzz_$$h for $(FUZZ_SECONDS) s"; \
-	  $(BUILD)/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -max_len=4096 -dict=tests/fuzz/$$h.dict -print_final_stats=1 \
-	    $(BUILD)/fuzz/corpus_$$h tests/fuzz/corpus_$$h || exit 1; \
-	done
-
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard sim/amp_*.h analysis/amp_*.h)
+$(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC) $(filter-out $(FUZZ_SRC),$(FUZZ_SRC_$*)) \
-	  $(shell pkg-config --libs libcjson zlib mpfr gmp) -fopenmp -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined \
+	  $(or $(LAYER_INC_$(firstword $(subst /, ,$<))),$(ALL_INC)) -MMD -MP -c $< -o $@
+$(FUZZ_BUILD)/libampsim-fuzz.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_memfile.h $(FUZZ_BUILD)/libampsim-fuzz.a
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined $(ALL_INC) -o $@ $< \
+	  $(FUZZ_BUILD)/libampsim-fuzz.a $(FUZZ_LIBS)
+-include $(FUZZ_OBJ:.o=.d)
+
+# fuzz_run SECONDS: every harness over its committed seeds and its dictionary.
+define fuzz_run
+	@for h in $(FUZZERS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus_$$h; \
+	  echo "== fuzz_$$h for $(1) s"; \
+	  $(FUZZ_BUILD)/fuzz_$$h -max_total_time=$(1) -timeout=10 -rss_limit_mb=2048 \
+	    -max_len=4096 -dict=tests/fuzz/$$h.dict -print_final_stats=1 \
+	    $(FUZZ_BUILD)/corpus_$$h tests/fuzz/corpus_$$h > $(FUZZ_BUILD)/fuzz_$$h.log 2>&1; rc=$$?; \
+	  grep -E '^(stat::number_of_executed_units|INFO: seed corpus)' $(FUZZ_BUILD)/fuzz_$$h.log; \
+	  if [ $$rc != 0 ]; then tail -n 40 $(FUZZ_BUILD)/fuzz_$$h.log; echo "fuzz_$$h: FAILED"; exit 1; fi; \
+	done
+endef
+
+fuzz: deps-fuzz $(FUZZERS:%=$(FUZZ_BUILD)/fuzz_%)
+	$(call fuzz_run,$(FUZZ_SECONDS))
+
+fuzz-ci: deps-fuzz $(FUZZERS:%=$(FUZZ_BUILD)/fuzz_%)
+	$(call fuzz_run,$(FUZZ_CI_SECONDS))
 
 # The report's gnuplot scripts, found by an installed ampsim in <prefix>/share/ampsim/reports.
 install: install-report-scripts

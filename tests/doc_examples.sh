@@ -3,7 +3,7 @@
 # after a line "<!-- example: NAME.c -->" in docs/*.md. Each is built as a
 # user would build it: the module headers it names (-Isim -Ianalysis
 # -Ireports) and the shared library's exported API only (BUILD/libampsim.so).
-#   tests/doc_examples.sh BUILD
+#   tests/doc_examples.sh BUILD      (EXAMPLE_LDFLAGS: extra link flags, e.g. a sanitizer)
 set -u
 build=$1
 tmp=$(mktemp -d) || exit 1
@@ -22,7 +22,7 @@ for src in "$tmp"/*.c; do
     [ -f "$src" ] || continue
     name=$(basename "$src" .c)
     if ! cc -std=c11 -Wall -Werror -Isim -Ianalysis -Ireports -o "$tmp/$name" "$src" \
-            -L"$build" -lampsim -Wl,-rpath,"$PWD/$build"; then
+            -L"$build" -lampsim -Wl,-rpath,"$PWD/$build" ${EXAMPLE_LDFLAGS:-}; then
         echo "doc example $name.c: does not compile"; exit 1
     fi
     if ! "$tmp/$name" >"$tmp/$name.out" 2>&1; then

@@ -2,7 +2,8 @@
 # make check's runner: every Check suite, the layer check, the docs' C
 # examples and the Python tests; prints each one's output, then the closing
 # line "N passed, N failed, N skipped" (tests, not suites) and exits 1 on any
-# failure.
+# failure. AMP_PYTHON_TESTS=0 leaves the Python tests out (the sanitizer and
+# valgrind builds: a Python process cannot load an instrumented library).
 #   tests/run_suites.sh BUILD SUITE...
 # A test that cannot run here prints a line "skipped: NAME: REASON" (see
 # tests/cli_test.h AMP_SKIP) and counts as skipped, not passed. A suite that
@@ -43,11 +44,15 @@ echo "== layers"
 { sh tests/layers.sh . "$build" && sh tests/layers.sh --self-test .; } >"$log" 2>&1; rc=$?
 cat "$log"; count layers "$rc"
 
+echo "== sizes"
+sh tests/sizes.sh >"$log" 2>&1; rc=$?
+cat "$log"; count sizes "$rc"
+
 echo "== docs examples"
 sh tests/doc_examples.sh "$build" >"$log" 2>&1; rc=$?
 cat "$log"; count doc_examples "$rc"
 
-if [ -f python/run_tests.py ]; then
+if [ -f python/run_tests.py ] && [ "${AMP_PYTHON_TESTS:-1}" != 0 ]; then
     echo "== python"
     AMPSIM="$PWD/$build/ampsim" AMPSIM_LIB="$PWD/$build/libampsim.so" /usr/bin/python3 python/run_tests.py >"$log" 2>&1; rc=$?
     cat "$log"

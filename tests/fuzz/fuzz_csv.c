@@ -2,7 +2,7 @@
  * file gives AMP_OK (every row has ncol cells, every cell a NUL-terminated
  * string inside the buffer) or AMP_EFORMAT/AMP_ENOMEM naming the file; every
  * cell of an accepted file goes through amp_csv_num and amp_csv_long. */
-#include "amp_report.h"
+#include "amp_csv.h"
 #include "fuzz_memfile.h"
 
 #include <string.h>
