@@ -134,12 +134,19 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@sh reports/demo.sh $(BUILD)/ampsim
 
+# Installs the binary, the library (libampsim.so.$(VERSION) with its SONAME
+# link libampsim.so.0 and the link libampsim.so; libampsim.a), the headers, a
+# pkg-config file, the data sets and the report's gnuplot scripts, which the
+# installed binary finds in <prefix>/share/ampsim.
 install: all
-	@mkdir -p $(DESTDIR)$(PREFIX)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ampsim $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ampsim \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/ampsim/datasets
 	install -m 755 $(BUILD)/ampsim $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/libampsim.a $(BUILD)/$(SHLIB) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(SHLIB) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SHLIB) $(DESTDIR)$(PREFIX)/lib/libampsim.so
 	install -m 644 sim/ampsim.h sim/formats.def $(wildcard sim/amp_*.h analysis/amp_*.h reports/amp_*.h) $(DESTDIR)$(PREFIX)/include/ampsim/
+	install -m 644 datasets/digits.csv.gz datasets/austen.txt datasets/README.md $(DESTDIR)$(PREFIX)/share/ampsim/datasets/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' sim/ampsim.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ampsim.pc
 
 clean:

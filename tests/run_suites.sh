@@ -48,6 +48,10 @@ echo "== sizes"
 sh tests/sizes.sh >"$log" 2>&1; rc=$?
 cat "$log"; count sizes "$rc"
 
+echo "== install"
+sh tests/install.sh "$build" >"$log" 2>&1; rc=$?
+cat "$log"; count install "$rc"
+
 echo "== docs examples"
 sh tests/doc_examples.sh "$build" >"$log" 2>&1; rc=$?
 cat "$log"; count doc_examples "$rc"
