@@ -188,6 +188,10 @@ amp_status amp_sweep_parse(const char *text, const char *path, amp_sweep *sw)
     const cJSON *it, *train = NULL, *seeds = NULL, *vary = NULL;
     cJSON_ArrayForEach(it, root) {
         const char *k = it->string;
+        if (cJSON_GetObjectItemCaseSensitive(root, k) != it) {   /* the first of that name is another */
+            st = amp_fail(AMP_EINVAL, "%s: key \"%s\" given twice", path, k);
+            goto done;
+        }
         if (!strcmp(k, "train")) train = it;
         else if (!strcmp(k, "seeds")) seeds = it;
         else if (!strcmp(k, "vary")) vary = it;

@@ -163,6 +163,7 @@ START_TEST(grid_plan)
         { "{\"train\": {\"steps\": 3}}", "nothing to compare" },
         { "[1, 2]", "object" },
         { "{\"precisions\": ", "JSON" },
+        { "{\"precisions\": \"fp16-amp\", \"precisions\": \"bf16-amp\"}", "given twice" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(amp_sweep_parse(bad[i].g, "grid.json", &sw), AMP_EINVAL);
