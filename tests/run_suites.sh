@@ -48,6 +48,10 @@ echo "== sizes"
 sh tests/sizes.sh >"$log" 2>&1; rc=$?
 cat "$log"; count sizes "$rc"
 
+echo "== api"
+sh tests/api.sh "$build" >"$log" 2>&1; rc=$?
+cat "$log"; count api "$rc"
+
 echo "== install"
 sh tests/install.sh "$build" >"$log" 2>&1; rc=$?
 cat "$log"; count install "$rc"
