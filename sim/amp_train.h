@@ -348,8 +348,11 @@ typedef struct amp_runlog amp_runlog;
 /* Creates DIR and opens metrics/tensors/hist/events CSVs under temporary names;
  * config_json (complete JSON text) is written atomically at once. */
 amp_status amp_runlog_open(amp_runlog **out, const char *dir, const char *config_json);
-/* One metrics.csv row; val_loss NaN = empty cell (no evaluation at this step). */
-amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, float scale, int skipped,
+/* One metrics.csv row; val_loss NaN = empty cell (no evaluation at this step).
+ * scale is the loss scale as the scaler of kind scale_kind holds it, printed by
+ * amp_scaler_fmt_scale (a double for apex and deepspeed). */
+amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, double scale,
+                              amp_scaler_kind scale_kind, int skipped,
                               double grad_norm, float lr, uint64_t vanished, uint64_t nonfinite,
                               double val_loss);
 /* One row per logged tensor with valid stats (tensors.csv); hist rows if hist. */
@@ -407,7 +410,9 @@ void amp_train_opts_defaults(amp_train_opts *o);
 
 /* Result of one step. */
 typedef struct amp_step_info {
-    float loss, scale;
+    float loss, scale;           /* scale: the float32 loss scale of the step */
+    double scale_held;           /* the same scale as the scaler holds it (amp_scaler_held) */
+    amp_scaler_kind scale_kind;  /* the scaler's kind (AMP_SCALER_NONE without one) */
     int skipped;
     double grad_norm;
     uint64_t vanished;

@@ -1,8 +1,10 @@
-/* FP8 scaling strategies (REFERENCE.md "FP8 per-tensor scaling"):
- *   delayed  Transformer Engine DelayedScaling: amax history, max|most_recent,
- *            margin, scale from amaxes of earlier steps, TE's edge cases
- *   current  TE current scaling: fp8_max / amax of the tensor now, optional
- *            power-of-two scale (float32 mantissa cleared = round down)
+/* FP8 scaling strategies (docs/scalers-arith.md states their arithmetic):
+ *   delayed  Transformer Engine DelayedScaling as its fused update kernel does
+ *            it: amax history, max|most_recent, scale (fp8_max * 2^-margin) /
+ *            amax from amaxes of earlier steps, TE's edge cases
+ *   current  TE current scaling (compute_scale_from_amax, amax epsilon 0):
+ *            fp8_max / amax of the tensor now, optional power-of-two scale
+ *            (float32 mantissa cleared = round down)
  *   mx       OCP Microscaling: 1 x block runs, E8M0 shared scale; exponent by
  *            floor (OCP reference, elements above max_finite clamped) or ceil
  *            (TE/cuBLAS: never saturates)
@@ -69,7 +71,16 @@ size_t amp_fp8_nblocks(const amp_fp8_scaler *sc, amp_fp8_role role, size_t rows,
 
 /* ---- scale rules (one amax -> one scale) ----------------------------------- */
 
-/* max |x| with NaN propagation (a NaN anywhere gives NaN). */
+/* max |x| as TE's cast and amax kernels compute it: fmaxf from 0, so NaN
+ * values are skipped (an all-NaN tensor gives 0) and inf gives inf. */
+static float amax_te(const float *x, size_t n)
+{
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
+/* max |x| with NaN propagation (a NaN anywhere gives NaN): mx, block. */
 static float amax_nan(const float *x, size_t n)
 {
     float m = 0;
@@ -81,20 +92,25 @@ static float amax_nan(const float *x, size_t n)
     return m;
 }
 
-/* TE _default_sf_compute, float32: sf = (fp8_max / amax) / 2^margin; amax <= 0
- * or non-finite keeps `prev`; sf == +inf -> FLT_MAX. */
+/* TE delayed scaling, the fused update (delayed_scaling.cu, kernel_bulk):
+ * scaled_max = fp8_max * 2^-margin in float32 (exact), then scale =
+ * scaled_max / amax in float32 when amax is finite and > 0, else the previous
+ * scale; a scale that is +inf becomes FLT_MAX. */
 static float te_scale(float fmax, float amax, long margin, float prev, int *kept)
 {
-    float sf = fmax / amax;
-    sf = sf / ldexpf(1.0f, (int)margin);
+    float scaled_max = fmax * ldexpf(1.0f, -(int)margin);
+    float sf;
     *kept = 0;
-    if (!(amax > 0.0f) || !isfinite(amax)) { sf = prev; *kept = 1; }
+    if (isfinite(amax) && amax > 0.0f) sf = scaled_max / amax;
+    else { sf = prev; *kept = 1; }
     if (isinf(sf)) sf = FLT_MAX;
     return sf;
 }
 
-/* Current scaling: fp8_max / amax now; amax 0 or non-finite -> 1; inf -> FLT_MAX;
- * pow2 clears the float32 mantissa (rounds a normal scale down to 2^k). */
+/* Current scaling, TE's compute_scale_from_amax with epsilon 0 (its default:
+ * the clamp amax < epsilon never fires): amax 0, inf or NaN -> 1; else
+ * fp8_max / amax in float32, +inf -> FLT_MAX; pow2 then clears the float32
+ * mantissa (a normal scale rounds down to 2^k; FLT_MAX becomes 2^127). */
 static float current_scale(float fmax, float amax, int pow2, int *kept)
 {
     *kept = 0;
@@ -160,9 +176,17 @@ static amp_status ensure_state(amp_fp8_scaler *sc, size_t tensor)
     return AMP_OK;
 }
 
-/* TE delayed scaling for one tensor: amax goes into the history slot of this
- * step, the scale is computed from max(history) (or this amax), and the
- * history rolls (the ring's oldest slot is the next one overwritten). */
+/* TE delayed scaling for one tensor, as TE's fused update kernel does it
+ * (the default; NVTE_UNFUSED_FP8_UPDATE=1 selects a Python path that differs,
+ * see docs/scalers-arith.md). The amax of this step sits in history slot 0:
+ *   - amax == 0: the kernel skips the roll and its maxima stay 0, so nothing
+ *     is recorded, the window does not move and the scale is kept;
+ *   - otherwise (NaN and inf included) the history rolls with this amax as
+ *     the newest of `history` entries, and the amax for the scale is this one
+ *     (most_recent) or the fmaxf-reduction of the window from 0 (max): NaN
+ *     entries are skipped, an inf entry gives inf;
+ *   - te_scale: a non-finite or zero amax keeps the previous scale.
+ * The ring holds the last `history` recorded amaxes (zeros before any). */
 static amp_status delayed_record(amp_fp8_scaler *sc, size_t tensor, float fmax, float amax, int *kept)
 {
     amp_fp8_tstate *ts = &sc->t[tensor];
@@ -171,15 +195,12 @@ static amp_status delayed_record(amp_fp8_scaler *sc, size_t tensor, float fmax, 
         ts->hist = calloc((size_t)L, sizeof *ts->hist);
         if (!ts->hist) return amp_fail(AMP_ENOMEM, "fp8 scaler: out of memory for amax history");
     }
-    ts->hist[ts->count % L] = amax;
-    ts->count++;
-    float m = amax;
-    if (sc->spec.algo == AMP_AMAX_MAX) {
-        m = 0;                      /* torch.max over the whole history: NaN propagates */
-        for (long i = 0; i < L; i++) {
-            if (isnan(ts->hist[i])) { m = NAN; break; }
-            if (ts->hist[i] > m) m = ts->hist[i];
-        }
+    float m = 0;
+    if (amax != 0.0f) {
+        ts->hist[ts->count % L] = amax;
+        ts->count++;
+        if (sc->spec.algo == AMP_AMAX_MOST_RECENT) m = amax;
+        else for (long i = 0; i < L; i++) m = fmaxf(m, ts->hist[i]);
     }
     ts->scale = te_scale(fmax, m, sc->spec.margin, ts->scale, kept);
     return AMP_OK;
@@ -231,7 +252,7 @@ static amp_status quantize_tensor(amp_fp8_scaler *sc, size_t tensor, const amp_f
                                   const float *x, size_t n, float *tmp, float *y,
                                   float *scale_inv, amp_stats *st, amp_fp8_info *info)
 {
-    float fmax = (float)f->max_finite, amax = amax_nan(x, n), scale;
+    float fmax = (float)f->max_finite, amax = amax_te(x, n), scale;
     int kept = 0;
     if (sc->spec.kind == AMP_SCALER_DELAYED) {
         amp_status s = ensure_state(sc, tensor);

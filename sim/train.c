@@ -51,6 +51,8 @@ float amp_train_step_begin(amp_model *m, amp_scaler *sc, int64_t step, unsigned 
     if (sc && amp_scaler_needs_stats(sc)) stats_roles |= GRAD_ROLES;
     amp_tensors_begin_step(r, step, stats_roles);
     info->scale = scale;
+    info->scale_held = sc ? amp_scaler_held(sc) : 1.0;
+    info->scale_kind = sc ? sc->spec.kind : AMP_SCALER_NONE;
 
     /* gradient scales: the loss scale, or each gradient tensor's own (layer-wise) */
     r->layerwise = sc && amp_scaler_is_layerwise(sc) && m->layerwise_ok;
@@ -247,7 +249,9 @@ static amp_status log_step_events(amp_runlog *log, const amp_model *m, int64_t s
         }
     }
     if (!s && info->skipped) {
-        snprintf(detail, sizeof detail, "scale %.9g", (double)info->scale);
+        char sbuf[40];
+        amp_scaler_fmt_scale(info->scale_kind, info->scale_held, sbuf, sizeof sbuf);
+        snprintf(detail, sizeof detail, "scale %s", sbuf);
         s = amp_runlog_event(log, step, "skip", "", detail);
     }
     for (int e = 0; e < res->n_events && !s; e++) {
@@ -556,7 +560,8 @@ amp_status amp_train_run(const amp_train_opts *o)
                : amp_train_step(&m, &opt, &sc, &b, step, roles, &info, &res);
         if (s == AMP_ERUN) snprintf(stopmsg, sizeof stopmsg, "%s", amp_errmsg());
         if (s && s != AMP_ERUN) break;
-        amp_status s2 = amp_runlog_metrics(log, step, info.loss, info.scale, info.skipped, info.grad_norm,
+        amp_status s2 = amp_runlog_metrics(log, step, info.loss, info.scale_held, info.scale_kind,
+                                           info.skipped, info.grad_norm,
                                            opt.lr, info.vanished, info.nonfinite, v);
         if (!s2 && (do_t || do_h)) s2 = amp_runlog_tensors(log, &m.reg, step, do_t, do_h);
         if (!s2) s2 = log_step_events(log, &m, step, &info, &res, &rs);
@@ -575,7 +580,7 @@ amp_status amp_train_run(const amp_train_opts *o)
             break;
         if (o->progress && (step % 10 == 0 || step == o->steps - 1))
             fprintf(stderr, "\rstep %lld/%lld loss %.4f scale %g", (long long)step + 1, (long long)o->steps,
-                    (double)info.loss, (double)info.scale);
+                    (double)info.loss, info.scale_held);
     }
     if (o->progress) fputc('\n', stderr);
     amp_status srun = s;
@@ -594,7 +599,7 @@ amp_status amp_train_run(const amp_train_opts *o)
         cJSON_AddNumberToObject(summary, "skipped_steps", (double)rs.skipped);
         cJSON_AddNumberToObject(summary, "nonfinite_steps", (double)rs.nonfinite_steps);
         cJSON_AddNumberToObject(summary, "vanished_updates", (double)rs.vanished);
-        cJSON_AddNumberToObject(summary, "final_scale", (double)amp_scaler_scale(&sc));
+        cJSON_AddNumberToObject(summary, "final_scale", amp_scaler_held(&sc));
         cJSON_AddNullToObject(summary, "divergence_from_reference");
         cJSON_AddBoolToObject(summary, "stopped", srun == AMP_ERUN);
         if (srun == AMP_ERUN) cJSON_AddStringToObject(summary, "stop_reason", stopmsg);

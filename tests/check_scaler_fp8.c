@@ -1,10 +1,9 @@
 /* Check suite: FP8 scaling (sim/scaler_fp8.c).
  *
  * Delayed scaling is compared step by step with a separate transcription of
- * TE's code as REFERENCE.md describes it (history array with slot 0 written,
- * max or slot 0, scale formula with its edge cases, then torch.roll(-1) and
- * slot 0 zeroed), over random amax sequences with zeros, NaN, inf and
- * subnormals. Quantized values are checked against the MPFR reference
+ * TE's fused update kernel (history array with slot 0 written, roll unless
+ * the amax is 0, fmaxf maximum or slot 0, scaled_max / amax with its edge
+ * cases), over random amax sequences with zeros, NaN, inf and subnormals. Quantized values are checked against the MPFR reference
  * rounding (amp_round1_mpfr) of the independently computed scaled input.
  * MX and block cases are constructed so the expected scales are known in
  * closed form (a block amax with a known exponent, elements that saturate
@@ -37,7 +36,15 @@ static float sat_round(const amp_format *f, double x)
     return amp_round1_mpfr(f, &o, x, 0, NULL);
 }
 
-/* ---- delayed: TE transcription ------------------------------------------------ */
+/* ---- delayed: TE transcription ------------------------------------------------
+ * Transformer Engine's fused update (common/recipe/delayed_scaling.cu,
+ * kernel_bulk, TE 2.x), written out for one tensor and one thread: the new
+ * amax is in slot 0 of the history; if it is not 0 the history rolls (slot i
+ * gets slot i+1, the last slot gets the new amax, slot 0 is zeroed) while the
+ * window's maximum is reduced with fmaxf from 0; the scale is
+ * scaled_max / amax with scaled_max = fp8_max * 2^-margin (float32), the
+ * previous scale for an amax that is not finite or not > 0, and FLT_MAX for
+ * an infinite quotient. */
 typedef struct te_ref {
     float hist[64];
     int L;
@@ -48,25 +55,24 @@ static void te_ref_step(te_ref *t, float amax, float fmax, int margin, int most_
                         float *used, float *after)
 {
     *used = t->scale;
-    t->hist[0] = amax;
-    float a;
-    if (most_recent) {
-        a = t->hist[0];
-    } else {
-        a = t->hist[0];
-        for (int i = 1; i < t->L && !isnan(a); i++)
-            if (isnan(t->hist[i]) || t->hist[i] > a) a = t->hist[i];
+    t->hist[0] = amax;                     /* the cast kernel writes this step's amax */
+    const float last_amax = t->hist[0];
+    float m = 0, a[64];
+    if (last_amax != 0.0f) {
+        for (int i = 0; i < t->L; i++) {
+            a[i] = (i < t->L - 1) ? t->hist[i + 1] : last_amax;
+            m = fmaxf(m, a[i]);
+        }
+        for (int i = 0; i < t->L; i++) t->hist[i] = (i > 0) ? a[i] : 0;
     }
-    float rolled[64];
-    for (int i = 0; i < t->L; i++) rolled[i] = t->hist[(i + 1) % t->L];
-    memcpy(t->hist, rolled, sizeof rolled);
-    t->hist[0] = 0;
-    float sf = (fmax / a) / (float)ldexp(1.0, margin);
-    if (!(a > 0.0f)) sf = t->scale;
-    if (!isfinite(a)) sf = t->scale;
-    if (isinf(sf)) sf = FLT_MAX;
-    t->scale = sf;
-    *after = sf;
+    if (most_recent) m = last_amax;
+    const float scaled_max = fmax * powf(2.0f, (float)-margin);
+    float scale;
+    if (isfinite(m) && m > 0) scale = scaled_max / m;
+    else scale = t->scale;
+    if (isinf(scale)) scale = FLT_MAX;
+    t->scale = scale;
+    *after = scale;
 }
 
 static float random_amax(void)
@@ -134,13 +140,22 @@ START_TEST(delayed_edge_cases)
     /* margin 1 halves: 448/2/2 = 112 */
     const float u_m[] = { 1, 112 }, a_m[] = { 112, 224 };
     observe_seq("delayed:margin=1,algo=most_recent", am, u_m, a_m, 2);
-    /* amax 0 first: scale stays 1; NaN keeps the previous scale, and with max it
-     * stays in the window for `history` steps */
+    /* amax 0 first: nothing recorded, scale stays 1; a NaN is recorded but the
+     * fmaxf reduction skips it (max), most_recent keeps the previous scale */
     const float z[] = { 0, 4, NAN, 8, 8, 8, 8 };
-    const float u_z[] = { 1, 1, 112, 112, 112, 112, 56 }, a_z[] = { 1, 112, 112, 112, 112, 56, 56 };
+    const float u_z[] = { 1, 1, 112, 112, 56, 56, 56 }, a_z[] = { 1, 112, 112, 56, 56, 56, 56 };
     observe_seq("delayed:history=3", z, u_z, a_z, 7);
-    const float u_zr[] = { 1, 1, 112, 112, 56, 56, 56 }, a_zr[] = { 1, 112, 112, 56, 56, 56, 56 };
-    observe_seq("delayed:history=3,algo=most_recent", z, u_zr, a_zr, 7);
+    observe_seq("delayed:history=3,algo=most_recent", z, u_z, a_z, 7);
+    /* a zero amax does not move the window: 64 stays in a 2-slot window over zeros */
+    const float zw[] = { 64, 1, 0, 0, 0, 1 };
+    const float u_zw[] = { 1, 7, 7, 7, 7, 7 }, a_zw[] = { 7, 7, 7, 7, 7, 448 };
+    observe_seq("delayed:history=2", zw, u_zw, a_zw, 6);
+    /* margin: scaled_max = 448 * 2^-1 = 224 first, then / amax: an amax of
+     * 0x1.8p-120 gives 224 / amax = 0x1.2aaaaap+127 (finite), not
+     * (448 / amax = inf) -> FLT_MAX */
+    const float tiny[] = { 0x1.8p-120f };
+    const float u_t[] = { 1 }, a_t[] = { 0x1.2aaaaap+127f };
+    observe_seq("delayed:margin=1", tiny, u_t, a_t, 1);
     /* inf amax keeps; a subnormal amax gives 448/amax = inf -> FLT_MAX */
     const float s[] = { INFINITY, 0x1p-140f, 1 };
     const float u_s[] = { 1, 1, FLT_MAX }, a_s[] = { 1, FLT_MAX, 448 };
