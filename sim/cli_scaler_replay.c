@@ -25,7 +25,7 @@ static void usage(FILE *fp)
             "Prints CSV step,input,skipped,scale_used,scale_after (step from 0). Scales are shown\n"
             "as the framework holds them: float32 scales with %%.9g, the double of apex and\n"
             "deepspeed with the fewest digits that read back to the same double (2^129 is\n"
-            "6.8056473384187693e+38; it multiplies the float32 loss as inf).\n"
+            "6.80564733841877e+38; it multiplies the float32 loss as inf).\n"
             "--events adds a column with the events of each step ('|'-separated).\n"
             "--csv is accepted for symmetry (the output is always CSV).\n"
             "Exit 0; 1 when the scaler stops the run (deepspeed at its minimum scale, after\n"
