@@ -187,8 +187,12 @@ static amp_status ln_init(amp_model *m, gpt_ln *ln, const char *prefix, const am
 
 static amp_status ln_forward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor *in)
 {
-    amp_layernorm_forward(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
-                          g->N, (size_t)g->C, LN_EPS);
+    if (m->pol.torch_cpu)
+        amp_layernorm_forward_torchcpu(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
+                                       g->N, (size_t)g->C, LN_EPS);
+    else
+        amp_layernorm_forward(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
+                              g->N, (size_t)g->C, LN_EPS);
     return amp_tensor_round(&m->reg, ln->out, g->work1);
 }
 
@@ -257,7 +261,7 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = residual_forward(m, g, h->res_1, x, h->attn_proj.out))) return s;
         if ((s = ln_forward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = amp_linear_forward(cx, &h->c_fc))) return s;
-        amp_gelu_forward(g->work1, h->c_fc.out->data, h->c_fc.out->n);
+        amp_gelu_policy_forward(&m->pol, g->work1, h->c_fc.out);
         if ((s = amp_tensor_round(reg, h->gelu, g->work1))) return s;
         if ((s = amp_linear_forward(cx, &h->mlp_proj))) return s;
         if ((s = residual_forward(m, g, h->res_2, h->res_1, h->mlp_proj.out))) return s;
@@ -301,7 +305,7 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         if ((s = residual_backward(m, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         if ((s = amp_linear_backward(cx, &h->mlp_proj))) return s;
         memset(g->work1, 0, h->c_fc.out->n * sizeof(float));
-        amp_gelu_backward(g->work1, h->c_fc.out->data, h->gelu->grad->data, h->c_fc.out->n);
+        amp_gelu_policy_backward(&m->pol, g->work1, h->c_fc.out, h->gelu->grad);
         if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, g->work1))) return s;
         if ((s = amp_linear_backward(cx, &h->c_fc))) return s;
         if ((s = ln_backward(m, g, &h->ln_2, h->res_1))) return s;
