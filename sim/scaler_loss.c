@@ -102,13 +102,11 @@ double amp_scaler_held(const amp_scaler *sc)
 int amp_scaler_fmt_scale(amp_scaler_kind k, double v, char *buf, size_t len)
 {
     if (!amp_scaler_kind_held_double(k) || !isfinite(v)) return snprintf(buf, len, "%.9g", v);
-    int n = 0;
     char tmp[40];
     for (int prec = 1; prec <= 17; prec++) {
-        n = snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
         if (strtod(tmp, NULL) == v) break;
     }
-    (void)n;
     return snprintf(buf, len, "%s", tmp);
 }
 
