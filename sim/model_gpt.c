@@ -296,6 +296,13 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
     if ((s = amp_tensor_accum(reg, g->wte->grad, g->lm_wgrad->data))) return s;
     /* d ln_f [N,C] = G [N,V] @ wte [V,C] */
     amp_gemm(&cx->gemm, 0, 0, (int)N, (int)C, (int)V, G->data, (int)V, g->wte->data, (int)C, 0.0f, g->work1, (int)C);
+    if (g->lnf_op != g->ln_f.out && !same_fmt(&g->ln_f.out->grad->fmt, &m->pol.grad)) {
+        /* as amp_linear_backward: the GEMM ran on a cast of ln_f, so autograd
+         * produces the gradient in the cast's (gradient) dtype first */
+        amp_round_opts o = amp_tensor_opts(reg, g->ln_f.out->grad);
+        o.stream |= 1ull << 33;
+        if ((s = amp_round_f32(&m->pol.grad, &o, g->work1, g->work1, N * C, NULL))) return s;
+    }
     if ((s = amp_tensor_accum(reg, g->ln_f.out->grad, g->work1))) return s;
     amp_tensor *x = g->L > 0 ? g->h[g->L - 1].res_2 : g->emb;
     if ((s = ln_backward(m, g, &g->ln_f, x))) return s;
@@ -502,6 +509,12 @@ amp_status amp_gpt_create(amp_model *m, const amp_policy *pol, int B, int T, int
     g->B = B; g->T = T; g->C = C; g->L = L; g->NH = NH; g->V = AMP_AUSTEN_VOCAB;
     g->N = (size_t)B * T;
     g->scale = (float)(1.0 / sqrt((double)(C / NH)));
+    /* PyTorch's CPU kernels multiply a bf16 tensor by a Python scalar rounded
+     * to bf16 first (1/sqrt(8) = 0.35355339 becomes 0.353515625) */
+    if (pol->torch_cpu && pol->act.id != AMP_FMT_FP32) {
+        amp_round_opts ro = amp_round_defaults();
+        g->scale = amp_round1(&pol->act, &ro, g->scale, 0, NULL);
+    }
     g->attn_in = pol->fp8_scaling ? pol->act : pol->fwd_in;
     g->attn_gin = pol->fp8_scaling ? pol->grad : pol->bwd_in;
     s = build(m, g);

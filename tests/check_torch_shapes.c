@@ -93,6 +93,10 @@ static const struct gpt_shape {
     int layers, heads, dim, ctx, batch;
     double tol_bf16;
 } gpt[] = {
+    /* bf16 over 40 steps: measured 1.4e-4 .. 1.6e-3; the step-0 losses agree
+     * within 5e-6 (tested at 1e-5). Later steps differ through the backward
+     * (LayerNorm backward, bias sums, bf16 weight-gradient GEMMs at the ulp
+     * level), which AdamW's first updates (about lr * sign(g)) magnify. */
     { "gpt_odd", 2, 5, 35, 16, 4, 2e-3 },
     { "gpt_h3", 2, 3, 48, 16, 4, 2e-3 },
     { "gpt_t13", 2, 4, 32, 13, 4, 2e-3 },
@@ -121,6 +125,12 @@ START_TEST(gpt_shapes)
         double tol = bf ? g->tol_bf16 : 1e-4;
         double wl = compare(what, out, ref, "loss", 40, 40, tol);
         double wv = compare(what, out, ref, "val_loss", 40, 40, tol);
+        /* bf16: the forward follows PyTorch's CPU kernels operation by operation,
+         * so before the first update the losses agree to the loss reduction */
+        if (bf) {
+            compare(what, out, ref, "loss", 40, 1, 1e-5);
+            compare(what, out, ref, "val_loss", 40, 1, 1e-5);
+        }
         printf("%s (L %d, heads %d, width %d, ctx %d, batch %d): max |loss diff| %.3g, |val diff| %.3g (tolerance %g)\n",
                what, g->layers, g->heads, g->dim, g->ctx, g->batch, wl, wv, tol);
     }
