@@ -130,6 +130,14 @@ AMP_API void amp_embed_backward(float *dwte, float *dwpe, const float *dout,
 AMP_API void amp_layernorm_forward(float *out, float *mean, float *rstd,
                                    const float *inp, const float *weight,
                                    const float *bias, size_t N, size_t C, double eps);
+/* The same forward in the float32 arithmetic of PyTorch's CPU LayerNorm
+ * kernel (AVX2 build, 8 float lanes): mean and variance by Welford's method per
+ * lane over chunks of 16 vectors, chunks merged by a cascade, the C % 8 tail by
+ * a scalar Welford, the lanes merged into it in lane order; rstd =
+ * 1/sqrtf(var + eps); out = fma(fma(x, rstd, -rstd*mean), weight, bias). */
+AMP_API void amp_layernorm_forward_torchcpu(float *out, float *mean, float *rstd,
+                                            const float *inp, const float *weight,
+                                            const float *bias, size_t N, size_t C, double eps);
 /* dinp (N,C) += ..., dweight, dbias (C) += ... Row and column sums in double;
  * the weight/bias sums run over rows in order (deterministic). */
 AMP_API void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
@@ -143,6 +151,21 @@ AMP_API void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
 AMP_API void amp_gelu_forward(float *out, const float *inp, size_t n);
 /* dinp += gelu'(inp) * dout (float32 arithmetic). */
 AMP_API void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+/* The same on values held in format f, with every arithmetic operation rounded
+ * into f (RNE) and the constants sqrt(2/pi), 0.044715 (and 3 * 0.044715) taken
+ * in f, in the order of PyTorch's GELU kernels: what its CPU kernels compute on
+ * bf16 tensors (one Vectorized<BFloat16> operation after another). tanh is
+ * tanhf of the rounded argument, rounded. Forward: out = r(r(0.5 x) r(1 + th)).
+ * Backward: dinp += r(dout * r(r(0.5 r(1 + th)) + r(r(r(0.5 x) r(1 - r(th th)))
+ * r(k r(1 + r(r(3 a) r(x x))))))). f = FP32 gives plain float32 arithmetic. */
+AMP_API void amp_gelu_forward_fmt(float *out, const float *inp, size_t n, const amp_format *f);
+AMP_API void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *dout, size_t n, const amp_format *f);
+/* GELU as policy p computes it on tensor in (n values, into out before the
+ * rounding into the output's format): amp_gelu_forward_fmt in in->fmt when
+ * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward.
+ * Backward likewise in dout->fmt (when in has the same format). */
+AMP_API void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
+AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout);
 
 /* ---- residual add ----------------------------------------------------------
  * out = a + b (n values, one float32 rounding); backward da += dout, db += dout. */

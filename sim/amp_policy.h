@@ -32,6 +32,11 @@ typedef struct amp_policy {
     unsigned op_flags;       /* flags for GEMM-operand casts (AMP_SATURATE for fp8) */
     amp_update_mode update;  /* how w + u is rounded when weights live in a narrow format */
     int fp8_scaling;         /* 1: GEMM operands scaled per tensor (fp8-hybrid) */
+    int torch_cpu;           /* 1: GELU and LayerNorm follow the arithmetic of PyTorch's CPU
+                              * kernels (bf16-amp-cpu): GELU on a narrow tensor rounds after
+                              * every operation, LayerNorm takes float32 Welford moments and
+                              * a fused affine; 0: both computed in higher precision and
+                              * rounded once */
 } amp_policy;
 
 /* Presets: fp32 fp16-amp bf16-amp bf16-amp-cpu fp16-pure bf16-pure fp8-e4m3

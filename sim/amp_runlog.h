@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include "amp_base.h"
+#include "amp_scaler.h"
 #include "amp_tensor.h"
 
 /* ---- run directory -----------------------------------------------------------------
@@ -28,8 +29,11 @@ typedef struct amp_runlog amp_runlog;
 /* Creates DIR and opens metrics/tensors/hist/events CSVs under temporary names;
  * config_json (complete JSON text) is written atomically at once. */
 AMP_API amp_status amp_runlog_open(amp_runlog **out, const char *dir, const char *config_json);
-/* One metrics.csv row; val_loss NaN = empty cell (no evaluation at this step). */
-AMP_API amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, float scale, int skipped,
+/* One metrics.csv row; val_loss NaN = empty cell (no evaluation at this step).
+ * scale is the loss scale as the scaler of kind scale_kind holds it, printed by
+ * amp_scaler_fmt_scale (a double for apex and deepspeed). */
+AMP_API amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, double scale,
+                                      amp_scaler_kind scale_kind, int skipped,
                                       double grad_norm, float lr, uint64_t vanished, uint64_t nonfinite,
                                       double val_loss);
 /* One row per logged tensor with valid stats (tensors.csv); hist rows if hist. */

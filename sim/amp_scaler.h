@@ -88,6 +88,8 @@ typedef enum amp_scaler_event_kind {
     AMP_SEV_INF,            /* warning: the scale grew to +inf (megatron, keras: no maximum) */
     AMP_SEV_UNDERFLOW_RAISE,/* underflow: scale raised early because of flushed values */
     AMP_SEV_LAYER,          /* adaptive: per-tensor scales changed */
+    AMP_SEV_ERROR,          /* the framework's update raised (deepspeed: an inf scale cannot
+                             * be printed as an integer); the run stops (AMP_ERUN) */
     AMP_SEV_COUNT
 } amp_scaler_event_kind;
 AMP_API const char *amp_scaler_event_name(amp_scaler_event_kind k);
@@ -102,8 +104,10 @@ typedef struct amp_scaler_event {
 typedef struct amp_scaler_result {
     long step;              /* 0-based index of this update */
     int skipped;            /* the optimizer step must be skipped */
-    float scale_used;       /* global scale of this step */
-    float scale_after;      /* global scale for the next step */
+    float scale_used;       /* global scale of this step, as float32 (what multiplies the loss) */
+    float scale_after;      /* global scale for the next step, as float32 */
+    double held_used;       /* the same two scales as the framework holds them: a double for */
+    double held_after;      /* apex and deepspeed (2^128 stays 2^128), else the float32 value */
     int n_events;
     int events_dropped;     /* events beyond AMP_SCALER_MAX_EVENTS */
     amp_scaler_event events[AMP_SCALER_MAX_EVENTS];
@@ -151,9 +155,21 @@ AMP_API amp_status amp_scaler_init(amp_scaler *sc, const amp_scaler_spec *spec);
 /* Parses and initializes in one call. */
 AMP_API amp_status amp_scaler_init_str(amp_scaler *sc, const char *spec);
 AMP_API void amp_scaler_free(amp_scaler *sc);
-/* The loss scale to apply before backward (float32, as frameworks store it).
- * none: 1. adaptive: the one scale that serves every tensor (see scaler_loss.c). */
+/* The loss scale to apply before backward, as float32: every framework
+ * multiplies the float32 loss by a float32 scale (apex and deepspeed convert
+ * their double to float32 there, so a double above FLT_MAX is inf here and the
+ * scaled loss overflows). none: 1. adaptive: the one scale that serves every
+ * tensor (see scaler_loss.c). */
 AMP_API float amp_scaler_scale(const amp_scaler *sc);
+/* The global scale as the framework holds it: the double of apex and
+ * deepspeed, the float32 value of every other strategy (widened exactly). */
+AMP_API double amp_scaler_held(const amp_scaler *sc);
+/* 1 if the strategy holds its scale in a double (apex, deepspeed). */
+AMP_API int amp_scaler_kind_held_double(amp_scaler_kind k);
+/* Prints a held scale v into buf: "%.9g" of the float32 value for scalers that
+ * hold a float32 (as before), the shortest "%.{N}g" that reads back to the same
+ * double for apex and deepspeed. Returns what snprintf returns. */
+AMP_API int amp_scaler_fmt_scale(amp_scaler_kind k, double v, char *buf, size_t len);
 /* Scale of gradient tensor i: per tensor for layer-wise strategies (adaptive;
  * `init` for a tensor not seen yet), else the global scale. */
 AMP_API float amp_scaler_tensor_scale(const amp_scaler *sc, size_t i);
@@ -193,7 +209,8 @@ typedef struct amp_fp8_scaler {
 
 typedef struct amp_fp8_info {
     const amp_format *fmt;   /* format the tensor went into */
-    float amax;              /* max |x| of the unscaled tensor (NaN if any NaN) */
+    float amax;              /* max |x| of the unscaled tensor; delayed, current: NaN values
+                              * skipped (TE's fmaxf); mx, block: NaN if any NaN */
     float scale;             /* multiplier used (q = x*scale); per-block kinds: block 0's */
     float scale_next;        /* delayed: scale for the tensor's next quantize; else = scale */
     size_t n_blocks;         /* 1 for per-tensor strategies */

@@ -84,7 +84,9 @@ AMP_API void amp_train_opts_defaults(amp_train_opts *o);
 
 /* Result of one step. */
 typedef struct amp_step_info {
-    float loss, scale;
+    float loss, scale;           /* scale: the float32 loss scale of the step */
+    double scale_held;           /* the same scale as the scaler holds it (amp_scaler_held) */
+    amp_scaler_kind scale_kind;  /* the scaler's kind (AMP_SCALER_NONE without one) */
     int skipped;
     double grad_norm;
     uint64_t vanished;

@@ -22,7 +22,10 @@ static void usage(FILE *fp)
             "  FP8 scalers:  the tensor's amax (held as float32; nan and inf allowed); the scale\n"
             "                is the multiplier q = x*scale, with max 448 (e4m3) unless fmt=... says\n"
             "                otherwise (fmt=e5m2: 57344); mx and block treat each line as one block.\n"
-            "Prints CSV step,input,skipped,scale_used,scale_after (step from 0, scales %%.9g);\n"
+            "Prints CSV step,input,skipped,scale_used,scale_after (step from 0). Scales are shown\n"
+            "as the framework holds them: float32 scales with %%.9g, the double of apex and\n"
+            "deepspeed with the fewest digits that read back to the same double (2^129 is\n"
+            "6.80564733841877e+38; it multiplies the float32 loss as inf).\n"
             "--events adds a column with the events of each step ('|'-separated).\n"
             "--csv is accepted for symmetry (the output is always CSV).\n"
             "Exit 0; 1 when the scaler stops the run (deepspeed at its minimum scale, after\n"
@@ -140,7 +143,10 @@ int amp_cli_scaler_replay(int argc, char **argv)
             amp_scaler_result r;
             st = amp_scaler_update(&sc, &obs, &r);
             if (st != AMP_OK && st != AMP_ERUN) break;
-            printf("%zu,%d,%d,%.9g,%.9g", i, obs.found_inf, r.skipped, r.scale_used, r.scale_after);
+            char su[40], sa[40];
+            amp_scaler_fmt_scale(spec.kind, r.held_used, su, sizeof su);
+            amp_scaler_fmt_scale(spec.kind, r.held_after, sa, sizeof sa);
+            printf("%zu,%d,%d,%s,%s", i, obs.found_inf, r.skipped, su, sa);
             if (events) print_events(&r);
             putchar('\n');
         }

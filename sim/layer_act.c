@@ -1,11 +1,15 @@
 /* Elementwise activations under a policy. Both keep the input's format
  * ("runs in the dtype it receives", autocast's rule for relu and gelu).
  * ReLU is exact in every format: its statistics are observed, not rounded.
- * GELU (tanh approximation, the float kernels of sim/layer_gelu.c) is
- * evaluated in double, rounded to float and then once into the format.
+ * GELU (tanh approximation, the kernels of sim/layer_gelu.c) is evaluated
+ * in float32 and rounded once into the format, or, under a policy with
+ * torch_cpu (bf16-amp-cpu), rounded after every operation as PyTorch's CPU
+ * bf16 kernel does.
  * Shapes: any; in, out, din, dout have the same n. */
 #include "amp_base.h"
+#include "amp_format.h"
 #include "amp_layers.h"
+#include "amp_policy.h"
 #include "amp_tensor.h"
 
 #include <string.h>
@@ -33,6 +37,24 @@ amp_status amp_relu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor *dou
     return amp_tensor_accum(cx->reg, din, g);
 }
 
+static int per_op(const amp_policy *p, const amp_format *f)
+{
+    return p && p->torch_cpu && f->id != AMP_FMT_FP32 && f->bits < 32;
+}
+
+void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in)
+{
+    if (per_op(p, &in->fmt)) amp_gelu_forward_fmt(out, in->data, in->n, &in->fmt);
+    else amp_gelu_forward(out, in->data, in->n);
+}
+
+void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout)
+{
+    if (per_op(p, &dout->fmt) && in->fmt.id == dout->fmt.id)
+        amp_gelu_backward_fmt(dinp, in->data, dout->data, in->n, &dout->fmt);
+    else amp_gelu_backward(dinp, in->data, dout->data, in->n);
+}
+
 // out [n] = round_fmt(gelu(in))
 amp_status amp_act_gelu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *in)
 {
@@ -40,7 +62,7 @@ amp_status amp_act_gelu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *
     float *g;
     amp_status s = amp_ctx_scratch(cx, in->n, &g);
     if (s) return s;
-    amp_gelu_forward(g, in->data, in->n);
+    amp_gelu_policy_forward(cx->pol, g, in);
     return amp_tensor_round(cx->reg, out, g);
 }
 
@@ -52,7 +74,7 @@ amp_status amp_act_gelu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor 
     amp_status s = amp_ctx_scratch(cx, din->n, &g);
     if (s) return s;
     memset(g, 0, din->n * sizeof *g);
-    amp_gelu_backward(g, in->data, dout->data, din->n);
+    amp_gelu_policy_backward(cx->pol, g, in, dout);
     cx->reg->src_gscale = dout->gscale;
     return amp_tensor_accum(cx->reg, din, g);
 }

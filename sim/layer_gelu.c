@@ -2,6 +2,7 @@
  * F.gelu(x, approximate='tanh')). nanoGPT's nn.GELU() is the erf form; the two
  * differ by at most ~5e-4 absolute. We follow GPT-2. */
 #include <math.h>
+#include "amp_format.h"
 #include "amp_layers.h"
 #include "amp_round.h"
 
@@ -31,5 +32,46 @@ void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t 
         float d = th == 1.0f || th == -1.0f ? 0.5f * (1.0f + th)   /* (no 0 * inf for huge x) */
                 : 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
         dinp[i] += d * dout[i];
+    }
+}
+
+/* Rounding into f after each operation (RNE, no statistics). */
+static float rf(const amp_format *f, const amp_round_opts *o, float x)
+{
+    return f->id == AMP_FMT_FP32 ? x : amp_round1(f, o, (double)x, 0, NULL);
+}
+
+void amp_gelu_forward_fmt(float *out, const float *inp, size_t n, const amp_format *f)
+{
+    const amp_round_opts o = amp_round_defaults();
+    const float kb = rf(f, &o, GELU_K), kk = rf(f, &o, GELU_A), half = rf(f, &o, 0.5f), one = rf(f, &o, 1.0f);
+    #pragma omp parallel for schedule(static) if (32 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float x_cube = rf(f, &o, rf(f, &o, x * x) * x);
+        float inner = rf(f, &o, kb * rf(f, &o, x + rf(f, &o, kk * x_cube)));
+        float th = rf(f, &o, tanhf(inner));
+        out[i] = rf(f, &o, rf(f, &o, half * x) * rf(f, &o, one + th));
+    }
+}
+
+void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *dout, size_t n, const amp_format *f)
+{
+    const amp_round_opts o = amp_round_defaults();
+    const float kb = rf(f, &o, GELU_K), kk = rf(f, &o, GELU_A), half = rf(f, &o, 0.5f), one = rf(f, &o, 1.0f);
+    const float three_kk = rf(f, &o, rf(f, &o, 3.0f) * kk);
+    #pragma omp parallel for schedule(static) if (32 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float x_sq = rf(f, &o, x * x);
+        float x_cube = rf(f, &o, x_sq * x);
+        float inner = rf(f, &o, kb * rf(f, &o, x + rf(f, &o, kk * x_cube)));
+        float th = rf(f, &o, tanhf(inner));
+        float left = rf(f, &o, half * x), right = rf(f, &o, one + th);
+        float left_d = rf(f, &o, half * right);
+        float tanh_d = rf(f, &o, one - rf(f, &o, th * th));
+        float inner_d = rf(f, &o, kb * rf(f, &o, one + rf(f, &o, three_kk * x_sq)));
+        float right_d = rf(f, &o, rf(f, &o, left * tanh_d) * inner_d);
+        dinp[i] += rf(f, &o, dout[i] * rf(f, &o, left_d + right_d));
     }
 }

@@ -3,6 +3,9 @@
 #include "amp_layers.h"
 #include "amp_round.h"
 
+#include <stdint.h>
+#include <string.h>
+
 /* inp, out (N,C); weight, bias (C); mean, rstd (N).
  * mean and variance in double (two passes), rstd = float(1/sqrt(var + eps));
  * n = float((x - mean) * rstd), out = n * w + b in float32 (two roundings, as
@@ -27,6 +30,103 @@ void amp_layernorm_forward(float *out, float *mean, float *rstd,
         }
         mean[r] = (float)m;
         rstd[r] = (float)s;
+    }
+}
+
+/* ---- PyTorch CPU moments (float32, 8 lanes) ------------------------------- */
+enum { TL = 8, TCHUNK = 16 };
+
+/* Merges moments (n_add, m1_add, m2_add) into (n, m1, m2), float32 throughout. */
+static void moments_add(int64_t n_add, float m1_add, float m2_add, int64_t *n, float *m1, float *m2)
+{
+    int64_t tot = *n + n_add;
+    float c = tot == 0 ? 0.0f : (float)n_add / (float)tot;
+    float delta = m1_add - *m1;
+    *m1 += c * delta;
+    *m2 += m2_add + delta * delta * c * (float)*n;
+    *n = tot;
+}
+
+/* The smallest d >= 1 with 2^d >= m (1 for m <= 2). */
+static int ceil_log2_min1(int64_t m)
+{
+    int d = 1;
+    while (((int64_t)1 << d) < m) d++;
+    return d;
+}
+
+static void torch_moments(const float *x, size_t C, float *mean, float *var)
+{
+    const int64_t n = (int64_t)C / TL, chunks = (n + TCHUNK - 1) / TCHUNK;
+    const int depth = ceil_log2_min1(chunks);
+    int64_t sn[64] = { 0 };
+    float s1[64][TL], s2[64][TL];
+    memset(s1, 0, sizeof s1);
+    memset(s2, 0, sizeof s2);
+    for (int64_t i = 0; i < chunks; i++) {
+        const float *xp = x + i * TCHUNK * TL;
+        int64_t k = n - i * TCHUNK < TCHUNK ? n - i * TCHUNK : TCHUNK;
+        float m1[TL] = { 0 }, m2[TL] = { 0 };
+        for (int64_t j = 0; j < k; j++) {
+            const float cj = 1.0f / (float)(j + 1);
+            for (int l = 0; l < TL; l++) {
+                float xv = xp[j * TL + l], d = xv - m1[l];
+                m1[l] += d * cj;
+                m2[l] += d * (xv - m1[l]);
+            }
+        }
+        /* every lane shares the counts, so the lane-wise merge keeps one count */
+        int64_t cnt = sn[0];
+        for (int l = 0; l < TL; l++) { int64_t c0 = cnt; moments_add(k, m1[l], m2[l], &c0, &s1[0][l], &s2[0][l]); }
+        sn[0] = cnt + k;
+        int64_t mask = i + 1;
+        for (int j = 1; j < depth && (mask & 1) == 0; j++) {
+            for (int l = 0; l < TL; l++) {
+                int64_t c0 = sn[j];
+                moments_add(sn[j - 1], s1[j - 1][l], s2[j - 1][l], &c0, &s1[j][l], &s2[j][l]);
+            }
+            sn[j] += sn[j - 1];
+            sn[j - 1] = 0;
+            memset(s1[j - 1], 0, sizeof s1[j - 1]);
+            memset(s2[j - 1], 0, sizeof s2[j - 1]);
+            mask >>= 1;
+        }
+    }
+    for (int i = 1; i < depth; i++) {
+        for (int l = 0; l < TL; l++) {
+            int64_t c0 = sn[0];
+            moments_add(sn[i], s1[i][l], s2[i][l], &c0, &s1[0][l], &s2[0][l]);
+        }
+        sn[0] += sn[i];
+    }
+    int64_t m0 = 0;
+    float m1 = 0, m2 = 0;
+    for (size_t i = (size_t)n * TL; i < C; i++) {
+        float d = x[i] - m1;
+        m0++;
+        m1 += d / (float)m0;
+        m2 += d * (x[i] - m1);
+    }
+    for (int l = 0; l < TL; l++) moments_add(n, s1[0][l], s2[0][l], &m0, &m1, &m2);
+    *mean = m1;
+    *var = m2 / (float)C;
+}
+
+void amp_layernorm_forward_torchcpu(float *out, float *mean, float *rstd,
+                                    const float *inp, const float *weight,
+                                    const float *bias, size_t N, size_t C, double eps)
+{
+    #pragma omp parallel for schedule(static) if (N * C >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t r = 0; r < N; r++) {
+        const float *x = inp + r * C;
+        float m, v;
+        torch_moments(x, C, &m, &v);
+        float s = 1.0f / sqrtf(v + (float)eps);
+        float b = -s * m;
+        float *o = out + r * C;
+        for (size_t c = 0; c < C; c++) o[c] = fmaf(fmaf(x[c], s, b), weight[c], bias[c]);
+        mean[r] = m;
+        rstd[r] = s;
     }
 }
 

@@ -168,8 +168,12 @@ static amp_status ln_init(amp_model *m, gpt_ln *ln, const char *prefix, const am
 
 static amp_status ln_forward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor *in)
 {
-    amp_layernorm_forward(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
-                          g->N, (size_t)g->C, LN_EPS);
+    if (m->pol.torch_cpu)
+        amp_layernorm_forward_torchcpu(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
+                                       g->N, (size_t)g->C, LN_EPS);
+    else
+        amp_layernorm_forward(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
+                              g->N, (size_t)g->C, LN_EPS);
     return amp_tensor_round(&m->reg, ln->out, g->work1);
 }
 
@@ -238,7 +242,7 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = residual_forward(m, g, h->res_1, x, h->attn_proj.out))) return s;
         if ((s = ln_forward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = amp_linear_forward(cx, &h->c_fc))) return s;
-        amp_gelu_forward(g->work1, h->c_fc.out->data, h->c_fc.out->n);
+        amp_gelu_policy_forward(&m->pol, g->work1, h->c_fc.out);
         if ((s = amp_tensor_round(reg, h->gelu, g->work1))) return s;
         if ((s = amp_linear_forward(cx, &h->mlp_proj))) return s;
         if ((s = residual_forward(m, g, h->res_2, h->res_1, h->mlp_proj.out))) return s;
@@ -273,6 +277,13 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
     if ((s = amp_tensor_accum(reg, g->wte->grad, g->lm_wgrad->data))) return s;
     /* d ln_f [N,C] = G [N,V] @ wte [V,C] */
     amp_gemm(&cx->gemm, 0, 0, (int)N, (int)C, (int)V, G->data, (int)V, g->wte->data, (int)C, 0.0f, g->work1, (int)C);
+    if (g->lnf_op != g->ln_f.out && !amp_format_same(&g->ln_f.out->grad->fmt, &m->pol.grad)) {
+        /* as amp_linear_backward: the GEMM ran on a cast of ln_f, so autograd
+         * produces the gradient in the cast's (gradient) dtype first */
+        amp_round_opts o = amp_tensor_opts(reg, g->ln_f.out->grad);
+        o.stream |= 1ull << 33;
+        if ((s = amp_round_f32(&m->pol.grad, &o, g->work1, g->work1, N * C, NULL))) return s;
+    }
     if ((s = amp_tensor_accum(reg, g->ln_f.out->grad, g->work1))) return s;
     amp_tensor *x = g->L > 0 ? g->h[g->L - 1].res_2 : g->emb;
     if ((s = ln_backward(m, g, &g->ln_f, x))) return s;
@@ -282,7 +293,7 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         if ((s = residual_backward(m, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         if ((s = amp_linear_backward(cx, &h->mlp_proj))) return s;
         memset(g->work1, 0, h->c_fc.out->n * sizeof(float));
-        amp_gelu_backward(g->work1, h->c_fc.out->data, h->gelu->grad->data, h->c_fc.out->n);
+        amp_gelu_policy_backward(&m->pol, g->work1, h->c_fc.out, h->gelu->grad);
         if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, g->work1))) return s;
         if ((s = amp_linear_backward(cx, &h->c_fc))) return s;
         if ((s = ln_backward(m, g, &h->ln_2, h->res_1))) return s;
@@ -472,6 +483,12 @@ amp_status amp_gpt_create(amp_model *m, const amp_policy *pol, int B, int T, int
     g->B = B; g->T = T; g->C = C; g->L = L; g->NH = NH; g->V = AMP_AUSTEN_VOCAB;
     g->N = (size_t)B * T;
     g->scale = (float)(1.0 / sqrt((double)(C / NH)));
+    /* PyTorch's CPU kernels multiply a bf16 tensor by a Python scalar rounded
+     * to bf16 first (1/sqrt(8) = 0.35355339 becomes 0.353515625) */
+    if (pol->torch_cpu && pol->act.id != AMP_FMT_FP32) {
+        amp_round_opts ro = amp_round_defaults();
+        g->scale = amp_round1(&pol->act, &ro, g->scale, 0, NULL);
+    }
     g->attn_in = pol->fp8_scaling ? pol->act : pol->fwd_in;
     g->attn_gin = pol->fp8_scaling ? pol->grad : pol->bwd_in;
     s = build(m, g);

@@ -12,6 +12,9 @@
  *   "saturate_operands": true | false,   (GEMM operand casts saturate, as FP8 casts do)
  *   "update": "round" | "sr" | "kahan",  (weights stored in a narrow format)
  *   "fp8_scaling": true | false,         (per-tensor scaling of GEMM operands)
+ *   "kernels": "default" | "torch_cpu",  (GELU and LayerNorm in higher precision rounded
+ *                                         once, or in the arithmetic of PyTorch's CPU
+ *                                         kernels; bf16-amp-cpu: torch_cpu)
  *   "name": "my-policy"
  * }
  * "master" other than fp32, or equal to "weight", means no master copy. */
@@ -66,6 +69,7 @@ amp_status amp_policy_preset(const char *name, amp_policy *p)
     else if (!strcmp(name, "bf16-amp-cpu")) {
         set_all(p, AMP_FMT_BF16, AMP_FMT_FP32);
         p->fp32_ops = CPU_FP32_OPS;
+        p->torch_cpu = 1;
     } else if (!strcmp(name, "fp16-pure") || !strcmp(name, "bf16-pure")) {
         /* weights, gradients and optimizer states all in the format (Apex O3
          * style); GEMMs still accumulate in FP32 as tensor cores do. */
@@ -198,6 +202,11 @@ amp_status amp_policy_from_json(const char *text, const char *what, amp_policy *
         } else if (!strcmp(k, "fp8_scaling")) {
             if (!cJSON_IsBool(it)) s = amp_fail(AMP_EINVAL, "%s: policy key 'fp8_scaling' must be true or false", what);
             else p->fp8_scaling = cJSON_IsTrue(it);
+        } else if (!strcmp(k, "kernels")) {
+            const char *v = cJSON_IsString(it) ? it->valuestring : "";
+            if (!strcmp(v, "default")) p->torch_cpu = 0;
+            else if (!strcmp(v, "torch_cpu")) p->torch_cpu = 1;
+            else s = amp_fail(AMP_EINVAL, "%s: policy key 'kernels' must be default or torch_cpu", what);
         } else if (!strcmp(k, "update")) {
             const char *v = cJSON_IsString(it) ? it->valuestring : "";
             if (!strcmp(v, "round") || !strcmp(v, "rne")) p->update = AMP_UPD_ROUND;
@@ -248,6 +257,7 @@ char *amp_policy_to_json(const amp_policy *p)
     cJSON_AddBoolToObject(o, "saturate_operands", (p->op_flags & AMP_SATURATE) != 0);
     cJSON_AddStringToObject(o, "update", p->update == AMP_UPD_SR ? "sr" : p->update == AMP_UPD_KAHAN ? "kahan" : "round");
     cJSON_AddBoolToObject(o, "fp8_scaling", p->fp8_scaling);
+    cJSON_AddStringToObject(o, "kernels", p->torch_cpu ? "torch_cpu" : "default");
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;

@@ -144,7 +144,9 @@ static amp_status log_step_events(amp_runlog *log, const amp_model *m, int64_t s
         }
     }
     if (!s && info->skipped) {
-        snprintf(detail, sizeof detail, "scale %.9g", (double)info->scale);
+        char sbuf[40];
+        amp_scaler_fmt_scale(info->scale_kind, info->scale_held, sbuf, sizeof sbuf);
+        snprintf(detail, sizeof detail, "scale %s", sbuf);
         s = amp_runlog_event(log, step, "skip", "", detail);
     }
     for (int e = 0; e < res->n_events && !s; e++) {
@@ -510,8 +512,8 @@ static amp_status run_step(run *u, int64_t step)
     if (s == AMP_ERUN) snprintf(u->stopmsg, sizeof u->stopmsg, "%s", amp_errmsg());
     if (s && s != AMP_ERUN) return s;
     amp_runlog *log = u->log;
-    amp_status s2 = amp_runlog_metrics(log, step, info.loss, info.scale, info.skipped, info.grad_norm,
-                                       u->opt.lr, info.vanished, info.nonfinite, v);
+    amp_status s2 = amp_runlog_metrics(log, step, info.loss, info.scale_held, info.scale_kind, info.skipped,
+                                       info.grad_norm, u->opt.lr, info.vanished, info.nonfinite, v);
     if (!s2 && (do_t || do_h)) s2 = amp_runlog_tensors(log, &u->m.reg, step, do_t, do_h);
     if (!s2) s2 = log_step_events(log, &u->m, step, &info, &res, &u->rs);
     if (!s2 && s == AMP_ERUN) s2 = amp_runlog_event(log, step, "stop", "", u->stopmsg);
@@ -529,7 +531,7 @@ static amp_status run_step(run *u, int64_t step)
         s = write_checkpoint(o->out, log, &u->m, &u->opt, &u->sc, u->has_fp8 ? &u->fp8 : NULL, rs);
     if (o->progress && (step % 10 == 0 || step == o->steps - 1))
         fprintf(stderr, "\rstep %lld/%lld loss %.4f scale %g", (long long)step + 1, (long long)o->steps,
-                (double)info.loss, (double)info.scale);
+                (double)info.loss, info.scale_held);
     return s;
 }
 
@@ -546,7 +548,7 @@ static char *run_summary(const run *u, amp_status srun, double val_loss)
     cJSON_AddNumberToObject(summary, "skipped_steps", (double)rs->skipped);
     cJSON_AddNumberToObject(summary, "nonfinite_steps", (double)rs->nonfinite_steps);
     cJSON_AddNumberToObject(summary, "vanished_updates", (double)rs->vanished);
-    cJSON_AddNumberToObject(summary, "final_scale", (double)amp_scaler_scale(&u->sc));
+    cJSON_AddNumberToObject(summary, "final_scale", amp_scaler_held(&u->sc));
     cJSON_AddNullToObject(summary, "divergence_from_reference");
     cJSON_AddBoolToObject(summary, "stopped", srun == AMP_ERUN);
     if (srun == AMP_ERUN) cJSON_AddStringToObject(summary, "stop_reason", u->stopmsg);

@@ -12,6 +12,8 @@
  * inputs; amax / amin_nonzero are of the rounding's input (amin_nonzero 0 when
  * no nonzero finite input); rel_err is the RMS relative rounding error.
  * metrics.csv: step,loss,loss_scale,skipped,grad_norm,lr,vanished,nonfinite,val_loss;
+ * loss_scale is the scale as the scaler holds it (%.9g of a float32; apex and
+ * deepspeed: their double, in the fewest digits that read back exactly);
  * grad_norm is the L2 norm of the unscaled FP32 weight gradients; vanished the
  * updates lost in the weight's format; nonfinite the count of non-finite values
  * in the first tensor of the step that had any (0: none); val_loss empty unless
@@ -30,6 +32,7 @@
 #include "amp_io.h"
 #include "amp_round.h"
 #include "amp_runlog.h"
+#include "amp_scaler.h"
 #include "amp_tensor.h"
 
 #include <dirent.h>
@@ -120,12 +123,15 @@ static amp_status chk(amp_runlog *l, int i)
     return ferror(l->f[i].fp) ? amp_fail(AMP_EIO, "%s: write failed", l->f[i].path) : AMP_OK;
 }
 
-amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, float scale, int skipped,
+amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, double scale,
+                              amp_scaler_kind scale_kind, int skipped,
                               double grad_norm, float lr, uint64_t vanished, uint64_t nonfinite,
                               double val_loss)
 {
-    fprintf(l->f[F_METRICS].fp, "%lld,%.9g,%.9g,%d,%.9g,%.9g,%llu,%llu,", (long long)step, (double)loss,
-            (double)scale, skipped, grad_norm, (double)lr, (unsigned long long)vanished,
+    char sbuf[40];
+    amp_scaler_fmt_scale(scale_kind, scale, sbuf, sizeof sbuf);
+    fprintf(l->f[F_METRICS].fp, "%lld,%.9g,%s,%d,%.9g,%.9g,%llu,%llu,", (long long)step, (double)loss,
+            sbuf, skipped, grad_norm, (double)lr, (unsigned long long)vanished,
             (unsigned long long)nonfinite);
     if (!isnan(val_loss)) fprintf(l->f[F_METRICS].fp, "%.9g", val_loss);
     fputc('\n', l->f[F_METRICS].fp);

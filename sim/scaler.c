@@ -241,9 +241,12 @@ static amp_status check_ranges(const amp_scaler_spec *s, const char *spec)
 {
     amp_scaler_kind k = s->kind;
     int uses_init = k != AMP_SCALER_NONE && !amp_scaler_kind_is_fp8(k);
-    if (uses_init && !(s->init > 0 && s->init <= FLT_MAX && (float)s->init > 0))
-        return BAD("scaler spec '%s': %s must be > 0 and a finite float32 (got %g)", spec,
-                   k == AMP_SCALER_STATIC ? "scale" : "init", s->init);
+    /* apex and deepspeed hold a double: init and min may be any positive finite double */
+    int dbl = amp_scaler_kind_held_double(k);
+    double lim = dbl ? DBL_MAX : FLT_MAX;
+    if (uses_init && !(s->init > 0 && s->init <= lim && (dbl || (float)s->init > 0)))
+        return BAD("scaler spec '%s': %s must be > 0 and a finite %s (got %g)", spec,
+                   k == AMP_SCALER_STATIC ? "scale" : "init", dbl ? "double" : "float32", s->init);
     if ((k == AMP_SCALER_TORCH || k == AMP_SCALER_MEGATRON || k == AMP_SCALER_UNDERFLOW) &&
         !(s->growth > 1 && s->growth <= FLT_MAX))
         return BAD("scaler spec '%s': growth must be > 1 (got %g)", spec, s->growth);
@@ -253,9 +256,9 @@ static amp_status check_ranges(const amp_scaler_spec *s, const char *spec)
     if (k == AMP_SCALER_APEX || k == AMP_SCALER_DEEPSPEED || k == AMP_SCALER_MEGATRON ||
         k == AMP_SCALER_ADAPTIVE) {
         int need_pos = k != AMP_SCALER_APEX;   /* apex: 0 = none */
-        if (!(s->min >= 0 && s->min <= FLT_MAX) || (need_pos && s->min == 0))
-            return BAD("scaler spec '%s': min must be %s a finite float32 (got %g)", spec,
-                       need_pos ? "> 0 and" : "none, 0 or > 0 and", s->min);
+        if (!(s->min >= 0 && s->min <= lim) || (need_pos && s->min == 0))
+            return BAD("scaler spec '%s': min must be %s a finite %s (got %g)", spec,
+                       need_pos ? "> 0 and" : "none, 0 or > 0 and", dbl ? "double" : "float32", s->min);
     }
     if ((k == AMP_SCALER_APEX || k == AMP_SCALER_ADAPTIVE) && !(s->max > 0 && s->max >= s->min))
         return BAD("scaler spec '%s': max must be > 0 and >= min (got %g)", spec, s->max);
@@ -388,4 +391,9 @@ int amp_scaler_spec_str(const amp_scaler_spec *s, char *buf, size_t len)
         p = e + 1;
     }
     return snprintf(buf, len, "%s", out);
+}
+
+int amp_scaler_kind_held_double(amp_scaler_kind k)
+{
+    return k == AMP_SCALER_APEX || k == AMP_SCALER_DEEPSPEED;
 }

@@ -1,11 +1,13 @@
-/* FP8 scaling strategies (docs/scalers.md, "FP8 scaling"):
- *   delayed  Transformer Engine DelayedScaling: amax history, max|most_recent,
- *            margin, scale from amaxes of earlier steps, TE's edge cases
- *   current  TE current scaling: fp8_max / amax of the tensor now, optional
- *            power-of-two scale (float32 mantissa cleared = round down)
+/* FP8 scaling strategies (docs/scalers-arith.md states their arithmetic):
+ *   delayed  Transformer Engine DelayedScaling as its fused update kernel does
+ *            it: amax history, max|most_recent, scale (fp8_max * 2^-margin) /
+ *            amax from amaxes of earlier steps, TE's edge cases
+ *   current  TE current scaling (compute_scale_from_amax, amax epsilon 0):
+ *            fp8_max / amax of the tensor now, optional power-of-two scale
+ *            (float32 mantissa cleared = round down)
  *   mx       OCP Microscaling: 1 x block runs, E8M0 shared scale; exponent by
  *            floor (OCP reference, elements above max_finite clamped) or ceil
- *            (TE/cuBLAS: never saturates)
+ *            (TE: float_to_e8m0(amax * float(1/max)), NaN values skipped)
  *   block    DeepSeek-V3: 1 x size runs (activations, gradients), size x size
  *            tiles (weights), FP32 scale s = amax / fp8_max (or a power of two)
  * Every strategy quantizes with q = cast_sat(x*scale) (RNE, saturating, via
@@ -72,7 +74,25 @@ size_t amp_fp8_nblocks(const amp_fp8_scaler *sc, amp_fp8_role role, size_t rows,
 
 /* ---- scale rules (one amax -> one scale) ----------------------------------- */
 
-/* max |x| with NaN propagation (a NaN anywhere gives NaN). */
+/* CUDA's fmaxf: the numeric argument when one is NaN, quiet or signaling
+ * (glibc's fmaxf returns NaN for a signaling NaN, so it is not used here). */
+static float cuda_fmaxf(float a, float b)
+{
+    if (isnan(a)) return b;
+    if (isnan(b)) return a;
+    return a > b ? a : b;
+}
+
+/* max |x| as TE's cast and amax kernels compute it: fmaxf from 0, so NaN
+ * values are skipped (an all-NaN tensor gives 0) and inf gives inf. */
+static float amax_te(const float *x, size_t n)
+{
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = cuda_fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
+/* max |x| with NaN propagation (a NaN anywhere gives NaN): mx, block. */
 static float amax_nan(const float *x, size_t n)
 {
     float m = 0;
@@ -84,20 +104,25 @@ static float amax_nan(const float *x, size_t n)
     return m;
 }
 
-/* TE _default_sf_compute, float32: sf = (fp8_max / amax) / 2^margin; amax <= 0
- * or non-finite keeps `prev`; sf == +inf -> FLT_MAX. */
+/* TE delayed scaling, the fused update (delayed_scaling.cu, kernel_bulk):
+ * scaled_max = fp8_max * 2^-margin in float32 (exact), then scale =
+ * scaled_max / amax in float32 when amax is finite and > 0, else the previous
+ * scale; a scale that is +inf becomes FLT_MAX. */
 static float te_scale(float fmax, float amax, long margin, float prev, int *kept)
 {
-    float sf = fmax / amax;
-    sf = sf / ldexpf(1.0f, (int)margin);
+    float scaled_max = fmax * ldexpf(1.0f, -(int)margin);
+    float sf;
     *kept = 0;
-    if (!(amax > 0.0f) || !isfinite(amax)) { sf = prev; *kept = 1; }
+    if (isfinite(amax) && amax > 0.0f) sf = scaled_max / amax;
+    else { sf = prev; *kept = 1; }
     if (isinf(sf)) sf = FLT_MAX;
     return sf;
 }
 
-/* Current scaling: fp8_max / amax now; amax 0 or non-finite -> 1; inf -> FLT_MAX;
- * pow2 clears the float32 mantissa (rounds a normal scale down to 2^k). */
+/* Current scaling, TE's compute_scale_from_amax with epsilon 0 (its default:
+ * the clamp amax < epsilon never fires): amax 0, inf or NaN -> 1; else
+ * fp8_max / amax in float32, +inf -> FLT_MAX; pow2 then clears the float32
+ * mantissa (a normal scale rounds down to 2^k; FLT_MAX becomes 2^127). */
 static float current_scale(float fmax, float amax, int pow2, int *kept)
 {
     *kept = 0;
@@ -109,24 +134,31 @@ static float current_scale(float fmax, float amax, int pow2, int *kept)
 }
 
 /* MX shared exponent X (block scale 2^X) of a block with amax a, or INT32_MIN
- * for a block with inf/NaN (E8M0 NaN: the whole block is NaN). */
+ * for a NaN scale (E8M0 NaN: the whole block is NaN).
+ *   floor (OCP reference, exponent-bit path of its C++/CUDA kernels):
+ *         X = floor(log2(amax)) - emax_elem, amax 0 read as FP32_MIN_NORMAL,
+ *         X > 127 (amax inf) or amax NaN -> NaN, X < -127 -> -127;
+ *   ceil  (TE, float_to_e8m0(amax * max_norm_rcp)): v = amax * float(1/max)
+ *         in float32, then the E8M0 exponent of v rounded up: NaN -> NaN,
+ *         inf -> 127, 0 -> -127, v <= 2^-127 -> -127, v in (2^-127, 2^-126)
+ *         -> -126, a mantissa > 0 adds 1 except at exponent 127. The rounding
+ *         of v can land on 2^k while amax / max is just above it, so a block
+ *         can saturate by a hair, as in TE. */
 #define MX_NAN INT32_MIN
 static int mx_exponent(const amp_format *f, double a, int ceil_mode)
 {
-    if (!isfinite(a)) return MX_NAN;
-    int e;
     if (!ceil_mode) {
-        /* OCP reference: floor(log2(amax)) - emax_elem (amax 0 reads as FP32 min normal) */
-        e = (a == 0 ? -126 : ilogb(a)) - f->emax;
-    } else if (a == 0) {
-        e = -127;
-    } else {
-        /* TE: 2^ceil(log2(amax / max_finite)): the smallest e with amax <= max * 2^e */
-        e = ilogb(a) - ilogb(f->max_finite);
-        while (ldexp(f->max_finite, e) < a) e++;
-        while (ldexp(f->max_finite, e - 1) >= a) e--;
+        if (!isfinite(a)) return MX_NAN;
+        int e = (a == 0 ? -126 : ilogb(a)) - f->emax;
+        return e < -127 ? -127 : e > 127 ? MX_NAN : e;
     }
-    return e < -127 ? -127 : e > 127 ? 127 : e;
+    float v = (float)a * (float)(1.0 / f->max_finite);
+    if (isnan(v)) return MX_NAN;
+    if (isinf(v)) return 127;
+    if (v == 0.0f) return -127;
+    uint32_t u = amp_f2u(v), exponent = (u >> 23) & 0xffu, mantissa = u & 0x7fffffu;
+    if (mantissa > 0 && exponent != 0xfeu && !(exponent == 0 && mantissa <= 0x400000u)) exponent++;
+    return (int)exponent - 127;
 }
 
 /* DeepSeek block scale (the divisor s, q = x / s): amax / fp8_max in float32,
@@ -163,9 +195,17 @@ static amp_status ensure_state(amp_fp8_scaler *sc, size_t tensor)
     return AMP_OK;
 }
 
-/* TE delayed scaling for one tensor: amax goes into the history slot of this
- * step, the scale is computed from max(history) (or this amax), and the
- * history rolls (the ring's oldest slot is the next one overwritten). */
+/* TE delayed scaling for one tensor, as TE's fused update kernel does it
+ * (the default; NVTE_UNFUSED_FP8_UPDATE=1 selects a Python path that differs,
+ * see docs/scalers-arith.md). The amax of this step sits in history slot 0:
+ *   - amax == 0: the kernel skips the roll and its maxima stay 0, so nothing
+ *     is recorded, the window does not move and the scale is kept;
+ *   - otherwise (NaN and inf included) the history rolls with this amax as
+ *     the newest of `history` entries, and the amax for the scale is this one
+ *     (most_recent) or the fmaxf-reduction of the window from 0 (max): NaN
+ *     entries are skipped, an inf entry gives inf;
+ *   - te_scale: a non-finite or zero amax keeps the previous scale.
+ * The ring holds the last `history` recorded amaxes (zeros before any). */
 static amp_status delayed_record(amp_fp8_scaler *sc, size_t tensor, float fmax, float amax, int *kept)
 {
     amp_fp8_tstate *ts = &sc->t[tensor];
@@ -174,15 +214,12 @@ static amp_status delayed_record(amp_fp8_scaler *sc, size_t tensor, float fmax, 
         ts->hist = calloc((size_t)L, sizeof *ts->hist);
         if (!ts->hist) return amp_fail(AMP_ENOMEM, "fp8 scaler: out of memory for amax history");
     }
-    ts->hist[ts->count % L] = amax;
-    ts->count++;
-    float m = amax;
-    if (sc->spec.algo == AMP_AMAX_MAX) {
-        m = 0;                      /* torch.max over the whole history: NaN propagates */
-        for (long i = 0; i < L; i++) {
-            if (isnan(ts->hist[i])) { m = NAN; break; }
-            if (ts->hist[i] > m) m = ts->hist[i];
-        }
+    float m = 0;
+    if (amax != 0.0f) {
+        ts->hist[ts->count % L] = amax;
+        ts->count++;
+        if (sc->spec.algo == AMP_AMAX_MOST_RECENT) m = amax;
+        else for (long i = 0; i < L; i++) m = cuda_fmaxf(m, ts->hist[i]);
     }
     ts->scale = te_scale(fmax, m, sc->spec.margin, ts->scale, kept);
     return AMP_OK;
@@ -234,7 +271,7 @@ static amp_status quantize_tensor(amp_fp8_scaler *sc, size_t tensor, const amp_f
                                   const float *x, size_t n, float *tmp, float *y,
                                   float *scale_inv, amp_stats *st, amp_fp8_info *info)
 {
-    float fmax = (float)f->max_finite, amax = amax_nan(x, n), scale;
+    float fmax = (float)f->max_finite, amax = amax_te(x, n), scale;
     int kept = 0;
     if (sc->spec.kind == AMP_SCALER_DELAYED) {
         amp_status s = ensure_state(sc, tensor);
@@ -275,7 +312,8 @@ static amp_status quantize_blocks(amp_fp8_scaler *sc, amp_fp8_role role, const a
     double *t64 = mx ? malloc(n * sizeof *t64) : NULL;
     float *t32 = q ? q : malloc(n * sizeof *t32);
     amp_status s = AMP_OK;
-    info->amax = amax_nan(x, n);
+    int te = mx && sc->spec.exp_ceil;       /* TE's kernels: fmaxf, NaN values skipped */
+    info->amax = te ? amax_te(x, n) : amax_nan(x, n);
     if (!bamax || (mx && (!bexp || !t64)) || (!mx && !bdiv) || !t32) {
         s = amp_fail(AMP_ENOMEM, "fp8 scaler: out of memory for %zu values", n);
         goto out;
@@ -284,7 +322,8 @@ static amp_status quantize_blocks(amp_fp8_scaler *sc, amp_fp8_role role, const a
         for (size_t c = 0; c < cols; c++) {
             size_t b = block_index(sc, tile, r, c, cols);
             float a = fabsf(x[r * cols + c]);
-            if (isnan(a) || isnan(bamax[b])) bamax[b] = NAN;
+            if (te) bamax[b] = cuda_fmaxf(bamax[b], a);
+            else if (isnan(a) || isnan(bamax[b])) bamax[b] = NAN;
             else if (a > bamax[b]) bamax[b] = a;
         }
     for (size_t b = 0; b < nb; b++) {

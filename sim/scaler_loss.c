@@ -1,12 +1,14 @@
-/* Loss scalers: none, static, torch, apex, deepspeed, megatron, keras (the rules
- * of docs/scalers.md, bit for bit in the number type each system keeps
- * its scale in), adaptive (layer-wise, Zhao et al.) and underflow (ours).
+/* Loss scalers: none, static, torch, apex, deepspeed, megatron, keras (each
+ * framework's update rule, bit for bit in the number type it keeps its scale
+ * in; docs/scalers-arith.md states the rules), adaptive (layer-wise, Zhao et
+ * al.) and underflow (ours).
  *
  * Number types: torch, megatron, keras, underflow and static keep a float32
  * scale. torch (and underflow) apply factors in double and store float32;
  * megatron and keras multiply float32 tensors by float32 factors. apex and
- * deepspeed keep a Python float (double); the scale they report is rounded to
- * float32 (all default scales are powers of two, exact in both). */
+ * deepspeed keep a Python float (double): sc->dscale, which may pass FLT_MAX
+ * (and, with scripted inputs, reach inf); the scale that multiplies the loss
+ * is that double converted to float32 (amp_scaler_scale). */
 #include "amp_base.h"
 #include "amp_format.h"
 #include "amp_round.h"
@@ -22,9 +24,9 @@
 
 static const char *const event_names[AMP_SEV_COUNT] = {
     "backoff", "growth", "hysteresis", "growth_refused", "at_min", "min_error", "zero", "inf",
-    "underflow_raise", "layer_scales",
+    "underflow_raise", "layer_scales", "error",
 };
-_Static_assert(AMP_SEV_COUNT == 10, "event_names covers every event");
+_Static_assert(AMP_SEV_COUNT == 11, "event_names covers every event");
 
 const char *amp_scaler_event_name(amp_scaler_event_kind k)
 {
@@ -57,6 +59,8 @@ amp_status amp_scaler_init(amp_scaler *sc, const amp_scaler_spec *spec)
     sc->spec = *spec;
     sc->scale = spec->kind == AMP_SCALER_NONE ? 1.0f : (float)spec->init;
     sc->dscale = spec->kind == AMP_SCALER_NONE ? 1.0 : spec->init;
+    /* apex: _loss_scale = min(max_loss_scale, init_scale) */
+    if (spec->kind == AMP_SCALER_APEX && spec->max < spec->init) sc->dscale = spec->max;
     sc->hyst = spec->hysteresis;
     sc->last_overflow = -1;
     if (spec->kind == AMP_SCALER_ADAPTIVE) sc->gexp = ilog2_exact(spec->init);
@@ -85,6 +89,23 @@ float amp_scaler_scale(const amp_scaler *sc)
     case AMP_SCALER_ADAPTIVE: return ldexpf(1.0f, sc->gexp);
     default: return sc->scale;
     }
+}
+
+double amp_scaler_held(const amp_scaler *sc)
+{
+    if (amp_scaler_kind_held_double(sc->spec.kind)) return sc->dscale;
+    return (double)amp_scaler_scale(sc);
+}
+
+int amp_scaler_fmt_scale(amp_scaler_kind k, double v, char *buf, size_t len)
+{
+    if (!amp_scaler_kind_held_double(k) || !isfinite(v)) return snprintf(buf, len, "%.9g", v);
+    char tmp[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        if (strtod(tmp, NULL) == v) break;
+    }
+    return snprintf(buf, len, "%s", tmp);
 }
 
 float amp_scaler_tensor_scale(const amp_scaler *sc, size_t i)
@@ -136,7 +157,9 @@ static void torch_update(amp_scaler *sc, int found, int early, amp_scaler_result
     }
 }
 
-/* Apex amp LossScaler.update_scale (dynamic): Python floats, x2 / /2. */
+/* Apex amp LossScaler.update_scale (dynamic, apex/amp/scaler.py): a Python
+ * float, x2 / /2 in double, max(min, s/2) when min is set, min(max, 2s); with
+ * max=none the double can pass FLT_MAX (and reach inf with scripted inputs). */
 static void apex_update(amp_scaler *sc, int found, amp_scaler_result *r)
 {
     const amp_scaler_spec *p = &sc->spec;
@@ -146,8 +169,8 @@ static void apex_update(amp_scaler *sc, int found, amp_scaler_result *r)
         if (p->min > 0) nd = p->min > nd ? p->min : nd;     /* max(min, scale/2) */
         sc->dscale = nd;
         sc->tracker = 0;
-        if (nd == d) event(r, AMP_SEV_AT_MIN, -1, "inf/NaN with the scale at its minimum %.9g", d);
-        else event(r, AMP_SEV_BACKOFF, -1, "%.9g -> %.9g", d, nd);
+        if (nd == d) event(r, AMP_SEV_AT_MIN, -1, "inf/NaN with the scale at its minimum %.17g", d);
+        else event(r, AMP_SEV_BACKOFF, -1, "%.17g -> %.17g", d, nd);
     } else {
         sc->tracker++;
     }
@@ -156,33 +179,47 @@ static void apex_update(amp_scaler *sc, int found, amp_scaler_result *r)
         nd = p->max < nd ? p->max : nd;                    /* min(max, scale*2) */
         sc->dscale = nd;
         sc->tracker = 0;
-        if (nd != d) event(r, AMP_SEV_GROWTH, -1, "%.9g -> %.9g", d, nd);
+        if (nd != d) event(r, AMP_SEV_GROWTH, -1, "%.17g -> %.17g", d, nd);
     }
 }
 
-/* DeepSpeed DynamicLossScaler.update_scale; cur_iter is sc->step. */
+/* DeepSpeed DynamicLossScaler.update_scale (deepspeed/runtime/fp16/loss_scaler.py);
+ * cur_iter is sc->step. cur_scale is a Python float: halving and doubling are
+ * exact in double, growth passes FLT_MAX (2^128 is a fine double; in training
+ * its float32 image inf makes the scaled loss overflow, which backs it off) and
+ * with scripted inputs can reach inf after 2^1023. At an overflow DeepSpeed
+ * logs int(cur_scale) (rank 0, fp16); int(inf) raises OverflowError before
+ * anything changes, so an inf scale stops the run at its next overflow. */
 static amp_status deepspeed_update(amp_scaler *sc, int found, amp_scaler_result *r)
 {
     const amp_scaler_spec *p = &sc->spec;
     double d = sc->dscale;
     long it = sc->step;
     if (found) {
-        if (p->hysteresis == 1 || sc->hyst == 1) {
-            if (d == p->min && p->raise) {
-                sc->failed = 1;
-                event(r, AMP_SEV_MIN_ERROR, -1,
-                      "Current loss scale already at minimum - cannot decrease scale anymore (%.9g)", d);
-                return amp_fail(AMP_ERUN, "scaler %s: Current loss scale already at minimum - cannot "
-                                "decrease scale anymore (scale %.9g, step %ld)", p->text, d, it);
-            }
+        int shift = p->hysteresis == 1 || sc->hyst == 1;
+        if (shift && d == p->min && p->raise) {
+            sc->failed = 1;
+            event(r, AMP_SEV_MIN_ERROR, -1,
+                  "Current loss scale already at minimum - cannot decrease scale anymore (%.17g)", d);
+            return amp_fail(AMP_ERUN, "scaler %s: Current loss scale already at minimum - cannot "
+                            "decrease scale anymore (scale %.17g, step %ld)", p->text, d, it);
+        }
+        if (isinf(d)) {
+            sc->failed = 1;
+            event(r, AMP_SEV_ERROR, -1, "OverflowError: cannot convert float infinity to integer");
+            return amp_fail(AMP_ERUN, "scaler %s: OverflowError: cannot convert float infinity to "
+                            "integer (the overflow message prints int(cur_scale) with the scale at "
+                            "inf, step %ld)", p->text, it);
+        }
+        if (shift) {
             double nd = d / 2.0;
             nd = nd > p->min ? nd : p->min;                 /* max(scale/2, min) */
             sc->dscale = nd;
-            if (nd == d) event(r, AMP_SEV_AT_MIN, -1, "inf/NaN with the scale at its minimum %.9g", d);
-            else event(r, AMP_SEV_BACKOFF, -1, "%.9g -> %.9g", d, nd);
+            if (nd == d) event(r, AMP_SEV_AT_MIN, -1, "inf/NaN with the scale at its minimum %.17g", d);
+            else event(r, AMP_SEV_BACKOFF, -1, "%.17g -> %.17g", d, nd);
         } else {
             sc->hyst--;
-            event(r, AMP_SEV_HYSTERESIS, -1, "scale %.9g kept, hysteresis now %ld", d, sc->hyst);
+            event(r, AMP_SEV_HYSTERESIS, -1, "scale %.17g kept, hysteresis now %ld", d, sc->hyst);
         }
         sc->last_overflow = it;
     } else {
@@ -190,7 +227,7 @@ static amp_status deepspeed_update(amp_scaler *sc, int found, amp_scaler_result 
         if ((it - sc->last_overflow) % p->interval == 0) {
             if (!p->consecutive) sc->hyst = p->hysteresis;
             sc->dscale = d * 2.0;
-            event(r, AMP_SEV_GROWTH, -1, "%.9g -> %.9g", d, sc->dscale);
+            event(r, AMP_SEV_GROWTH, -1, "%.17g -> %.17g", d, sc->dscale);
         }
     }
     return AMP_OK;
@@ -427,10 +464,12 @@ amp_status amp_scaler_update(amp_scaler *sc, const amp_scaler_obs *obs, amp_scal
     int found = obs ? obs->found_inf != 0 : 0;
     res->step = sc->step;
     res->scale_used = amp_scaler_scale(sc);
+    res->held_used = amp_scaler_held(sc);
     if (sc->failed) {
         res->skipped = 1;
         res->scale_after = res->scale_used;
-        return amp_fail(AMP_ERUN, "scaler %s: the run already stopped (scale at minimum)", sc->spec.text);
+        res->held_after = res->held_used;
+        return amp_fail(AMP_ERUN, "scaler %s: the run already stopped", sc->spec.text);
     }
     amp_status st = AMP_OK;
     res->skipped = found;
@@ -447,12 +486,16 @@ amp_status amp_scaler_update(amp_scaler *sc, const amp_scaler_obs *obs, amp_scal
     default: AMP_ASSERT(0 && "FP8 kind in a loss scaler");
     }
     res->scale_after = amp_scaler_scale(sc);
+    res->held_after = amp_scaler_held(sc);
     if (st == AMP_ENOMEM) return st;
     if (res->scale_after == 0 && res->scale_used != 0)
         event(res, AMP_SEV_ZERO, -1, "loss scale collapsed to 0 (no minimum): every later step "
               "overflows and is skipped");
-    if (isinf(res->scale_after) && !isinf(res->scale_used))
-        event(res, AMP_SEV_INF, -1, "loss scale grew to inf (no maximum)");
+    if (isinf(res->scale_after) && !isinf(res->scale_used)) {
+        if (isinf(res->held_after)) event(res, AMP_SEV_INF, -1, "loss scale grew to inf (no maximum)");
+        else event(res, AMP_SEV_INF, -1, "loss scale %.17g (a double) is inf as float32: the "
+                   "scaled loss overflows", res->held_after);
+    }
     if (st == AMP_OK) sc->step++;
     return st;
 }

@@ -25,6 +25,8 @@ float amp_train_step_begin(amp_model *m, amp_scaler *sc, int64_t step, unsigned 
     if (sc && amp_scaler_needs_stats(sc)) stats_roles |= GRAD_ROLES;
     amp_tensors_begin_step(r, step, stats_roles);
     info->scale = scale;
+    info->scale_held = sc ? amp_scaler_held(sc) : 1.0;
+    info->scale_kind = sc ? sc->spec.kind : AMP_SCALER_NONE;
 
     /* gradient scales: the loss scale, or each gradient tensor's own (layer-wise) */
     r->layerwise = sc && amp_scaler_is_layerwise(sc) && m->layerwise_ok;

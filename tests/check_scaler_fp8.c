@@ -1,10 +1,9 @@
 /* Check suite: FP8 scaling (sim/scaler_fp8.c).
  *
  * Delayed scaling is compared step by step with a separate transcription of
- * Transformer Engine's code (docs/scalers.md) (history array with slot 0 written,
- * max or slot 0, scale formula with its edge cases, then torch.roll(-1) and
- * slot 0 zeroed), over random amax sequences with zeros, NaN, inf and
- * subnormals. Quantized values are checked against the MPFR reference
+ * TE's fused update kernel (history array with slot 0 written, roll unless
+ * the amax is 0, fmaxf maximum or slot 0, scaled_max / amax with its edge
+ * cases), over random amax sequences with zeros, NaN, inf and subnormals. Quantized values are checked against the MPFR reference
  * rounding (amp_round1_mpfr) of the independently computed scaled input.
  * MX and block cases are constructed so the expected scales are known in
  * closed form (a block amax with a known exponent, elements that saturate
@@ -37,7 +36,18 @@ static float sat_round(const amp_format *f, double x)
     return amp_round1_mpfr(f, &o, x, 0, NULL);
 }
 
-/* ---- delayed: TE transcription ------------------------------------------------ */
+/* ---- delayed: TE transcription ------------------------------------------------
+ * Transformer Engine's fused update (common/recipe/delayed_scaling.cu,
+ * kernel_bulk, TE 2.x), written out for one tensor and one thread: the new
+ * amax is in slot 0 of the history; if it is not 0 the history rolls (slot i
+ * gets slot i+1, the last slot gets the new amax, slot 0 is zeroed) while the
+ * window's maximum is reduced with fmaxf from 0; the scale is
+ * scaled_max / amax with scaled_max = fp8_max * 2^-margin (float32), the
+ * previous scale for an amax that is not finite or not > 0, and FLT_MAX for
+ * an infinite quotient. */
+/* CUDA fmaxf: returns the other argument when one is NaN (any NaN). */
+static float dev_fmaxf(float a, float b) { return isnan(a) ? b : isnan(b) ? a : fmax(a, b); }
+
 typedef struct te_ref {
     float hist[64];
     int L;
@@ -48,25 +58,24 @@ static void te_ref_step(te_ref *t, float amax, float fmax, int margin, int most_
                         float *used, float *after)
 {
     *used = t->scale;
-    t->hist[0] = amax;
-    float a;
-    if (most_recent) {
-        a = t->hist[0];
-    } else {
-        a = t->hist[0];
-        for (int i = 1; i < t->L && !isnan(a); i++)
-            if (isnan(t->hist[i]) || t->hist[i] > a) a = t->hist[i];
+    t->hist[0] = amax;                     /* the cast kernel writes this step's amax */
+    const float last_amax = t->hist[0];
+    float m = 0, a[64];
+    if (last_amax != 0.0f) {
+        for (int i = 0; i < t->L; i++) {
+            a[i] = (i < t->L - 1) ? t->hist[i + 1] : last_amax;
+            m = dev_fmaxf(m, a[i]);
+        }
+        for (int i = 0; i < t->L; i++) t->hist[i] = (i > 0) ? a[i] : 0;
     }
-    float rolled[64];
-    for (int i = 0; i < t->L; i++) rolled[i] = t->hist[(i + 1) % t->L];
-    memcpy(t->hist, rolled, sizeof rolled);
-    t->hist[0] = 0;
-    float sf = (fmax / a) / (float)ldexp(1.0, margin);
-    if (!(a > 0.0f)) sf = t->scale;
-    if (!isfinite(a)) sf = t->scale;
-    if (isinf(sf)) sf = FLT_MAX;
-    t->scale = sf;
-    *after = sf;
+    if (most_recent) m = last_amax;
+    const float scaled_max = fmax * powf(2.0f, (float)-margin);
+    float scale;
+    if (isfinite(m) && m > 0) scale = scaled_max / m;
+    else scale = t->scale;
+    if (isinf(scale)) scale = FLT_MAX;
+    t->scale = scale;
+    *after = scale;
 }
 
 static float random_amax(void)
@@ -134,13 +143,22 @@ START_TEST(delayed_edge_cases)
     /* margin 1 halves: 448/2/2 = 112 */
     const float u_m[] = { 1, 112 }, a_m[] = { 112, 224 };
     observe_seq("delayed:margin=1,algo=most_recent", am, u_m, a_m, 2);
-    /* amax 0 first: scale stays 1; NaN keeps the previous scale, and with max it
-     * stays in the window for `history` steps */
+    /* amax 0 first: nothing recorded, scale stays 1; a NaN is recorded but the
+     * fmaxf reduction skips it (max), most_recent keeps the previous scale */
     const float z[] = { 0, 4, NAN, 8, 8, 8, 8 };
-    const float u_z[] = { 1, 1, 112, 112, 112, 112, 56 }, a_z[] = { 1, 112, 112, 112, 112, 56, 56 };
+    const float u_z[] = { 1, 1, 112, 112, 56, 56, 56 }, a_z[] = { 1, 112, 112, 56, 56, 56, 56 };
     observe_seq("delayed:history=3", z, u_z, a_z, 7);
-    const float u_zr[] = { 1, 1, 112, 112, 56, 56, 56 }, a_zr[] = { 1, 112, 112, 56, 56, 56, 56 };
-    observe_seq("delayed:history=3,algo=most_recent", z, u_zr, a_zr, 7);
+    observe_seq("delayed:history=3,algo=most_recent", z, u_z, a_z, 7);
+    /* a zero amax does not move the window: 64 stays in a 2-slot window over zeros */
+    const float zw[] = { 64, 1, 0, 0, 0, 1 };
+    const float u_zw[] = { 1, 7, 7, 7, 7, 7 }, a_zw[] = { 7, 7, 7, 7, 7, 448 };
+    observe_seq("delayed:history=2", zw, u_zw, a_zw, 6);
+    /* margin: scaled_max = 448 * 2^-1 = 224 first, then / amax: an amax of
+     * 0x1.8p-120 gives 224 / amax = 0x1.2aaaaap+127 (finite), not
+     * (448 / amax = inf) -> FLT_MAX */
+    const float tiny[] = { 0x1.8p-120f };
+    const float u_t[] = { 1 }, a_t[] = { 0x1.2aaaaap+127f };
+    observe_seq("delayed:margin=1", tiny, u_t, a_t, 1);
     /* inf amax keeps; a subnormal amax gives 448/amax = inf -> FLT_MAX */
     const float s[] = { INFINITY, 0x1p-140f, 1 };
     const float u_s[] = { 1, 1, FLT_MAX }, a_s[] = { 1, FLT_MAX, 448 };
@@ -248,6 +266,152 @@ START_TEST(current_scaling)
 }
 END_TEST
 
+/* ---- every strategy at amax 0, subnormal, inf, NaN ------------------------------
+ * amp_fp8_observe_amax against transcriptions of each source's scale rule, over
+ * hand-picked amaxes (0, float32 subnormals, the ends of the normal range,
+ * values around fp8_max, inf, NaN) and random float32 bit patterns:
+ *   current   TE compute_scale_from_amax (common/recipe/recipe_common.cuh),
+ *             epsilon 0 (TE's default), value_for_inf FLT_MAX, pow2 mask
+ *   mx floor  the OCP reference's exponent-bit path (microxcaling
+ *             mx/cpp/shared_exp.cuh, with the block amax's biased exponent)
+ *   mx ceil   TE float_to_e8m0(amax * max_norm_rcp) (util/ptx_arch_spec.cuh,
+ *             pre-Blackwell path)
+ *   block     ampsim's guard (DeepSeek's kernel has none: s = amax / 448 with
+ *             0/0 = NaN): amax 0 or non-finite -> divisor 1, a quotient that
+ *             underflows to 0 -> FLT_TRUE_MIN; pow2: the smallest 2^k >= amax/max
+ * delayed is compared through te_ref_step above. */
+static float te_compute_scale_from_amax(float amax, float max_fp8, int pow2)
+{
+    const float epsilon = 0.0f, value_for_inf = FLT_MAX;
+    if (amax < epsilon) amax = epsilon;
+    float scale = 1.f;
+    if (isinf(amax) || amax == 0.f || isnan(amax)) return scale;
+    scale = max_fp8 / amax;
+    if (isinf(scale)) scale = value_for_inf;
+    if (pow2) {
+        uint32_t bits;
+        memcpy(&bits, &scale, 4);
+        bits &= 0xFF800000u;
+        memcpy(&scale, &bits, 4);
+    }
+    return scale;
+}
+
+static float construct_float(uint32_t sign, uint32_t biased_exp, uint32_t mant)
+{
+    uint32_t u = (sign << 31) | (biased_exp << 23) | mant;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* microxcaling: block scale 2^X from the amax's biased exponent (0 for zero and
+ * subnormals, 255 for inf/NaN), elem_emax subtracted, clamped to [-127, 127]
+ * with overflow to NaN; X = -127 is the subnormal 2^-127. */
+static float ocp_shared_scale(float amax, int elem_emax)
+{
+    uint32_t u;
+    memcpy(&u, &amax, 4);
+    int shared_exp = (int)((u >> 23) & 0xff);
+    shared_exp = shared_exp != 255 ? shared_exp - elem_emax : shared_exp;
+    const int emax = 127;
+    int shared_ub = shared_exp - 127;
+    shared_exp = shared_ub > emax ? 255 : shared_exp;
+    shared_exp = shared_ub < -emax ? 127 - emax : shared_exp;
+    uint32_t mant = (shared_exp == 0 || shared_exp == 255) ? (0x800000u >> 1) : 0;
+    return construct_float(0, (uint32_t)shared_exp, mant);
+}
+
+/* TE: E8M0 exponent (biased) of val rounded up, as a block scale 2^X. */
+static float te_e8m0_scale(float amax, float max_norm)
+{
+    const float max_norm_rcp = (float)(1.0 / max_norm);
+    float val = amax * max_norm_rcp;
+    uint32_t e;
+    if (isnan(val)) e = 0xFF;
+    else if (isinf(val)) e = 0xFE;
+    else if (val == 0.0f) e = 0x00;
+    else {
+        uint32_t u;
+        memcpy(&u, &val, 4);
+        e = u >> 23;
+        uint32_t mantissa = u & 0x7FFFFF;
+        if ((mantissa > 0 && e != 0xFE) && !(e == 0 && mantissa <= 0x400000)) ++e;
+    }
+    if (e == 0xFF) return NAN;
+    return ldexpf(1.0f, (int)e - 127);
+}
+
+static float block_rule(float amax, float fmax, int pow2)
+{
+    if (!(amax > 0.0f) || !isfinite(amax)) return 1.0f;
+    if (pow2) {
+        double r = (double)amax / fmax;      /* exact: both float32, the quotient's binade is found below */
+        int k = -160;
+        while (ldexp(1.0, k) < r) k++;
+        return ldexpf(1.0f, k < -149 ? -149 : k);
+    }
+    float sdiv = amax / fmax;
+    return sdiv == 0 ? FLT_TRUE_MIN : sdiv;
+}
+
+START_TEST(special_amax_every_strategy)
+{
+    static const float picks[] = { 0.0f, FLT_TRUE_MIN, 0x1p-140f, 0x1.8p-130f, 0x1p-127f, 0x1.fffffcp-127f,
+                                   FLT_MIN, 0x1.000002p-126f, 0x1p-120f, 1e-30f, 0x1.fffffep-9f, 0x1p-8f,
+                                   1.0f, 3.0f, 447.99997f, 448.0f, 448.00003f, 480.0f, 57344.0f, 1e30f,
+                                   0x1p127f, FLT_MAX, INFINITY, NAN };
+    const int np = (int)(sizeof picks / sizeof picks[0]);
+    const char *fmts[] = { "e4m3", "e5m2", "e2m1", "e3m2" };
+    lcg_state = 777;
+    for (int fi = 0; fi < 4; fi++) {
+        const amp_format *f;
+        amp_format fbuf;
+        ck_assert_int_eq(amp_format_parse(fmts[fi], &fbuf), AMP_OK);
+        f = &fbuf;
+        const float fmax = (float)f->max_finite;
+        char spec[7][64];
+        snprintf(spec[0], 64, "current:fmt=%s", fmts[fi]);
+        snprintf(spec[1], 64, "current:pow2=1,fmt=%s", fmts[fi]);
+        snprintf(spec[2], 64, "mx:fmt=%s", fmts[fi]);
+        snprintf(spec[3], 64, "mx:exp=ceil,fmt=%s", fmts[fi]);
+        snprintf(spec[4], 64, "block:fmt=%s", fmts[fi]);
+        snprintf(spec[5], 64, "block:pow2=1,fmt=%s", fmts[fi]);
+        snprintf(spec[6], 64, "delayed:history=4,margin=%d,fmt=%s", fi, fmts[fi]);
+        amp_fp8_scaler sc[7];
+        for (int k = 0; k < 7; k++) REQUIRE(amp_fp8_init_str(&sc[k], spec[k]) == AMP_OK, "%s", amp_errmsg());
+        te_ref t;
+        memset(&t, 0, sizeof t);
+        t.L = 4;
+        t.scale = 1.0f;
+        for (int it = 0; it < 20000 + np; it++) {
+            float a;
+            if (it < np) a = picks[it];
+            else {
+                uint32_t u = lcg() & 0x7fffffffu;
+                if (lcg() % 4 == 0) u &= 0x007fffffu;            /* a quarter subnormal or 0 */
+                memcpy(&a, &u, 4);
+            }
+            float want[7], u_, got;
+            want[0] = te_compute_scale_from_amax(a, fmax, 0);
+            want[1] = te_compute_scale_from_amax(a, fmax, 1);
+            want[2] = 1.0f / ocp_shared_scale(a, f->emax);
+            want[3] = 1.0f / te_e8m0_scale(a, fmax);
+            want[4] = (float)(1.0 / (double)block_rule(a, fmax, 0));
+            want[5] = (float)(1.0 / (double)block_rule(a, fmax, 1));
+            te_ref_step(&t, a, fmax, fi, 0, &u_, &want[6]);
+            for (int k = 0; k < 7; k++) {
+                float used;
+                REQUIRE(amp_fp8_observe_amax(&sc[k], 0, f, a, &used, &got) == AMP_OK, "%s", amp_errmsg());
+                REQUIRE(same(got, want[k]), "%s amax %a: scale %a, want %a", spec[k], (double)a, (double)got,
+                        (double)want[k]);
+            }
+        }
+        for (int k = 0; k < 7; k++) amp_fp8_free(&sc[k]);
+    }
+}
+END_TEST
+
 /* ---- MX ---------------------------------------------------------------------- */
 /* rows 2, cols 40: blocks (0,0) 32 elements, (0,1) 8, (1,0) 32, (1,1) 8.
  * (0,0): amax 480 (binade 8 = e4m3 emax): floor X = 2^0, 480 saturates to 448;
@@ -255,7 +419,10 @@ END_TEST
  * (0,1): amax 300: both 2^0 (300/448 < 1); 300 -> 288.
  * (1,0): amax 2^-130: floor -130-8 -> clamped -127; ceil: 448*2^-139 < 2^-130
  *        -> -138 -> clamped -127; 2^-130 / 2^-127 = 0.125.
- * (1,1): a NaN: the block's scale is NaN and all its values NaN. */
+ * (1,1): a NaN: floor (OCP reference, torch.max propagates it): the block's
+ *        scale is NaN and all its values NaN; ceil (TE: fmaxf skips it): the
+ *        amax of the others, 0.9, gives 2^ceil(log2(0.9/448)) = 2^-8 and only
+ *        the NaN element is NaN. */
 static void mx_case(int ceil_mode)
 {
     enum { R = 2, C = 40 };
@@ -272,14 +439,14 @@ static void mx_case(int ceil_mode)
     amp_stats st;
     amp_stats_init(&st);
     ck_assert_int_eq(amp_fp8_quantize(&sc, 0, AMP_FP8_ACT, x, R, C, q, y, sinv, &st, &info), AMP_OK);
-    const float X[4] = { ceil_mode ? 2.0f : 1.0f, 1.0f, 0x1p-127f, NAN };
+    const float X[4] = { ceil_mode ? 2.0f : 1.0f, 1.0f, 0x1p-127f, ceil_mode ? 0x1p-8f : NAN };
     for (int b = 0; b < 4; b++) ck_assert_msg(same(sinv[b], X[b]), "block %d: %a want %a", b, sinv[b], X[b]);
     ck_assert(info.n_blocks == 4 && info.scale == 1.0f / X[0]);
     const amp_format *e4 = amp_format_get(AMP_FMT_E4M3);
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++) {
             int i = r * C + c, b = r * 2 + c / 32;
-            if (b == 3) { ck_assert(isnan(y[i])); continue; }
+            if (b == 3 && (!ceil_mode || isnan(x[i]))) { ck_assert(isnan(y[i])); continue; }
             float qq = sat_round(e4, (double)x[i] / X[b]);
             float yy = (float)((double)qq * X[b]);
             ck_assert_msg(q[i] == qq && y[i] == yy, "(%d,%d) x=%a: q %a want %a, y %a want %a", r, c, x[i], q[i], qq, y[i], yy);
@@ -431,6 +598,7 @@ static Suite *suite(void)
     tcase_add_test(tc, delayed_edge_cases);
     tcase_add_test(tc, delayed_quantize);
     tcase_add_test(tc, current_scaling);
+    tcase_add_test(tc, special_amax_every_strategy);
     tcase_add_test(tc, mx_floor_vs_ceil);
     tcase_add_test(tc, mx_fp4);
     tcase_add_test(tc, block_scaling);

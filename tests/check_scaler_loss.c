@@ -82,7 +82,8 @@ static float ref_scale(const ref *r)
     return (r->kind == AMP_SCALER_APEX || r->kind == AMP_SCALER_DEEPSPEED) ? (float)r->dscale : r->fscale;
 }
 
-/* One step; returns 1 if the rule raised ("Current loss scale already at minimum"). */
+/* One step; returns 1 if the rule raised ("Current loss scale already at
+ * minimum"), 2 if DeepSpeed's overflow message raised (int() of an inf scale). */
 static int ref_step(ref *r, int overflow, int *skip)
 {
     *skip = overflow;
@@ -110,8 +111,10 @@ static int ref_step(ref *r, int overflow, int *skip)
         if (overflow) {
             if (r->hysteresis == 1 || r->cur_hyst == 1) {
                 if (r->dscale == r->min && r->raise) return 1;
+                if (isinf(r->dscale)) return 2;
                 r->dscale = fmax(r->dscale / 2, r->min);
             } else {
+                if (isinf(r->dscale)) return 2;
                 r->cur_hyst -= 1;
             }
             r->last_overflow = r->it;
@@ -179,7 +182,9 @@ static long compare_seq(const char *spec, ref *rf, const int *seq, long n)
         amp_status st = amp_scaler_update(&sc, &obs, &res);
         if (rr) {
             REQUIRE(st == AMP_ERUN, "%s step %ld: reference raised, library returned %d", spec, i, st);
-            REQUIRE(strstr(amp_errmsg(), "Current loss scale already at minimum"), "%s: message '%s'", spec, amp_errmsg());
+            REQUIRE(strstr(amp_errmsg(), rr == 1 ? "Current loss scale already at minimum"
+                                                  : "OverflowError: cannot convert float infinity"),
+                    "%s: message '%s'", spec, amp_errmsg());
             raised = i;
             break;
         }

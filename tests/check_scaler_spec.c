@@ -221,12 +221,15 @@ END_TEST
 START_TEST(cli_replay_fp8_and_errors)
 {
     mk_tmp();
+    /* TE's fused update: an amax of 0 is not recorded (scale kept), a NaN is
+     * recorded and skipped by the fmaxf maximum of the window {1, nan}, then
+     * {nan, 0.5} gives 448 / 0.5 */
     write_file("amax.txt", "2\n1\n1\n0\nnan\n0.5\n");
     ck_assert_int_eq(replay("--scaler delayed:history=2 amax.txt"), 0);
     ck_assert_str_eq(read_all("out.txt"),
                      "step,input,skipped,scale_used,scale_after\n"
                      "0,2,0,1,224\n1,1,0,224,224\n2,1,0,224,448\n3,0,0,448,448\n"
-                     "4,nan,0,448,448\n5,0.5,0,448,448\n");
+                     "4,nan,0,448,448\n5,0.5,0,448,896\n");
     ck_assert_int_eq(replay("--scaler delayed:fmt=e5m2,algo=most_recent amax.txt"), 0);
     ck_assert(strstr(read_all("out.txt"), "\n0,2,0,1,28672\n"));
     /* statistics-driven scalers replay flags alone: adaptive halves on inf

@@ -323,10 +323,10 @@ START_TEST(test_runlog_sync_reopen)
     ck_assert_int_eq(amp_runlog_open(&l, dir, "{}\n"), AMP_OK);
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     ck_assert_int_ne(access(path, F_OK), 0);                 /* only a temporary so far */
-    ck_assert_int_eq(amp_runlog_metrics(l, 0, 2.5f, 1.0f, 0, 0.5, 0.1f, 0, 0, NAN), AMP_OK);
+    ck_assert_int_eq(amp_runlog_metrics(l, 0, 2.5f, 1.0, AMP_SCALER_NONE, 0, 0.5, 0.1f, 0, 0, NAN), AMP_OK);
     uint64_t off[AMP_RUNLOG_FILES];
     ck_assert_int_eq(amp_runlog_sync(l, off), AMP_OK);
-    ck_assert_int_eq(amp_runlog_metrics(l, 1, 2.25f, 1.0f, 0, 0.5, 0.1f, 0, 0, 3.0), AMP_OK);
+    ck_assert_int_eq(amp_runlog_metrics(l, 1, 2.25f, 1.0, AMP_SCALER_NONE, 0, 0.5, 0.1f, 0, 0, 3.0), AMP_OK);
     amp_runlog_abort(l);                                       /* a killed run */
     char *d;
     size_t n;
@@ -338,7 +338,7 @@ START_TEST(test_runlog_sync_reopen)
     ck_assert_uint_eq(off[0], strlen(want));
     free(d);
     ck_assert_int_eq(amp_runlog_reopen(&l, dir, off), AMP_OK);
-    ck_assert_int_eq(amp_runlog_metrics(l, 1, 2.25f, 1.0f, 0, 0.5, 0.1f, 0, 0, 3.0), AMP_OK);
+    ck_assert_int_eq(amp_runlog_metrics(l, 1, 2.25f, 1.0, AMP_SCALER_NONE, 0, 0.5, 0.1f, 0, 0, 3.0), AMP_OK);
     ck_assert_int_eq(amp_runlog_close(l, "{\"ok\": true}\n"), AMP_OK);
     ck_assert_int_eq(amp_read_file(path, 1 << 20, &d, &n), AMP_OK);
     snprintf(want + strlen(want), sizeof want - strlen(want), "1,2.25,1,0,0.5,0.100000001,0,0,3\n");
