@@ -354,6 +354,12 @@ amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, float sca
                               double val_loss);
 /* One row per logged tensor with valid stats (tensors.csv); hist rows if hist. */
 amp_status amp_runlog_tensors(amp_runlog *l, const amp_tensors *r, int64_t step, int tensors, int hist);
+/* One tensor's rows from its statistics: a tensors.csv row if `tensors`, its
+ * hist.csv rows if `hist` (what amp_runlog_tensors writes per tensor; for
+ * callers without a registry). name is quoted if it holds ',' or '"';
+ * AMP_EINVAL for a role out of range or an empty name or format. */
+amp_status amp_runlog_tensor(amp_runlog *l, int64_t step, const char *name, amp_role role,
+                             const char *format, const amp_stats *st, int tensors, int hist);
 amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, const char *tensor,
                             const char *detail);
 /* Checkpoint support (issue 8). The CSV streams are metrics, tensors, hist,

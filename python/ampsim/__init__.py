@@ -1,0 +1,15 @@
+"""ampsim: exact low-precision rounding, cast statistics, framework loss
+scalers and run logs, from Python, over libampsim (ctypes; no compiled
+extension).
+
+Build the library with ``make`` in the source tree; the package finds
+``build/libampsim.so`` next to itself, then an installed ``libampsim.so``, then
+``$AMPSIM_LIB``.
+"""
+from ._lib import AmpsimError, library_path
+from ._round import (Format, Stats, classes, decode, encode, formats, get_threads, round,
+                     roundings, set_threads)
+
+__all__ = ["AmpsimError", "Format", "Stats", "classes", "decode", "encode", "formats",
+           "get_threads", "library_path", "round", "roundings", "set_threads"]
+__version__ = "0.1.0"
