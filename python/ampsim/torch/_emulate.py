@@ -1,0 +1,780 @@
+"""ampsim.torch.emulate: a PyTorch model's forward and backward under an ampsim
+precision policy, with per-tensor cast statistics.
+
+How it works. A TorchFunctionMode sees every torch function the model calls
+(module forwards call torch.nn.functional; functional code inside forward,
+such as ``q @ k.transpose(-2, -1)`` or ``F.softmax``, is seen the same way).
+Values stay float32 tensors that hold values of their format; each output
+carries its format as an attribute. Rounding is done by the C kernel:
+- a GEMM-like op (_ops.py) runs as one autograd Function: operands rounded
+  into the policy's operand format, the op itself in FP32 (bias included),
+  one rounding of the output into the activation format; its backward rounds
+  the incoming gradient into the activation-gradient format (and into the
+  gradient operand format), computes the operand gradients in FP32 and rounds
+  them into the gradient format;
+- weights (nn.Parameter) reach a GEMM through a cast Function: rounded once
+  per step into the weight format (the cast cache); its backward rounds the
+  weight gradient into the weight-gradient format;
+- other emulated ops round their output once (and its gradient in backward).
+Module forward pre/post hooks give the names: a leaf module's first op is
+named by the module path (``fc1``), other ops by the module path, the op name
+and a count within that call (``relu1``, ``h.0.attn.matmul2``); tensors are
+``<site>.out``, ``<site>.out.grad``, ``<site>.input`` (an operand cast),
+``<module>.weight``, ``<module>.weight.grad``, as the C emulator names them.
+"""
+import json
+import os
+import weakref
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from . import _ops, _rt
+from ._policy import Policy
+
+_ACTIVE = []          # emulations entered, innermost last
+
+_FMT = "_ampsim_fmt"   # attribute: format name of an emulated tensor
+_PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
+
+
+def current():
+    """The innermost active emulation (or None)."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def _fmt_of(t):
+    return getattr(t, _FMT, "fp32")
+
+
+class EmulationError(RuntimeError):
+    """An op or tensor that the policy cannot express (message names the op and module)."""
+
+
+# ---- autograd Functions ------------------------------------------------------------
+class _CastFn(torch.autograd.Function):
+    """A weight cast into its format; backward rounds the weight gradient."""
+
+    @staticmethod
+    def forward(ctx, w, emu, name, fmt, gfmt, saturate):
+        ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
+        return emu._round(w, fmt, name, "weight", saturate=saturate)
+
+    @staticmethod
+    def backward(ctx, g):
+        emu = ctx.emu
+        with emu._quiet():
+            return emu._round(g, ctx.gfmt, ctx.name + ".grad", "weight_grad"), None, None, None, None, None
+
+
+class _RoundFn(torch.autograd.Function):
+    """An op output rounded into fmt; backward rounds its gradient into gfmt."""
+
+    @staticmethod
+    def forward(ctx, x, emu, name, fmt, gfmt):
+        ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
+        return emu._round(x, fmt, name, "act")
+
+    @staticmethod
+    def backward(ctx, g):
+        emu = ctx.emu
+        with emu._quiet():
+            return emu._round(g, ctx.gfmt, ctx.name + ".grad", "act_grad"), None, None, None, None
+
+
+class _GemmFn(torch.autograd.Function):
+    """A GEMM-like op: rounded operands, FP32 op, one output rounding."""
+
+    @staticmethod
+    def forward(ctx, emu, site, call, kinds, *ts):
+        pol = emu.policy
+        leaves = []
+        with torch.enable_grad():
+            ops = []
+            for i, (t, k) in enumerate(zip(ts, kinds)):
+                if k == "act":
+                    t = emu._operand(t, site, i)
+                need = ctx.needs_input_grad[4 + i]
+                leaf = t.detach().requires_grad_(need)
+                leaves.append(leaf)
+                ops.append(leaf)
+            out = call(*ops)
+        ctx.emu, ctx.site, ctx.kinds = emu, site, kinds
+        ctx.out, ctx.leaves = out, leaves
+        return emu._round(out, pol.act, site + ".out", "act")
+
+    @staticmethod
+    def backward(ctx, gy):
+        emu, pol, site = ctx.emu, ctx.emu.policy, ctx.site
+        with emu._quiet():
+            g = emu._round(gy, pol.act_grad, site + ".out.grad", "act_grad")
+            if pol.bwd_in != pol.act_grad or pol.fp8_scaling:
+                g = emu._round(g, pol.bwd_in, site + ".out.grad.input", "act_grad",
+                               saturate=pol.saturate, fp8_role="grad")
+            need = [i for i, l in enumerate(ctx.leaves) if l.requires_grad]
+            res = [None] * len(ctx.leaves)
+            if need:
+                gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)
+                for i, gi in zip(need, gs):
+                    if gi is not None and ctx.kinds[i] == "act" and pol.act_grad != "fp32":
+                        gi = emu._round(gi, pol.act_grad, None, "act_grad")
+                    res[i] = gi
+            ctx.out = ctx.leaves = None
+        return (None, None, None, None) + tuple(res)
+
+
+# ---- the function mode --------------------------------------------------------------
+class _Mode(TorchFunctionMode):
+    def __init__(self, emu):
+        super().__init__()
+        self.emu = emu
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        emu = self.emu
+        if emu._quiet_depth:
+            return func(*args, **kwargs)
+        op = _ops.OPS.get(func)
+        if op is None:
+            if func is torch.Tensor.backward:
+                emu._on_backward(args[0] if args else kwargs.get("self"))
+            out = func(*args, **kwargs)
+            emu._other(func, args, kwargs, out)
+            return out
+        kind, name = op
+        if kind == "view":
+            return emu._view(func, args, kwargs)
+        if kind == "gemm":
+            return emu._gemm(func, name, args, kwargs)
+        return emu._pointwise(func, kind, name, args, kwargs)
+
+
+class _Frame:
+    __slots__ = ("path", "leaf", "used", "counts")
+
+    def __init__(self, path, leaf):
+        self.path, self.leaf, self.used, self.counts = path, leaf, False, {}
+
+
+def _join(a, b):
+    return a + "." + b if a else b
+
+
+def _tensors_in(args, kwargs):
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, torch.Tensor):
+                    yield b
+    for a in kwargs.values():
+        if isinstance(a, torch.Tensor):
+            yield a
+
+
+class emulate:
+    """Run a PyTorch model's forward and backward under an ampsim precision policy.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A float32 model on the CPU. It is not modified: hooks are added on
+        entry and removed on exit, parameters stay the same objects.
+    policy : str, dict or path
+        A preset of ``ampsim train --precision`` (fp32, fp16-amp, bf16-amp,
+        bf16-amp-cpu, fp16-pure, bf16-pure, fp8-e4m3, fp8-hybrid), a policy
+        JSON file or a dict in the same schema.
+    out : str, optional
+        Run directory written through ampsim.RunLog (config.json, metrics.csv,
+        tensors.csv, hist.csv, events.csv, summary.json): ``ampsim report OUT``.
+    log_every, hist_every : int
+        Steps whose tensors (resp. histograms) are logged (0: never).
+    fp8 : str, optional
+        FP8 scaling strategy for policies with fp8_scaling (default delayed).
+    scaler : GradScaler, optional
+        Logged (loss_scale, skipped); its update() ends the step. A GradScaler
+        used inside the context is attached on its first call anyway.
+    seed : int
+        Key of stochastic rounding (as ``ampsim train --seed``).
+    config : dict, optional
+        Extra keys for config.json.
+
+    Inside ``with emulate(...) as emu:`` every forward and backward of the model
+    runs as the policy says. ``emu.step(loss=..., lr=...)`` ends a training
+    step (GradScaler.update() and an optimizer wrapped by ``emu.optimizer``
+    do it themselves); without any of them a forward after a backward starts
+    the next step.
+    """
+
+    def __init__(self, model, policy="fp32", *, out=None, log_every=10, hist_every=50, fp8=None,
+                 what_if=None, scaler=None, seed=1, config=None):
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError("emulate: model must be a torch.nn.Module, not %s" % type(model).__name__)
+        self.model = model
+        self.policy = policy if isinstance(policy, Policy) else Policy(policy)
+        pol = self.policy
+        if pol.accumulator != "fp32":
+            raise EmulationError("emulate: policy %s accumulates GEMMs in %s: ampsim.torch emulates FP32 "
+                                 "accumulation only (use ampsim train for narrow accumulators)"
+                                 % (pol.name, pol.accumulator))
+        if what_if is not None:
+            raise EmulationError("emulate: what_if is not supported by ampsim.torch (use ampsim train --what-if)")
+        self.out, self.log_every, self.hist_every = out, int(log_every), int(hist_every)
+        self.seed = int(seed)
+        self.scaler = None
+        self._fp8_spec = fp8
+        self._fp8 = None
+        self._config = dict(config or {})
+        self._mode = None
+        self._handles = []
+        self._quiet_depth = 0
+        self.step_index = 0
+        self._ids = {}
+        self._stats = {}
+        self._stack = []
+        self._root_inputs = set()
+        self._casts = {}
+        self._bwd_done = False
+        self._explicit = False
+        self._events_seen = set()
+        self._nf = None
+        self._nf_first = None
+        self._loss = None
+        self._log = None
+        self._entered = False
+        self._summary = {"skipped": 0, "nonfinite_steps": 0, "vanished": 0, "last": float("nan"),
+                         "min": float("inf")}
+        self._step_vanished = 0
+        self._step_skipped = 0
+        self._names_step = set()
+        self._optimizers = []
+        if scaler is not None:
+            self.attach_scaler(scaler)
+
+    # ---- context ---------------------------------------------------------------------
+    def __enter__(self):
+        if self._entered:
+            raise RuntimeError("emulate: already entered")
+        for n, p in self.model.named_parameters():
+            if p.device.type != "cpu":
+                raise EmulationError("emulate: parameter %s is on %s: ampsim.torch emulates on the CPU "
+                                     "(move the model with .cpu())" % (n, p.device))
+            if p.dtype != torch.float32:
+                raise EmulationError("emulate: parameter %s is %s: the model must be float32 (the policy "
+                                     "sets the formats)" % (n, p.dtype))
+        for n, b in self.model.named_buffers():
+            if b.device.type != "cpu":
+                raise EmulationError("emulate: buffer %s is on %s: ampsim.torch emulates on the CPU" % (n, b.device))
+        self._param_names = {id(p): n for n, p in self.model.named_parameters()}
+        self._install_hooks()
+        if self.out is not None and self._log is None:
+            self._open_log()
+        self._mode = _Mode(self)
+        self._mode.__enter__()
+        _ACTIVE.append(self)
+        self._entered = True
+        self._begin_step()
+        return self
+
+    def __exit__(self, et, ev, tb):
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(et, ev, tb)
+        finally:
+            self._mode = None
+            for h in self._handles:
+                h.remove()
+            self._handles = []
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+            self._entered = False
+            self._casts.clear()
+            self._stack = []
+            self._root_inputs.clear()
+            for o in self._optimizers:
+                o._unwrap()
+            self._optimizers = []
+        if et is None:
+            self.close()
+        elif self._log is not None:
+            self._log.abort()
+            self._log = None
+        return False
+
+    def _install_hooks(self):
+        root = self.model
+        for path, m in root.named_modules():
+            leaf = next(iter(m.children()), None) is None
+            self._handles.append(m.register_forward_pre_hook(self._pre_hook(path, leaf, m is root)))
+            self._handles.append(m.register_forward_hook(self._post_hook(m is root)))
+
+    def _pre_hook(self, path, leaf, is_root):
+        def hook(mod, args):
+            if is_root:
+                self._stack = []
+                if self._bwd_done and not self._explicit:
+                    self.step()
+                self._root_inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}
+                self._root_refs = [a for a in args if isinstance(a, torch.Tensor)]
+            self._stack.append(_Frame(path, leaf))
+        return hook
+
+    def _post_hook(self, is_root):
+        def hook(mod, args, out):
+            if self._stack:
+                self._stack.pop()
+            if is_root:
+                self._root_inputs = set()
+                self._root_refs = []
+        return hook
+
+    class _QuietCtx:
+        __slots__ = ("emu",)
+
+        def __init__(self, emu):
+            self.emu = emu
+
+        def __enter__(self):
+            self.emu._quiet_depth += 1
+
+        def __exit__(self, *a):
+            self.emu._quiet_depth -= 1
+
+    def _quiet(self):
+        return emulate._QuietCtx(self)
+
+    # ---- names and statistics ------------------------------------------------------------
+    def _site(self, op):
+        """The name of the op site being called now (module path, op, count)."""
+        if self._stack:
+            fr = self._stack[-1]
+            if fr.leaf and not fr.used and fr.path:
+                fr.used = True
+                name = fr.path
+            else:
+                fr.used = True
+                k = fr.counts.get(op, 0) + 1
+                fr.counts[op] = k
+                name = _join(fr.path, "%s%d" % (op, k))
+        else:
+            fr = self._outside
+            k = fr.get(op, 0) + 1
+            fr[op] = k
+            name = "%s%d" % (op, k)
+        if name in self._names_step:
+            k = 2
+            while "%s#%d" % (name, k) in self._names_step:
+                k += 1
+            name = "%s#%d" % (name, k)
+        self._names_step.add(name)
+        return name
+
+    def _tid(self, name):
+        """Registry id of a tensor name (registration order; keys SR draws)."""
+        i = self._ids.get(name)
+        if i is None:
+            i = self._ids[name] = len(self._ids)
+        return i
+
+    def _stats_due(self):
+        return self._do_t or self._do_h
+
+    def _round(self, x, fmt, name, role, *, saturate=False, fp8_role=None, mode=None, stream_or=0):
+        """x rounded into fmt (a new float32 tensor); statistics under name on
+        logged steps; the first non-finite result of the step is noted."""
+        if x.dtype != torch.float32:
+            raise EmulationError("ampsim.torch: %s is %s: emulate runs float32 tensors" % (name or "a tensor", x.dtype))
+        pol = self.policy
+        due = self._stats_due() and name is not None
+        if fmt == "fp32" and not due and not saturate:
+            return x.detach().clone() if x.requires_grad else x
+        if fp8_role is not None and pol.fp8_scaling and _rt.fmt_struct(fmt).bits <= 8 and name is not None:
+            y, st = self._fp8_round(x, fmt, name, fp8_role, due)
+        else:
+            mode = mode or pol.rounding
+            seed = stream = 0
+            if mode == "sr" and name is not None:
+                seed, stream = _rt.step_seed(self.seed, self.step_index), self._tid(name) | stream_or
+            y, st = _rt.round_t(x, fmt, mode, saturate=saturate, sr_bits=pol.sr_bits, seed=seed,
+                                stream=stream, stats=due)
+        if name is not None:
+            if st is not None:
+                prev = self._stats.get(name)
+                self._stats[name] = (role, fmt, st if prev is None else prev[2] + st)
+                bad = st.counts["nan_in"] + st.counts["inf_in"] + st.counts["overflow"]
+                bad = _rt.count_nonfinite(y) if bad else 0
+            else:
+                bad = _rt.count_nonfinite(y)
+            if bad and self._nf is None:
+                self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
+        return y
+
+    def _fp8_round(self, x, fmt, name, role, due):
+        from . import _fp8
+        if self._fp8 is None:
+            self._fp8 = _fp8.Fp8State(self._fp8_spec or "delayed", self.policy)
+        return self._fp8.quantize(x, fmt, self._tid(name), role, due)
+
+    def _operand(self, t, site, i):
+        """An activation operand of a GEMM in the forward operand format."""
+        pol = self.policy
+        if t.dtype != torch.float32:
+            raise EmulationError("ampsim.torch: operand %d of %s is %s: emulate runs float32 tensors" % (i, site, t.dtype))
+        if _fmt_of(t) == pol.fwd_in and not pol.fp8_scaling:
+            return t
+        if pol.fwd_in == "fp32" and not self._stats_due():
+            return t
+        if id(t) in self._root_inputs and "input" not in self._names_step:
+            name = "input"
+        else:
+            name = site + (".input" if i == 0 else ".input%d" % (i + 1))
+        self._names_step.add(name)
+        return self._round(t, pol.fwd_in, name, "act", saturate=pol.saturate, fp8_role="act")
+
+    def _cast_weight(self, p, site, is_bias):
+        """The per-step cast of a parameter into the weight (or bias) format."""
+        pol = self.policy
+        fmt = pol.bias if is_bias else pol.weight
+        key = (id(p), fmt)
+        hit = self._casts.get(key)
+        if hit is not None and hit[0] == p._version:
+            return hit[1]
+        name = self._param_names.get(id(p)) or _join(site, "bias" if is_bias else "weight")
+        if hit is None and not self._stats_due() and fmt == "fp32" and pol.weight_grad == "fp32":
+            w = p
+        else:
+            self._register_weight(name)
+            sat = pol.saturate and _rt.fmt_struct(fmt).bits <= 8
+            w = _CastFn.apply(p, self, name, fmt, pol.weight_grad, sat)
+            setattr(w, _FMT, fmt)
+        self._casts[key] = (p._version, w)
+        return w
+
+    def _register_weight(self, name):
+        if name in self._ids:
+            return
+        self._tid(name)
+        if self.policy.has_master:
+            self._tid(name + ".master")
+        self._tid(name + ".grad")
+
+    def _note_event(self, event, tensor, detail):
+        key = (event, tensor, detail)
+        if key in self._events_seen:
+            return
+        self._events_seen.add(key)
+        self._pending_events.append((event, tensor, detail))
+
+    def _where(self):
+        return self._stack[-1].path if self._stack and self._stack[-1].path else "(model)" if self._stack else "(outside the model)"
+
+    # ---- ops -------------------------------------------------------------------------------
+    def _view(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        src = args[0] if args else None
+        if isinstance(src, torch.Tensor):
+            fmt = getattr(src, _FMT, None)
+            pv = getattr(src, _PVIEW, None)
+            if pv is None and isinstance(src, torch.nn.Parameter):
+                pv = (src, None)
+            if fmt is not None or pv is not None:
+                outs = out if isinstance(out, (tuple, list)) else (out,)
+                for o in outs:
+                    if isinstance(o, torch.Tensor) and o.is_floating_point():
+                        if fmt is not None:
+                            setattr(o, _FMT, fmt)
+                        if pv is not None and not isinstance(out, (tuple, list)):
+                            p, prev = pv
+                            rest, kw = args[1:], kwargs
+
+                            def fn(w, prev=prev, rest=rest, kw=kw):
+                                return func(prev(w) if prev else w, *rest, **kw)
+                            setattr(o, _PVIEW, (p, fn))
+        return out
+
+    def _gemm(self, func, name, args, kwargs):
+        pol = self.policy
+        if pol.is_fp32() and not self._stats_due():
+            return func(*args, **kwargs)
+        site = self._site(name)
+        bias_pos, bias_kw = _ops.BIAS_ARG.get(name, (None, None))
+        slots = []       # (container, key) of each tensor argument
+        ts, kinds = [], []
+        args = list(args)
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                slots.append(("a", i))
+                ts.append(a)
+                kinds.append("bias" if i == bias_pos else "act")
+            elif isinstance(a, (list, tuple)) and a and all(isinstance(b, torch.Tensor) for b in a):
+                for j, b in enumerate(a):          # einsum(eq, [a, b])
+                    slots.append(("l", (i, j)))
+                    ts.append(b)
+                    kinds.append("act")
+        for k, a in kwargs.items():
+            if isinstance(a, torch.Tensor):
+                slots.append(("k", k))
+                ts.append(a)
+                kinds.append("bias" if k == bias_kw else "act")
+        where = self._where()
+        for i, t in enumerate(ts):
+            if t.device.type != "cpu":
+                raise EmulationError("ampsim.torch: %s in %s: operand on %s; emulate runs on the CPU"
+                                     % (name, where, t.device))
+            if t.dtype != torch.float32:
+                raise EmulationError("ampsim.torch: %s in %s: operand of dtype %s; emulate runs float32 "
+                                     "models (the policy sets the formats)" % (name, where, t.dtype))
+            pv = getattr(t, _PVIEW, None)
+            if isinstance(t, torch.nn.Parameter) or pv is not None:
+                if pv is None:
+                    ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
+                else:
+                    p, fn = pv
+                    ts[i] = fn(self._cast_weight(p, site, False)) if fn else self._cast_weight(p, site, False)
+                kinds[i] = "w" if kinds[i] != "bias" else "b"
+            elif kinds[i] == "bias":
+                kinds[i] = "act"
+        self._register_site(site, ts, kinds)
+
+        def call(*xs):
+            a2, kw2 = list(args), dict(kwargs)
+            for (c, k), x in zip(slots, xs):
+                if c == "a":
+                    a2[k] = x
+                elif c == "k":
+                    kw2[k] = x
+                else:
+                    i, j = k
+                    lst = list(a2[i])
+                    lst[j] = x
+                    a2[i] = lst
+            return func(*a2, **kw2)
+
+        y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
+        setattr(y, _FMT, pol.act)
+        return y
+
+    def _register_site(self, site, ts, kinds):
+        if site + ".out" in self._ids:
+            return
+        pol = self.policy
+        for t, k in zip(ts, kinds):
+            if k == "act" and id(t) in self._root_inputs:
+                self._tid("input")
+        if pol.fwd_in != pol.act or pol.fp8_scaling:
+            self._tid(site + ".input")
+        self._tid(site + ".out")
+        self._tid(site + ".out.grad")
+        if pol.bwd_in != pol.act_grad or pol.fp8_scaling:
+            self._tid(site + ".out.grad.input")
+
+    def _pointwise(self, func, kind, name, args, kwargs):
+        pol = self.policy
+        if name in _ops.INPLACE_KW and kwargs.get("inplace"):
+            kwargs = dict(kwargs, inplace=False)
+        if name == "dropout" and len(args) >= 4 and args[3]:
+            args = tuple(args[:3]) + (False,) + tuple(args[4:])
+        ins = [t for t in _tensors_in(args, kwargs) if t.is_floating_point()]
+        for t in ins:
+            if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
+                raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
+                                     "CPU tensors" % (name, self._where(), t.dtype, t.device))
+        out = func(*args, **kwargs)
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
+            return out
+        if kind == "elementwise":
+            shaped = [t for t in ins if t.dim() > 0] or ins
+            fmts = {_fmt_of(t) for t in shaped}
+            fmt = fmts.pop() if len(fmts) == 1 else "fp32"
+        elif kind in pol.fp32_ops:
+            fmt = "fp32"
+        else:
+            fmt = _fmt_of(ins[0]) if ins else "fp32"
+        inside = bool(self._stack)
+        if fmt == "fp32" and not (self._stats_due() and inside):
+            return out
+        if fmt == "fp32" and pol.is_fp32() and not out.requires_grad and not self._stats_due():
+            return out
+        site = self._site(name)
+        if site + ".out" not in self._ids:
+            self._tid(site + ".out")
+            self._tid(site + ".out.grad")
+        gfmt = pol.act_grad if fmt != "fp32" else "fp32"
+        y = _RoundFn.apply(out, self, site + ".out", fmt, gfmt)
+        if fmt != "fp32":
+            setattr(y, _FMT, fmt)
+        return y
+
+    def _other(self, func, args, kwargs, out):
+        """A function passed through: listed once when it took a low-precision
+        tensor and returned a floating one."""
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            return
+        for t in _tensors_in(args, kwargs):
+            f = getattr(t, _FMT, None)
+            if f is not None and f != "fp32":
+                n = _ops.func_name(func)
+                if n.endswith("_") or n.startswith("__i"):
+                    where = self._where()
+                    self._note_event("not_emulated", where, "%s (in place, on a %s tensor)" % (n, f))
+                else:
+                    self._note_event("not_emulated", self._where(), "%s (on a %s tensor)" % (n, f))
+                return
+
+    def _on_backward(self, loss):
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1 and self._loss is None:
+            self._loss = float(loss.detach())
+        self._bwd_done = True
+
+    # ---- steps ------------------------------------------------------------------------------
+    def _begin_step(self):
+        s = self.step_index
+        self._do_t = self.log_every > 0 and s % self.log_every == 0 and self._log is not None
+        self._do_h = self.hist_every > 0 and s % self.hist_every == 0 and self._log is not None
+        if self._log is None and self._collect:
+            self._do_t = self._collect
+        self._stats = {}
+        self._casts = {}
+        self._names_step = set()
+        self._outside = {}
+        self._nf = None
+        self._loss = None
+        self._bwd_done = False
+        self._pending_events = []
+        self._step_vanished = 0
+        self._step_skipped = 0
+        if self._fp8 is not None:
+            self._fp8.begin_step()
+
+    _collect = False
+
+    def collect_stats(self, on=True):
+        """Gather statistics on every step even without a run directory
+        (``emu.stats`` then holds the last step's)."""
+        self._collect = bool(on)
+        if self._entered and on and self._log is None:
+            self._do_t = True
+
+    @property
+    def stats(self):
+        """The statistics of the current step so far: ``{name: (role, format, Stats)}``."""
+        return dict(self._stats)
+
+    def step(self, loss=None, lr=None, *, skipped=None, loss_scale=None, grad_norm=None):
+        """End the current training step: its metrics row, tensor rows (on
+        logged steps) and events are written, and the next step begins.
+
+        loss: the step's loss (default: the value ``backward()`` was called on,
+        or the unscaled loss of GradScaler.scale). lr: the learning rate
+        (default: the first param group of a wrapped optimizer)."""
+        if loss is not None:
+            self._loss = float(loss.detach()) if isinstance(loss, torch.Tensor) else float(loss)
+        if lr is None and self._optimizers:
+            lr = self._optimizers[0].opt.param_groups[0].get("lr")
+        sc = self.scaler
+        if loss_scale is None:
+            loss_scale = sc._used_scale if sc is not None and sc._used_scale is not None else 1.0
+        if skipped is None:
+            skipped = self._step_skipped
+        self.last_step_stats = dict(self._stats)
+        self.last_nonfinite = self._nf
+        s = self.step_index
+        lv = self._loss if self._loss is not None else float("nan")
+        sm = self._summary
+        sm["skipped"] += int(bool(skipped))
+        sm["vanished"] += self._step_vanished
+        if self._nf is not None:
+            sm["nonfinite_steps"] += 1
+        sm["last"] = lv
+        if lv < sm["min"]:
+            sm["min"] = lv
+        if self._log is not None:
+            gn = grad_norm if grad_norm is not None else self._grad_norm()
+            nfc = self._nf[2] if self._nf else 0
+            self._log.metrics(s, loss=lv, loss_scale=loss_scale, skipped=int(bool(skipped)), grad_norm=gn,
+                              lr=float(lr) if lr is not None else 0.0, vanished=self._step_vanished,
+                              nonfinite=nfc)
+            if self._do_t or self._do_h:
+                for name, (role, fmt, st) in self._stats.items():
+                    self._log.tensor(s, name, role, fmt, st, tensors=self._do_t, hist=self._do_h)
+            if self._nf is not None:
+                name, phase, cnt = self._nf
+                ev = "first_nonfinite" if self._nf_first is None else "nonfinite"
+                self._log.event(s, ev, name, "%s; %d values" % (phase, cnt))
+            if skipped:
+                self._log.event(s, "skip", "", "scale %.9g" % loss_scale)
+            if sc is not None:
+                for ev, tn, det in sc._take_events():
+                    self._log.event(s, ev, tn, det)
+            for ev, tn, det in self._pending_events:
+                self._log.event(s, ev, tn, det)
+        if self._nf is not None and self._nf_first is None:
+            self._nf_first = (s,) + self._nf
+        self.step_index += 1
+        self._begin_step()
+
+    def _grad_norm(self):
+        sq = 0.0
+        inv = 1.0
+        sc = self.scaler
+        if sc is not None and sc._used_scale and not sc._unscaled:
+            inv = 1.0 / sc._used_scale
+        for p in self.model.parameters():
+            if p.grad is not None:
+                g = p.grad.detach().double() * inv
+                sq += float((g * g).sum())
+        return sq ** 0.5
+
+    # ---- scaler and optimizer ---------------------------------------------------------------
+    def attach_scaler(self, scaler):
+        """Log this GradScaler's scale and skips; its update() ends the step."""
+        self.scaler = scaler
+        scaler._emu = self
+
+    def grad_stats(self):
+        """``{name: (role, format, Stats)}`` of this step's gradient tensors."""
+        return {n: v for n, v in self._stats.items() if v[0] in ("act_grad", "weight_grad")}
+
+    def optimizer(self, opt):
+        """Wrap a torch.optim optimizer: its step() rounds every update into the
+        weight format when the policy keeps weights in a narrow format (pure
+        policies; the policy's update mode: round, sr or kahan), counts
+        vanished updates, logs the updates' statistics and ends the step."""
+        from ._optim import EmulatedOptimizer
+        w = EmulatedOptimizer(self, opt)
+        self._optimizers.append(w)
+        return w
+
+    # ---- run directory ------------------------------------------------------------------------
+    def _open_log(self):
+        from ._runlog import open_runlog
+        cfg = {"command": "train", "model": type(self.model).__name__, "data": "user",
+               "precision": self.policy.name, "policy": self.policy.json,
+               "scaler": self.scaler.spec if self.scaler is not None else "none",
+               "log_every": self.log_every, "hist_every": self.hist_every, "seed": str(self.seed),
+               "framework": "torch %s" % torch.__version__}
+        if self.policy.fp8_scaling:
+            cfg["fp8_scaler"] = self._fp8_spec or "delayed"
+        cfg.update(self._config)
+        self._log = open_runlog(self.out, cfg)
+
+    def close(self):
+        """Finish the run directory (summary.json); called on exit."""
+        if self._log is None:
+            return
+        if self._bwd_done or self._stats:
+            self.step()
+        sm = self._summary
+        last, mn = sm["last"], sm["min"]
+        fin = last == last and abs(last) != float("inf")
+        summary = {"steps": self.step_index, "final_loss": last if fin else 0.0, "final_loss_finite": fin,
+                   "min_loss": mn if mn == mn and abs(mn) != float("inf") else 0.0,
+                   "skipped_steps": sm["skipped"], "nonfinite_steps": sm["nonfinite_steps"],
+                   "vanished_updates": sm["vanished"],
+                   "final_scale": self.scaler.get_scale() if self.scaler is not None else 1.0,
+                   "divergence_from_reference": None, "stopped": False,
+                   "first_nonfinite": None if self._nf_first is None else
+                   {"step": self._nf_first[0], "phase": self._nf_first[2], "tensor": self._nf_first[1]}}
+        self._log.close(**summary)
+        self._log = None
