@@ -95,7 +95,7 @@ def analyze(tensors, formats=("fp16", "bf16", "e4m3", "e5m2"), scales=(1.0,), au
         dt = x.dtype.newbyteorder("=") if x.dtype.kind == "f" else x.dtype
         if dt not in _DTYPES:
             raise TypeError("tensor %r: unsupported dtype %s (float16, float32, float64)" % (name, x.dtype))
-        xa = np.ascontiguousarray(x, dtype=dt)
+        xa = np.asarray(x, dtype=dt, order="C")
         if xa.ndim > _lib.AMP_MAX_DIMS:
             xa = xa.reshape(-1)
         v = _lib.AmpTensorView()

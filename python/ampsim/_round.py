@@ -269,7 +269,10 @@ class Stats:
             return NotImplemented
         s = _lib.AmpStats.from_buffer_copy(self._s)
         lib.amp_stats_merge(ctypes.byref(s), ctypes.byref(other._s))
-        fmt = self.format if self.format == other.format else None
+        if self.format is None or other.format is None:
+            fmt = self.format if other.format is None else other.format
+        else:
+            fmt = self.format if self.format == other.format else None
         return Stats._wrap(s, fmt)
 
     def __radd__(self, other):
@@ -357,9 +360,9 @@ def _float_input(x):
     if dt.kind != "f" or dt.newbyteorder("=") not in _FLOAT_KINDS:
         raise TypeError("unsupported dtype %s: ampsim rounds float16, float32 or float64 arrays" % dt)
     if dt.itemsize == 2:
-        return np.ascontiguousarray(x, dtype=np.float32)
+        return np.asarray(x, dtype=np.float32, order="C")
     native = dt.newbyteorder("=")
-    return np.ascontiguousarray(x, dtype=native)
+    return np.asarray(x, dtype=native, order="C")
 
 
 def _out_array(out, shape):
@@ -531,7 +534,7 @@ def decode(bits, fmt):
     if bits.size and (int(bits.min()) < 0 or int(bits.max()) >= limit):
         bad = bits[(bits < 0) | (bits >= limit)].flat[0]
         raise ValueError("pattern %d has bits above the %d bits of %s" % (int(bad), f.bits, f.name))
-    b = np.ascontiguousarray(bits, dtype=np.uint8 if f.bits <= 8 else np.uint16)
+    b = np.asarray(bits, dtype=np.uint8 if f.bits <= 8 else np.uint16, order="C")
     y = np.empty(b.shape, dtype=np.float32)
     check(lib.amp_decode(ctypes.byref(f._f), b.ctypes.data, y.ctypes.data, b.size))
     return y

@@ -394,7 +394,7 @@ class FP8Scaler:
             rows, cols = x.shape
         else:
             raise ValueError("quantize takes a 1-D or 2-D array, got %d dimensions" % x.ndim)
-        xa = np.ascontiguousarray(x, dtype=np.float32)
+        xa = np.asarray(x, dtype=np.float32, order="C")
         q = np.empty(xa.shape, np.float32)
         y = np.empty(xa.shape, np.float32)
         info = _lib.AmpFp8Info()

@@ -377,8 +377,10 @@ class emulate:
             i = self._ids[name] = len(self._ids)
         return i
 
-    def _stats_due(self):
-        return self._do_t or self._do_h
+    def _stats_due(self, role=None):
+        if self._do_t or self._do_h:
+            return True
+        return role in ("act_grad", "weight_grad") and self.scaler is not None and self.scaler._sc.needs_stats
 
     def _round(self, x, fmt, name, role, *, saturate=False, fp8_role=None, mode=None, stream_or=0):
         """x rounded into fmt (a new float32 tensor); statistics under name on
@@ -386,7 +388,7 @@ class emulate:
         if x.dtype != torch.float32:
             raise EmulationError("ampsim.torch: %s is %s: emulate runs float32 tensors" % (name or "a tensor", x.dtype))
         pol = self.policy
-        due = self._stats_due() and name is not None
+        due = name is not None and self._stats_due(role)
         if fmt == "fp32" and not due and not saturate:
             return x.detach().clone() if x.requires_grad else x
         if fp8_role is not None and pol.fp8_scaling and _rt.fmt_struct(fmt).bits <= 8 and name is not None:
@@ -518,6 +520,9 @@ class emulate:
                 ts.append(a)
                 kinds.append("bias" if k == bias_kw else "act")
         where = self._where()
+        for t, k in zip(ts, kinds):
+            if k == "act" and id(t) in self._root_inputs:
+                self._tid("input")          # the model input comes first, as in the C models
         for i, t in enumerate(ts):
             if t.device.type != "cpu":
                 raise EmulationError("ampsim.torch: %s in %s: operand on %s; emulate runs on the CPU"
@@ -734,7 +739,14 @@ class emulate:
 
     def grad_stats(self):
         """``{name: (role, format, Stats)}`` of this step's gradient tensors."""
-        return {n: v for n, v in self._stats.items() if v[0] in ("act_grad", "weight_grad")}
+        return dict(self.grad_stats_ordered())
+
+    def grad_stats_ordered(self):
+        """[(name, (role, format, Stats))] of this step's gradient tensors, in
+        registration order (the C emulator's tensor order)."""
+        items = [(n, v) for n, v in self._stats.items() if v[0] in ("act_grad", "weight_grad")]
+        items.sort(key=lambda kv: self._ids.get(kv[0], 1 << 30))
+        return items
 
     def optimizer(self, opt):
         """Wrap a torch.optim optimizer: its step() rounds every update into the
