@@ -58,7 +58,7 @@ class _CastFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, w, emu, name, fmt, gfmt, saturate):
         ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
-        return emu._round(w, fmt, name, "weight", saturate=saturate)
+        return emu._round(w, fmt, name, "weight", saturate=saturate, fp8_role="weight")
 
     @staticmethod
     def backward(ctx, g):
@@ -88,18 +88,24 @@ class _GemmFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emu, site, call, kinds, *ts):
         pol = emu.policy
+        ctx.bias_rows = call.op in ("linear", "addmm")
         leaves = []
+        pre = []             # operands cast from an FP32 tensor: dX is rounded first
         with torch.enable_grad():
             ops = []
             for i, (t, k) in enumerate(zip(ts, kinds)):
                 if k == "act":
-                    t = emu._operand(t, site, i)
+                    c = emu._operand(t, site, i)
+                    pre.append(c is not t and _fmt_of(t) == "fp32")
+                    t = c
+                else:
+                    pre.append(False)
                 need = ctx.needs_input_grad[4 + i]
                 leaf = t.detach().requires_grad_(need)
                 leaves.append(leaf)
                 ops.append(leaf)
             out = call(*ops)
-        ctx.emu, ctx.site, ctx.kinds = emu, site, kinds
+        ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
         ctx.out, ctx.leaves = out, leaves
         return emu._round(out, pol.act, site + ".out", "act")
 
@@ -116,7 +122,11 @@ class _GemmFn(torch.autograd.Function):
             if need:
                 gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)
                 for i, gi in zip(need, gs):
-                    if gi is not None and ctx.kinds[i] == "act" and pol.act_grad != "fp32":
+                    if ctx.kinds[i] == "b" and ctx.bias_rows and gi is not None and gi.dim() == 1:
+                        # a linear bias: the sum over rows in double, rounded once to
+                        # float (as the C emulator forms it)
+                        gi = g.reshape(-1, gi.shape[0]).double().sum(0).float()
+                    if gi is not None and ctx.pre[i] and pol.act_grad != "fp32":
                         gi = emu._round(gi, pol.act_grad, None, "act_grad")
                     res[i] = gi
             ctx.out = ctx.leaves = None
@@ -555,6 +565,7 @@ class emulate:
                     lst[j] = x
                     a2[i] = lst
             return func(*a2, **kw2)
+        call.op = name
 
         y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
         setattr(y, _FMT, pol.act)

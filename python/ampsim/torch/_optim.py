@@ -55,10 +55,11 @@ class EmulatedOptimizer:
             emu._tid(n + ".update")
             if pol.update == "kahan" and pol.weight != "fp32":
                 emu._tid(n + ".kahan")
-        olds = [p.detach().clone() for p, _ in params]
+        narrow = pol.weight != "fp32" and not pol.has_master
         with emu._quiet():
+            # narrow storage: the stored weight is the parameter in the weight format
+            olds = [_rt.round_t(p, pol.weight, "rne")[0] if narrow else p.detach().clone() for p, _ in params]
             res = self.opt.step(closure) if closure is not None else self.opt.step()
-            narrow = pol.weight != "fp32" and not pol.has_master
             vanished = 0
             for (p, group), old, name in zip(params, olds, names):
                 if self._plain_sgd(group):
