@@ -71,15 +71,15 @@ class _RoundFn(torch.autograd.Function):
     """An op output rounded into fmt; backward rounds its gradient into gfmt."""
 
     @staticmethod
-    def forward(ctx, x, emu, name, fmt, gfmt):
+    def forward(ctx, x, emu, name, fmt, gfmt, check=True):
         ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
-        return emu._round(x, fmt, name, "act")
+        return emu._round(x, fmt, name, "act", check=check)
 
     @staticmethod
     def backward(ctx, g):
         emu = ctx.emu
         with emu._quiet():
-            return emu._round(g, ctx.gfmt, ctx.name + ".grad", "act_grad"), None, None, None, None
+            return emu._round(g, ctx.gfmt, ctx.name + ".grad", "act_grad"), None, None, None, None, None
 
 
 class _GemmFn(torch.autograd.Function):
@@ -88,7 +88,7 @@ class _GemmFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emu, site, call, kinds, *ts):
         pol = emu.policy
-        ctx.bias_rows = call.op in ("linear", "addmm")
+        ctx.bias_rows = call.op in ("linear", "addmm") and pol.weight_grad != "fp32"
         leaves = []
         pre = []             # operands cast from an FP32 tensor: dX is rounded first
         with torch.enable_grad():
@@ -392,7 +392,8 @@ class emulate:
             return True
         return role in ("act_grad", "weight_grad") and self.scaler is not None and self.scaler._sc.needs_stats
 
-    def _round(self, x, fmt, name, role, *, saturate=False, fp8_role=None, mode=None, stream_or=0):
+    def _round(self, x, fmt, name, role, *, saturate=False, fp8_role=None, mode=None, stream_or=0,
+               check=True):
         """x rounded into fmt (a new float32 tensor); statistics under name on
         logged steps; the first non-finite result of the step is noted."""
         if x.dtype != torch.float32:
@@ -418,7 +419,7 @@ class emulate:
                 bad = _rt.count_nonfinite(y) if bad else 0
             else:
                 bad = _rt.count_nonfinite(y)
-            if bad and self._nf is None:
+            if bad and check and self._nf is None:
                 self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
         return y
 
@@ -617,7 +618,8 @@ class emulate:
             self._tid(site + ".out")
             self._tid(site + ".out.grad")
         gfmt = pol.act_grad if fmt != "fp32" else "fp32"
-        y = _RoundFn.apply(out, self, site + ".out", fmt, gfmt)
+        # a masked fill writes its -inf on purpose: not a non-finite result
+        y = _RoundFn.apply(out, self, site + ".out", fmt, gfmt, name not in ("masked_fill", "where"))
         if fmt != "fp32":
             setattr(y, _FMT, fmt)
         return y

@@ -105,18 +105,23 @@ _TABLE = [
                       "T.detach", "T.view_as", "T.reshape_as", "T.mT", "T.T", "T.repeat"]),
 ]
 
-# the F.*/torch.* objects are fixed at import; T.* attributes are looked up
-# through the class dict so that properties (mT, T) map by their getter
+# the F.*/torch.* objects are fixed at import; T.* methods are the objects
+# TorchFunctionMode receives (C methods of _TensorBase or Python functions);
+# properties (T, mT) are not mapped
 OPS = {}
 
 
 def _resolve(path):
     ns, _, attr = path.partition(".")
     base = {"F": F, "torch": torch, "T": T}[ns]
-    obj = base.__dict__.get(attr) if ns == "T" else getattr(base, attr, None)
-    if isinstance(obj, property):
-        obj = obj.__get__
-    return obj
+    if ns == "T":
+        obj = T.__dict__.get(attr)
+        if obj is None:
+            obj = getattr(T, attr, None)
+        if isinstance(obj, property) or type(obj).__name__ == "getset_descriptor":
+            return None
+        return obj
+    return getattr(base, attr, None)
 
 
 for _kind, _name, _paths in _TABLE:
