@@ -42,7 +42,8 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(filter-out tests/check_%.c, $(wildcard tests/*.c))
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 
-.PHONY: all check check-run sanitize valgrind bench install clean demo deps check-exhaustive fuzz
+.PHONY: all check check-run sanitize valgrind bench install clean demo deps deps-base check-exhaustive fuzz \
+        check-python install-python
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
 $(BUILD)/%.o: %.c
@@ -70,6 +71,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a
 # The README's test command: install missing packages, build, run every suite.
 check: deps
 	@$(MAKE) --no-print-directory check-run
+	@$(MAKE) --no-print-directory check-python
 
 # Each suite gets the built binary as $$AMPSIM and the source tree as $$AMP_SRCDIR.
 check-run: all $(TEST_BIN)
@@ -99,10 +101,15 @@ bench: all
 	$(BUILD)/ampsim bench gemm
 	$(BUILD)/ampsim bench train
 
+# deps: everything, PyTorch included (ampsim.torch and its tests); demo needs
+# only the base packages and never waits for PyTorch.
 deps:
+	@sh .ci/deps.sh torch
+
+deps-base:
 	@sh .ci/deps.sh
 
-demo: deps
+demo: deps-base
 	@$(MAKE) --no-print-directory all
 	@sh reports/demo.sh $(BUILD)/ampsim
 
@@ -116,6 +123,18 @@ install: all
 
 clean:
 	rm -rf $(BUILD) build-sanitize
+
+# The Python package (python/ampsim, ctypes over libampsim.so): its tests with
+# Debian's interpreter, and its installation where Debian's python3 finds it.
+PYTHON ?= /usr/bin/python3
+PY_DIR ?= $(PREFIX)/lib/python3/dist-packages
+check-python: $(BUILD)/libampsim.so $(BUILD)/ampsim
+	AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMPSIM_LIB=$(CURDIR)/$(BUILD)/libampsim.so $(PYTHON) python/run_tests.py
+
+install: install-python
+install-python:
+	@for f in $$(cd python && find ampsim -name '*.py' | sort); do \
+	  install -D -m 644 python/$$f $(DESTDIR)$(PY_DIR)/$$f || exit 1; done
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d)
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The one install step: installs the Debian packages ampsim needs, if missing.
 # As root it runs apt-get; otherwise it prints the exact apt-get line and fails.
-PKGS="build-essential pkg-config libmpfr-dev libgmp-dev check gnuplot-nox libopenblas-dev zlib1g-dev libcjson-dev openmpi-bin libopenmpi-dev valgrind"
+# `deps.sh torch` also installs PyTorch (for ampsim.torch and its tests).
+PKGS="build-essential pkg-config libmpfr-dev libgmp-dev check gnuplot-nox libopenblas-dev zlib1g-dev libcjson-dev openmpi-bin libopenmpi-dev valgrind python3 python3-numpy"
+[ "$1" = torch ] && PKGS="$PKGS python3-torch"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -27,6 +27,11 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _candidates():
     yield os.path.normpath(os.path.join(_HERE, "..", "..", "build", "libampsim.so"))
+    # installed by `make install`: PREFIX/lib/python3/dist-packages/ampsim -> PREFIX/lib
+    parts = _HERE.split(os.sep)
+    if parts[-3:-1] == ["python3", "dist-packages"]:
+        for name in ("libampsim.so.0", "libampsim.so"):
+            yield os.path.normpath(os.path.join(_HERE, "..", "..", "..", name))
     for name in ("libampsim.so.0", "libampsim.so"):
         yield name
     found = ctypes.util.find_library("ampsim")

@@ -36,8 +36,21 @@ class TestImport(unittest.TestCase):
         return root
 
     def test_build_tree_first(self):
-        self.assertEqual(os.path.realpath(ampsim.library_path),
-                         os.path.realpath(os.path.join(ROOT, "build", "libampsim.so")))
+        built = os.path.join(ROOT, "build", "libampsim.so")
+        self.assertTrue(os.path.exists(built), "run `make` first")
+        self.assertEqual(os.path.realpath(ampsim.library_path), os.path.realpath(built))
+
+    def test_installed_layout(self):
+        # `make install` layout: PREFIX/lib/python3/dist-packages/ampsim finds PREFIX/lib/libampsim.so
+        prefix = tmpdir(self)
+        pkgroot = os.path.join(prefix, "lib", "python3", "dist-packages")
+        shutil.copytree(os.path.join(PYDIR, "ampsim"), os.path.join(pkgroot, "ampsim"),
+                        ignore=shutil.ignore_patterns("__pycache__", "torch"))
+        lib = os.path.join(prefix, "lib", "libampsim.so")
+        shutil.copy(os.path.join(ROOT, "build", "libampsim.so"), lib)
+        p = self.run_python(pkgroot, {})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, lib)
 
     def test_missing_library_and_env_fallback(self):
         root = self.copy_package()
