@@ -133,6 +133,31 @@ class _GemmFn(torch.autograd.Function):
         return (None, None, None, None) + tuple(res)
 
 
+class _XentFn(torch.autograd.Function):
+    """Softmax cross-entropy with mean reduction as the C emulator forms it
+    (sim/layer_loss.c): log-sum-exp and mean in double, rounded once to float;
+    gradient (p - onehot(y)) * (g / B) in float32 from the float softmax p."""
+
+    @staticmethod
+    def forward(ctx, z, y):
+        z64 = z.detach().double()
+        m = z64.max(1, keepdim=True).values
+        lse = m + torch.log(torch.exp(z64 - m).sum(1, keepdim=True))
+        ctx.p = torch.exp(z64 - lse).float()
+        ctx.y = y
+        B = z.shape[0]
+        return ((lse.squeeze(1) - z64.gather(1, y.view(-1, 1)).squeeze(1)).sum() / B).float()
+
+    @staticmethod
+    def backward(ctx, g):
+        p, y = ctx.p, ctx.y
+        w = g.float() / float(p.shape[0])
+        out = p * w
+        rows = torch.arange(p.shape[0])
+        out[rows, y] = (p[rows, y] - 1.0) * w
+        return out, None
+
+
 # ---- the function mode --------------------------------------------------------------
 class _Mode(TorchFunctionMode):
     def __init__(self, emu):
@@ -168,6 +193,22 @@ class _Frame:
 
 def _join(a, b):
     return a + "." + b if a else b
+
+
+def _plain_xent(args, kwargs):
+    """F.cross_entropy(z [B,C] float32, y [B] int64) with default options and
+    every target in range: the case the C emulator's loss covers."""
+    if len(args) != 2 or any(v is not None and k not in ("reduction", "ignore_index", "label_smoothing")
+                              for k, v in kwargs.items()):
+        return False
+    if kwargs.get("reduction", "mean") != "mean" or kwargs.get("label_smoothing", 0.0) != 0.0:
+        return False
+    z, y = args
+    if not (isinstance(z, torch.Tensor) and isinstance(y, torch.Tensor) and z.dim() == 2 and y.dim() == 1
+            and z.dtype == torch.float32 and y.dtype == torch.int64 and y.shape[0] == z.shape[0]):
+        return False
+    ign = kwargs.get("ignore_index", -100)
+    return bool(((y >= 0) & (y < z.shape[1]) & (y != ign)).all())
 
 
 def _tensors_in(args, kwargs):
@@ -597,7 +638,11 @@ class emulate:
             if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
                 raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
-        out = func(*args, **kwargs)
+        if name == "cross_entropy" and not pol.is_fp32() and _plain_xent(args, kwargs):
+            with self._quiet():
+                out = _XentFn.apply(args[0], args[1])
+        else:
+            out = func(*args, **kwargs)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
             return out
         if kind == "elementwise":
