@@ -759,7 +759,8 @@ class emulate:
                               lr=float(lr) if lr is not None else 0.0, vanished=self._step_vanished,
                               nonfinite=nfc)
             if self._do_t or self._do_h:
-                for name, (role, fmt, st) in self._stats.items():
+                for name, (role, fmt, st) in sorted(self._stats.items(),
+                                                    key=lambda kv: self._ids.get(kv[0], 1 << 30)):
                     self._log.tensor(s, name, role, fmt, st, tensors=self._do_t, hist=self._do_h)
             if self._nf is not None:
                 name, phase, cnt = self._nf

@@ -69,6 +69,7 @@ class EmulatedOptimizer:
                 store = pol.weight if narrow else "fp32"
                 emu._round(u.float() if u.dtype == torch.float64 else u, store, name + ".update", "update")
                 if not narrow:
+                    vanished += int(((u != 0) & (p.detach() == old)).sum())
                     continue
                 mode = "sr" if pol.update == "sr" else pol.rounding
                 ud = u.double()
