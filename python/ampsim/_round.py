@@ -344,6 +344,35 @@ def _opts(fmt, rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exac
     return o
 
 
+_F32_NUM = np.dtype(np.float32).num
+_from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
+
+
+def _addr(a):
+    """The address of a C-contiguous array's first element (the quick way
+    for writeable, non-empty arrays)."""
+    try:
+        return _addressof(_from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data
+_FORMATS = {}    # format name -> Format (parsed once)
+_OPTS = {}       # option tuple -> AmpRoundOpts (the C side only reads them)
+
+
+def _cached_opts(rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exact):
+    try:
+        key = (rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exact, type(rounding), type(sr_bits),
+               type(seed), type(stream), type(index0))
+        o = _OPTS.get(key)
+    except TypeError:  # unhashable argument: the full check names it
+        key, o = None, None
+    if o is None:
+        o = _opts(None, rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exact)
+        if key is not None and len(_OPTS) < 1024:
+            _OPTS[key] = o
+    return o
+
+
 _FLOAT_KINDS = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
 
 
@@ -440,22 +469,32 @@ def round(x, fmt, rounding="rne", *, saturate=False, ftz=False, daz=False, sr_bi
     >>> ampsim.round(np.array([1.0, 1e-9, 70000.0], np.float32), "fp16")
     array([1.e+00, 0.e+00, inf], dtype=float32)
     """
-    f = _format_arg(fmt)
-    o = _opts(f, rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exact)
-    xa = _float_input(x)
-    y = _out_array(out, xa.shape)
-    if xa.dtype == np.float64 and np.may_share_memory(xa, y):
-        xa = xa.copy()
-    if xa.dtype == np.float32 and not (xa is y or xa.ctypes.data == y.ctypes.data) \
-            and np.may_share_memory(xa, y):
-        xa = xa.copy()
+    f = _FORMATS.get(fmt) if type(fmt) is str else None
+    if f is None:
+        f = _format_arg(fmt)
+        if type(fmt) is str and len(_FORMATS) < 256:
+            _FORMATS[fmt] = f
+    o = _cached_opts(rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exact)
+    # fast path: a C-contiguous native float32 array is used as it is
+    if type(x) is np.ndarray and x.dtype.num == _F32_NUM and x.flags.c_contiguous and x.dtype.isnative:
+        xa = x
+    else:
+        xa = _float_input(x)
+    if out is None:
+        y = np.empty(xa.shape, dtype=np.float32)
+    else:
+        y = _out_array(out, xa.shape)
+        if xa is not y and np.may_share_memory(xa, y) and \
+                (xa.dtype.num != _F32_NUM or _addr(xa) != _addr(y)):
+            xa = xa.copy()
     st = None
     if stats:
         st = _lib.AmpStats()
-        lib.amp_stats_init(ctypes.byref(st))
-    fn = lib.amp_round_f64 if xa.dtype == np.float64 else lib.amp_round_f32
-    check(fn(ctypes.byref(f._f), ctypes.byref(o), xa.ctypes.data, y.ctypes.data, xa.size,
-             ctypes.byref(st) if st is not None else None))
+        lib.amp_stats_init(st)
+    fn = lib.amp_round_f32 if xa.dtype.num == _F32_NUM else lib.amp_round_f64
+    status = fn(f._f, o, _addr(xa), _addr(y), xa.size, st)
+    if status:
+        check(status)
     if stats:
         return y, Stats._wrap(st, f)
     return y
