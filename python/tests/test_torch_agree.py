@@ -10,13 +10,18 @@ import unittest
 
 from support import ampsim, cli, tmpdir
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
 
-import ampsim.torch as at
-from torch_models import MLP, MLP_INIT, batch_rows, load_digits, load_safetensors
+    import ampsim.torch as at
+    from torch_models import MLP, MLP_INIT, batch_rows, load_digits, load_safetensors
 
-torch.set_num_threads(1)
+    torch.set_num_threads(1)
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+NO_TORCH = "PyTorch (python3-torch) is not installed"
 STEPS = 200 if os.environ.get("AMPSIM_TORCH_LONG") == "1" else 30
 COUNTS = ("n", "zero_in", "flushed", "subnormal", "saturated", "overflow", "nan")
 _DATA = []
@@ -37,6 +42,7 @@ def rows(run):
     return out
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestAgreeWithC(unittest.TestCase):
     def train_c(self, d, policy, scaler):
         args = ["train", "--model", "mlp", "--scaler", scaler, "--steps", STEPS, "--no-shuffle",

@@ -6,14 +6,19 @@ import unittest
 
 from support import CLI, ampsim, tmpdir
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
 
-import ampsim.torch as at
-from torch_models import CNN, MLP, TinyGPT, token_batches
+    import ampsim.torch as at
+    from torch_models import CNN, MLP, TinyGPT, token_batches
 
-torch.set_num_threads(1)
+    torch.set_num_threads(1)
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+NO_TORCH = "PyTorch (python3-torch) is not installed"
 
 
 def hooks_of(model):
@@ -25,6 +30,7 @@ def snapshot(model):
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestNothingModified(unittest.TestCase):
     def test_hooks_removed_weights_restored(self):
         torch.manual_seed(0)
@@ -58,6 +64,7 @@ class TestNothingModified(unittest.TestCase):
                           if hasattr(torch.overrides, "_get_current_function_mode") else None)
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestFp32Identical(unittest.TestCase):
     def run_loop(self, model, data, emulated, scaler=False):
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -100,6 +107,7 @@ class TestFp32Identical(unittest.TestCase):
         self.check_identical(lambda: TinyGPT(layers=1), token_batches(4, 2, 16))
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestCpuAutocast(unittest.TestCase):
     def test_bf16_amp_cpu_matches_torch_autocast(self):
         """bf16-amp-cpu against torch.autocast("cpu", bfloat16) on a CNN with
@@ -139,6 +147,7 @@ class TestCpuAutocast(unittest.TestCase):
         self.assertGreater(max(abs(a - b) for a, b in zip(ref, plain)), 1e-3)
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestTransformerBlock(unittest.TestCase):
     def train(self, policy, spec, fp8, out):
         torch.manual_seed(0)
@@ -203,6 +212,7 @@ def ampsim_report(d):
     return files
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestErrorsAndEvents(unittest.TestCase):
     def test_float64_model(self):
         m = MLP().double()
@@ -272,6 +282,7 @@ class TestErrorsAndEvents(unittest.TestCase):
         self.assertEqual(r["summary"]["first_nonfinite"], {"step": 1, "phase": "forward", "tensor": "input"})
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestGradScaler(unittest.TestCase):
     def test_skip_and_backoff_like_torch(self):
         m = nn.Linear(2, 1)
