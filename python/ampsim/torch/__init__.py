@@ -12,18 +12,9 @@ scalers and run directories that ``ampsim report`` draws.
             scaler.step(opt)
             scaler.update()          # ends the step
 """
+from ._compare import Run, compare
 from ._emulate import EmulationError, emulate
 from ._policy import Policy, preset_names
+from ._scaler import GradScaler
 
-__all__ = ["EmulationError", "Policy", "emulate", "preset_names"]
-
-try:
-    from ._scaler import GradScaler
-    __all__.append("GradScaler")
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from ._compare import compare
-    __all__.append("compare")
-except ImportError:  # pragma: no cover
-    pass
+__all__ = ["EmulationError", "GradScaler", "Policy", "Run", "compare", "emulate", "preset_names"]
