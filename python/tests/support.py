@@ -42,6 +42,12 @@ def tmpdir(case):
 
 
 def hard_values(fmt, n, seed):
+    """See _hard_values (numpy's overflow warnings silenced: the overflows are wanted)."""
+    with np.errstate(all="ignore"):
+        return _hard_values(fmt, n, seed)
+
+
+def _hard_values(fmt, n, seed):
     """n float32 values that exercise rounding into fmt: random bit patterns
     (every class: NaN, inf, zero, subnormal), the format's values, the exact
     midpoints between neighbours and one float32 ulp either side of them,
@@ -73,8 +79,7 @@ def hard_values(fmt, n, seed):
     mag = np.exp2(rng.uniform(np.log2(f.min_subnormal) - 4, np.log2(f.max_finite) + 4, size=rest))
     parts.append((mag * np.where(rng.integers(0, 2, size=rest) == 1, -1, 1)).astype(np.float32))
     x = np.concatenate(parts)[:n]
-    with np.errstate(all="ignore"):
-        return rng.permutation(x).astype(np.float32)
+    return rng.permutation(x).astype(np.float32)
 
 
 def bits_equal(a, b):

@@ -331,11 +331,13 @@ class TestRoundBehaviour(unittest.TestCase):
             self.assertTrue(bits_equal(want, g))
 
     def test_gil_released(self):
-        # ctypes.CDLL (not PyDLL) calls release the GIL.
+        # ctypes.CDLL functions (not PyDLL: no FUNCFLAG_PYTHONAPI) release the GIL
+        # for the duration of the C call.
         import ctypes
         from ampsim import _lib
         self.assertIs(type(_lib.lib), ctypes.CDLL)
-        self.assertNotIsInstance(_lib.lib, ctypes.PyDLL)
+        for name in ("amp_round_f32", "amp_round_f64", "amp_encode", "amp_analyze_view", "amp_fp8_quantize"):
+            self.assertEqual(getattr(_lib.lib, name)._flags_ & ctypes._FUNCFLAG_PYTHONAPI, 0, name)
 
 
 if __name__ == "__main__":
