@@ -294,6 +294,7 @@ class emulate:
         self._loss = None
         self._log = None
         self._entered = False
+        self._closed = False
         self._summary = {"skipped": 0, "nonfinite_steps": 0, "vanished": 0, "last": float("nan"),
                          "min": float("inf")}
         self._step_vanished = 0
@@ -307,6 +308,8 @@ class emulate:
     def __enter__(self):
         if self._entered:
             raise RuntimeError("emulate: already entered")
+        if self._closed:
+            raise RuntimeError("emulate: the run directory %s is complete; use a new emulate for more steps" % self.out)
         for n, p in self.model.named_parameters():
             if p.device.type != "cpu":
                 raise EmulationError("emulate: parameter %s is on %s: ampsim.torch emulates on the CPU "
@@ -319,8 +322,6 @@ class emulate:
                 raise EmulationError("emulate: buffer %s is on %s: ampsim.torch emulates on the CPU" % (n, b.device))
         self._param_names = {id(p): n for n, p in self.model.named_parameters()}
         self._install_hooks()
-        if self.out is not None and self._log is None:
-            self._open_log()
         self._mode = _Mode(self)
         self._mode.__enter__()
         _ACTIVE.append(self)
@@ -693,9 +694,10 @@ class emulate:
     # ---- steps ------------------------------------------------------------------------------
     def _begin_step(self):
         s = self.step_index
-        self._do_t = self.log_every > 0 and s % self.log_every == 0 and self._log is not None
-        self._do_h = self.hist_every > 0 and s % self.hist_every == 0 and self._log is not None
-        if self._log is None and self._collect:
+        logging = self.out is not None
+        self._do_t = self.log_every > 0 and s % self.log_every == 0 and logging
+        self._do_h = self.hist_every > 0 and s % self.hist_every == 0 and logging
+        if not logging and self._collect:
             self._do_t = self._collect
         self._stats = {}
         self._casts = {}
@@ -716,7 +718,7 @@ class emulate:
         """Gather statistics on every step even without a run directory
         (``emu.stats`` then holds the last step's)."""
         self._collect = bool(on)
-        if self._entered and on and self._log is None:
+        if self._entered and on and self.out is None:
             self._do_t = True
 
     @property
@@ -752,6 +754,8 @@ class emulate:
         sm["last"] = lv
         if lv < sm["min"]:
             sm["min"] = lv
+        if self.out is not None and self._log is None:
+            self._open_log()        # at the first step's end: the config knows the scaler
         if self._log is not None:
             gn = grad_norm if grad_norm is not None else self._grad_norm()
             nfc = self._nf[2] if self._nf else 0
@@ -832,10 +836,13 @@ class emulate:
 
     def close(self):
         """Finish the run directory (summary.json); called on exit."""
-        if self._log is None:
+        if self.out is None or self._closed:
             return
+        self._closed = True
         if self._bwd_done or self._stats:
             self.step()
+        if self._log is None:
+            self._open_log()
         sm = self._summary
         last, mn = sm["last"], sm["min"]
         fin = last == last and abs(last) != float("inf")
