@@ -15,6 +15,7 @@ import argparse
 import ctypes
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -72,6 +73,27 @@ def main():
                      best(lambda: ampsim.round(x, "e4m3", stats=True), a.repeat)))
         for name, t in rows:
             print("  %-46s %8.2f ms  %6.2f GB/s  %5.2fx" % (name, t * 1e3, n * 8 / t / 1e9, t_copy / t))
+    # two Python threads, each rounding its own array with one kernel thread:
+    # the C calls release the GIL, so they overlap
+    ampsim.set_threads(1)
+    halves = [x[: n // 2].copy(), x[n // 2:].copy()]
+    outs = [np.empty_like(h) for h in halves]
+
+    def serial():
+        for h, o in zip(halves, outs):
+            ampsim.round(h, "fp16", stats=True, out=o)
+
+    def parallel():
+        ts = [threading.Thread(target=ampsim.round, args=(h, "fp16"), kwargs={"stats": True, "out": o})
+              for h, o in zip(halves, outs)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    t_ser, t_par = best(serial, a.repeat), best(parallel, a.repeat)
+    print("two Python threads, one kernel thread each (stats=True): serial %.2f ms, threads %.2f ms: %.2fx"
+          % (t_ser * 1e3, t_par * 1e3, t_ser / t_par))
     ampsim.set_threads(0)
     fn = _lib.lib.amp_get_threads
     one = np.ones(1, np.float32)

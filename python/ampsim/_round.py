@@ -467,7 +467,7 @@ def round(x, fmt, rounding="rne", *, saturate=False, ftz=False, daz=False, sr_bi
     --------
     >>> import numpy as np, ampsim
     >>> ampsim.round(np.array([1.0, 1e-9, 70000.0], np.float32), "fp16")
-    array([1.e+00, 0.e+00, inf], dtype=float32)
+    array([ 1.,  0., inf], dtype=float32)
     """
     f = _FORMATS.get(fmt) if type(fmt) is str else None
     if f is None:
