@@ -90,20 +90,22 @@ class Format:
     8
     """
 
-    __slots__ = ("_f",)
+    __slots__ = ("_f", "_ref")
 
     def __init__(self, name):
         if isinstance(name, Format):
             self._f = _lib.AmpFormat.from_buffer_copy(name._f)
-            return
-        f = _lib.AmpFormat()
-        check(lib.amp_format_parse(encode_str(name, "format"), ctypes.byref(f)))
-        self._f = f
+        else:
+            f = _lib.AmpFormat()
+            check(lib.amp_format_parse(encode_str(name, "format"), ctypes.byref(f)))
+            self._f = f
+        self._ref = ctypes.byref(self._f)
 
     @classmethod
     def _from_c(cls, f):
         self = cls.__new__(cls)
         self._f = _lib.AmpFormat.from_buffer_copy(f)
+        self._ref = ctypes.byref(self._f)
         return self
 
     name = property(lambda self: self._f.name.decode(), doc="Canonical name (str).")
@@ -134,6 +136,9 @@ class Format:
 
     def __hash__(self):
         return hash(bytes(self._f))
+
+    def __reduce__(self):
+        return (Format, (self.name,))
 
     def __repr__(self):
         return "Format(%r)" % self.name
@@ -356,7 +361,7 @@ def _addr(a):
     except (TypeError, ValueError, BufferError):
         return a.ctypes.data
 _FORMATS = {}    # format name -> Format (parsed once)
-_OPTS = {}       # option tuple -> AmpRoundOpts (the C side only reads them)
+_OPTS = {}       # option tuple -> byref(AmpRoundOpts) (the C side only reads them)
 
 
 def _cached_opts(rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exact):
@@ -367,7 +372,7 @@ def _cached_opts(rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, ex
     except TypeError:  # unhashable argument: the full check names it
         key, o = None, None
     if o is None:
-        o = _opts(None, rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exact)
+        o = ctypes.byref(_opts(None, rounding, saturate, ftz, daz, sr_bits, seed, stream, index0, exact))
         if key is not None and len(_OPTS) < 1024:
             _OPTS[key] = o
     return o
@@ -492,7 +497,7 @@ def round(x, fmt, rounding="rne", *, saturate=False, ftz=False, daz=False, sr_bi
         st = _lib.AmpStats()
         lib.amp_stats_init(st)
     fn = lib.amp_round_f32 if xa.dtype.num == _F32_NUM else lib.amp_round_f64
-    status = fn(f._f, o, _addr(xa), _addr(y), xa.size, st)
+    status = fn(f._ref, o, _addr(xa), _addr(y), xa.size, st)
     if status:
         check(status)
     if stats:

@@ -291,6 +291,9 @@ class TestStats(unittest.TestCase):
         for k in ("n", "amax", "amin_nonzero", "rel_err", "hist") + ampsim.classes():
             self.assertIn(k, d)
         self.assertEqual(whole.flushed, d["flushed"])
+        import pickle
+        self.assertEqual(pickle.loads(pickle.dumps(whole)), whole)
+        self.assertEqual(pickle.loads(pickle.dumps(ampsim.Format("e3m4fnuz"))), ampsim.Format("e3m4fnuz"))
 
 
 class TestRoundBehaviour(unittest.TestCase):
