@@ -283,6 +283,46 @@ class TestErrorsAndEvents(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestSteps(unittest.TestCase):
+    def test_micro_batches_add_up(self):
+        """Two forward/backward passes in one step: the same names, statistics
+        of both (gradient accumulation), one metrics row."""
+        torch.manual_seed(0)
+        m = MLP()
+        d = os.path.join(tmpdir(self), "run")
+        with at.emulate(m, "bf16-amp", out=d, log_every=1) as emu:
+            for _ in range(2):
+                m(torch.rand(4, 64)).sum().backward()
+            emu.step(loss=1.5, lr=0.1)
+        r = ampsim.read_run(d)
+        n = {t: int(k) for t, k in zip(r["tensors"]["tensor"], r["tensors"]["n"])}
+        self.assertEqual(n["fc1.out"], 2 * 4 * 32)
+        self.assertEqual(n["input"], 2 * 4 * 64)
+        self.assertEqual(n["fc1.weight"], 32 * 64)       # cast once per step (cast cache)
+        # each backward rounds its share; autograd sums them into the FP32 .grad
+        self.assertEqual(n["fc1.weight.grad"], 2 * 32 * 64)
+        self.assertEqual(list(r["metrics"]["loss"]), [1.5])
+
+    def test_inference_under_no_grad(self):
+        torch.manual_seed(0)
+        m = MLP()
+        x = torch.rand(3, 64)
+        with torch.no_grad(), at.emulate(m, "fp8-e4m3") as emu:
+            emu.collect_stats()
+            y = m(x)
+            st = emu.stats
+        self.assertEqual(st["fc1.weight"][1], "e4m3")
+        self.assertFalse(torch.equal(y, m(x)))
+        # the same values as rounding by hand: e4m3 operands (saturating), FP32 GEMM, bf16 output
+        def r(t, f, sat=False):
+            return torch.from_numpy(ampsim.round(t.detach().numpy(), f, saturate=sat))
+        h = F.linear(r(x, "e4m3", True), r(m.fc1.weight, "e4m3", True), r(m.fc1.bias, "bf16"))
+        h = r(F.relu(r(h, "bf16")), "bf16")
+        ref = r(F.linear(r(h, "e4m3", True), r(m.fc2.weight, "e4m3", True), r(m.fc2.bias, "bf16")), "bf16")
+        self.assertTrue(torch.equal(y, ref))
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestGradScaler(unittest.TestCase):
     def test_skip_and_backoff_like_torch(self):
         m = nn.Linear(2, 1)

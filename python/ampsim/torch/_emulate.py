@@ -287,7 +287,7 @@ class emulate:
         self._root_inputs = set()
         self._casts = {}
         self._bwd_done = False
-        self._explicit = False
+        self._pver = None
         self._events_seen = set()
         self._nf = None
         self._nf_first = None
@@ -299,7 +299,6 @@ class emulate:
                          "min": float("inf")}
         self._step_vanished = 0
         self._step_skipped = 0
-        self._names_step = set()
         self._optimizers = []
         if scaler is not None:
             self.attach_scaler(scaler)
@@ -321,6 +320,7 @@ class emulate:
             if b.device.type != "cpu":
                 raise EmulationError("emulate: buffer %s is on %s: ampsim.torch emulates on the CPU" % (n, b.device))
         self._param_names = {id(p): n for n, p in self.model.named_parameters()}
+        self._params = list(self.model.parameters())
         self._install_hooks()
         self._mode = _Mode(self)
         self._mode.__enter__()
@@ -365,8 +365,14 @@ class emulate:
         def hook(mod, args):
             if is_root:
                 self._stack = []
-                if self._bwd_done and not self._explicit:
+                # a forward after a backward and an optimizer update (the
+                # parameters changed) starts the next step; micro-batches of
+                # gradient accumulation stay in one step
+                vers = tuple(p._version for p in self._params)
+                if self._bwd_done and self._pver is not None and vers != self._pver:
                     self.step()
+                if self._pver is None:
+                    self._pver = vers
                 self._root_inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}
                 self._root_refs = [a for a in args if isinstance(a, torch.Tensor)]
             self._stack.append(_Frame(path, leaf))
@@ -414,12 +420,8 @@ class emulate:
             k = fr.get(op, 0) + 1
             fr[op] = k
             name = "%s%d" % (op, k)
-        if name in self._names_step:
-            k = 2
-            while "%s#%d" % (name, k) in self._names_step:
-                k += 1
-            name = "%s#%d" % (name, k)
-        self._names_step.add(name)
+        # a site called again in the same step (micro-batches, a shared module)
+        # keeps its name: its statistics add up, as the C emulator's do
         return name
 
     def _tid(self, name):
@@ -480,11 +482,10 @@ class emulate:
             return t
         if pol.fwd_in == "fp32" and not self._stats_due():
             return t
-        if id(t) in self._root_inputs and "input" not in self._names_step:
+        if id(t) in self._root_inputs:
             name = "input"
         else:
             name = site + (".input" if i == 0 else ".input%d" % (i + 1))
-        self._names_step.add(name)
         return self._round(t, pol.fwd_in, name, "act", saturate=pol.saturate, fp8_role="act")
 
     def _cast_weight(self, p, site, is_bias):
@@ -701,11 +702,11 @@ class emulate:
             self._do_t = self._collect
         self._stats = {}
         self._casts = {}
-        self._names_step = set()
         self._outside = {}
         self._nf = None
         self._loss = None
         self._bwd_done = False
+        self._pver = None
         self._pending_events = []
         self._step_vanished = 0
         self._step_skipped = 0
