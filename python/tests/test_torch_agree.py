@@ -119,6 +119,15 @@ class TestAgreeWithC(unittest.TestCase):
         pol = {"base": "bf16-pure", "update": "sr", "name": "bf16-pure-sr"}
         self.agree(pol, "none", exact_weights_at_0=False)
 
+    def test_bf16_pure_kahan(self):
+        pol = {"base": "bf16-pure", "update": "kahan", "name": "bf16-pure-kahan"}
+        self.agree(pol, "none", exact_weights_at_0=False)
+
+    def test_fp16_pure_sr_everywhere(self):
+        # every rounding stochastic: the same draws as the C emulator's registry
+        pol = {"base": "fp16-pure", "rounding": "sr", "name": "fp16-pure-sr"}
+        self.agree(pol, "none", exact_weights_at_0=False)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -57,8 +57,9 @@ class EmulatedOptimizer:
                 emu._tid(n + ".kahan")
         narrow = pol.weight != "fp32" and not pol.has_master
         with emu._quiet():
-            # narrow storage: the stored weight is the parameter in the weight format
-            olds = [_rt.round_t(p, pol.weight, "rne")[0] if narrow else p.detach().clone() for p, _ in params]
+            # narrow storage: the stored weight is the parameter in the weight format,
+            # as this step's forward cast it (the cast cache)
+            olds = [self._stored(p) if narrow else p.detach().clone() for p, _ in params]
             res = self.opt.step(closure) if closure is not None else self.opt.step()
             vanished = 0
             for (p, group), old, name in zip(params, olds, names):
@@ -95,6 +96,13 @@ class EmulatedOptimizer:
         if emu.scaler is None:
             emu.step(lr=self.opt.param_groups[0].get("lr"))
         return res
+
+    def _stored(self, p):
+        emu, pol = self.emu, self.emu.policy
+        hit = emu._casts.get((id(p), pol.weight))
+        if hit is not None and hit[0] == p._version:
+            return hit[1].detach().clone()
+        return _rt.round_t(p, pol.weight, "rne")[0]
 
     def _round_update(self, s, fmt, name, mode):
         emu = self.emu
