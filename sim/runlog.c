@@ -155,8 +155,8 @@ amp_status amp_runlog_tensor(amp_runlog *l, int64_t step, const char *name, amp_
                              const char *format, const amp_stats *st, int tensors, int hist)
 {
     if (role < 0 || role >= AMP_ROLE_COUNT) return amp_fail(AMP_EINVAL, "%s: role %d out of range", l->dir, (int)role);
-    if (!name || !*name || !format || !*format)
-        return amp_fail(AMP_EINVAL, "%s: a tensor row needs a tensor name and a format", l->dir);
+    if (!name || !*name || !format || !*format || !st)
+        return amp_fail(AMP_EINVAL, "%s: a tensor row needs a tensor name, a format and statistics", l->dir);
     if (tensors) {
         FILE *fp = l->f[F_TENSORS].fp;
         fprintf(fp, "%lld,", (long long)step);
