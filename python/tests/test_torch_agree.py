@@ -105,6 +105,19 @@ class TestAgreeWithC(unittest.TestCase):
         c, _ = self.agree("fp16-amp", "torch")
         self.assertEqual(float(c["metrics"]["loss_scale"][0]), 65536.0)
 
+    def test_fp16_amp_every_loss_scaler(self):
+        """Each framework's scaler through GradScaler: the same metrics.csv and
+        events.csv bytes as ampsim train (scales, skips, overflow events and
+        the first non-finite tensor, named as the C emulator names it)."""
+        for spec in ("apex", "deepspeed", "megatron", "keras", "underflow", "adaptive"):
+            with self.subTest(spec=spec):
+                d = tmpdir(self)
+                self.train_c(d, "fp16-amp", spec)
+                self.train_torch(d, "fp16-amp", spec, None)
+                for f in ("metrics.csv", "events.csv"):
+                    with open(os.path.join(d, "c", f)) as a, open(os.path.join(d, "py", f)) as b:
+                        self.assertEqual(b.read(), a.read(), "%s: %s" % (spec, f))
+
     def test_bf16_amp(self):
         self.agree("bf16-amp", "none")
 

@@ -53,7 +53,7 @@ class EmulationError(RuntimeError):
 
 # ---- autograd Functions ------------------------------------------------------------
 class _CastFn(torch.autograd.Function):
-    """A weight cast into its format; backward rounds the weight gradient."""
+    """A weight cast into its format; backward rounds the (summed) weight gradient."""
 
     @staticmethod
     def forward(ctx, w, emu, name, fmt, gfmt, saturate):
@@ -64,7 +64,8 @@ class _CastFn(torch.autograd.Function):
     def backward(ctx, g):
         emu = ctx.emu
         with emu._quiet():
-            return emu._round(g, ctx.gfmt, ctx.name + ".grad", "weight_grad"), None, None, None, None, None
+            # the GEMMs rounded and logged their shares; a sum of several is rounded again
+            return emu._round(g, ctx.gfmt, None, "weight_grad"), None, None, None, None, None
 
 
 class _RoundFn(torch.autograd.Function):
@@ -82,6 +83,9 @@ class _RoundFn(torch.autograd.Function):
             return emu._round(g, ctx.gfmt, ctx.name + ".grad", "act_grad"), None, None, None, None, None
 
 
+_BWD_ORDER = {"w": 0, "b": 1}
+
+
 class _GemmFn(torch.autograd.Function):
     """A GEMM-like op: rounded operands, FP32 op, one output rounding."""
 
@@ -89,6 +93,7 @@ class _GemmFn(torch.autograd.Function):
     def forward(ctx, emu, site, call, kinds, *ts):
         pol = emu.policy
         ctx.bias_rows = call.op in ("linear", "addmm") and pol.weight_grad != "fp32"
+        ctx.wnames = call.wnames
         leaves = []
         pre = []             # operands cast from an FP32 tensor: dX is rounded first
         with torch.enable_grad():
@@ -120,13 +125,22 @@ class _GemmFn(torch.autograd.Function):
             need = [i for i, l in enumerate(ctx.leaves) if l.requires_grad]
             res = [None] * len(ctx.leaves)
             if need:
-                gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)
-                for i, gi in zip(need, gs):
-                    if ctx.kinds[i] == "b" and ctx.bias_rows and gi is not None and gi.dim() == 1:
+                gs = dict(zip(need, torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g,
+                                                        allow_unused=True)))
+                # the C emulator's order: weight gradient, bias gradient, input gradient
+                for i in sorted(need, key=lambda i: _BWD_ORDER.get(ctx.kinds[i], 2)):
+                    gi, k = gs[i], ctx.kinds[i]
+                    if gi is None:
+                        continue
+                    if k == "b" and ctx.bias_rows and gi.dim() == 1:
                         # a linear bias: the sum over rows in double, rounded once to
                         # float (as the C emulator forms it)
                         gi = g.reshape(-1, gi.shape[0]).double().sum(0).float()
-                    if gi is not None and ctx.pre[i] and pol.act_grad != "fp32":
+                    if k in ("w", "b"):
+                        # this site's share of the weight gradient (a weight used by
+                        # several sites: the cast's backward rounds the sum again)
+                        gi = emu._round(gi, pol.weight_grad, ctx.wnames[i] + ".grad", "weight_grad")
+                    elif ctx.pre[i] and pol.act_grad != "fp32":
                         gi = emu._round(gi, pol.act_grad, None, "act_grad")
                     res[i] = gi
             ctx.out = ctx.leaves = None
@@ -574,6 +588,7 @@ class emulate:
                 ts.append(a)
                 kinds.append("bias" if k == bias_kw else "act")
         where = self._where()
+        wnames = [None] * len(ts)
         for t, k in zip(ts, kinds):
             if k == "act" and id(t) in self._root_inputs:
                 self._tid("input")          # the model input comes first, as in the C models
@@ -586,6 +601,8 @@ class emulate:
                                      "models (the policy sets the formats)" % (name, where, t.dtype))
             pv = getattr(t, _PVIEW, None)
             if isinstance(t, torch.nn.Parameter) or pv is not None:
+                p = t if pv is None else pv[0]
+                wnames[i] = self._param_names.get(id(p)) or _join(site, "bias" if kinds[i] == "bias" else "weight")
                 if pv is None:
                     ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
                 else:
@@ -610,6 +627,7 @@ class emulate:
                     a2[i] = lst
             return func(*a2, **kw2)
         call.op = name
+        call.wnames = wnames
 
         y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
         setattr(y, _FMT, pol.act)
