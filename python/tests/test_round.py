@@ -210,6 +210,22 @@ class TestRoundMPFR(unittest.TestCase):
                     self.assertEqual(sf.counts, sr.counts)
                     self.assertEqual(sf.hist, sr.hist)
 
+    def test_per_value_mpfr_oracle(self):
+        # amp_round1_mpfr, the library's per-value MPFR reference, value by value
+        import ctypes
+        from ampsim import _lib
+        lib = _lib.lib
+        for fi, name in enumerate(table_names()):
+            f = ampsim.Format(name)
+            x = hard_values(name, 2000, SEED + 400 + fi)
+            for mode, (sat, ftz, daz) in itertools.product(DET_MODES + ("sr",), FLAGS):
+                with self.subTest(format=name, mode=mode, saturate=sat, ftz=ftz, daz=daz):
+                    got = ampsim.round(x, name, mode, saturate=sat, ftz=ftz, daz=daz, seed=11)
+                    o = ampsim._round._opts(f, mode, sat, ftz, daz, None, 11, 0, 0, False)
+                    want = np.array([lib.amp_round1_mpfr(ctypes.byref(f._f), ctypes.byref(o), float(v), i, None)
+                                     for i, v in enumerate(x)], np.float32)
+                    self.assertTrue(bits_equal(want, got), first_diff(x, want, got))
+
     def test_sr_fast_equals_mpfr(self):
         x = hard_values("fp16", 1 << 15, SEED + 300)
         for name, k in (("fp16", None), ("e4m3", 5), ("bf16", 16)):
