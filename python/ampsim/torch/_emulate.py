@@ -268,8 +268,8 @@ class emulate:
     Inside ``with emulate(...) as emu:`` every forward and backward of the model
     runs as the policy says. ``emu.step(loss=..., lr=...)`` ends a training
     step (GradScaler.update() and an optimizer wrapped by ``emu.optimizer``
-    do it themselves); without any of them a forward after a backward starts
-    the next step.
+    do it themselves); without any of them a forward that follows a backward
+    and an optimizer update (the parameters changed) starts the next step.
     """
 
     def __init__(self, model, policy="fp32", *, out=None, log_every=10, hist_every=50, fp8=None,
