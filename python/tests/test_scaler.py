@@ -1,9 +1,10 @@
 """LossScaler and FP8Scaler against `ampsim scaler-replay`, step for step."""
+import os
 import unittest
 
 import numpy as np
 
-from support import SEED, ampsim, cli
+from support import SEED, ampsim, cli, tmpdir
 
 LOSS_SPECS = [
     "none", "static:1024", "static:scale=8,skip=1", "torch",
@@ -46,9 +47,12 @@ def amax_sequence(n, seed):
     return a
 
 
-def replay(spec, values, fp8):
-    text = "\n".join(("%.9g" % v if fp8 else str(v)) for v in values) + "\n"
-    p = cli("scaler-replay", "--events", "--scaler", spec, "-", check=False, stdin=text)
+def replay(case, spec, values, fp8):
+    """`ampsim scaler-replay --events --scaler SPEC FILE` over values: (lines, exit code)."""
+    path = os.path.join(tmpdir(case), "seq.txt")
+    with open(path, "w") as fp:
+        fp.write("# scripted sequence\n" + "\n".join(("%.9g" % v if fp8 else str(v)) for v in values) + "\n")
+    p = cli("scaler-replay", "--events", "--scaler", spec, path, check=False)
     if p.returncode not in (0, 1):
         raise AssertionError("scaler-replay %s: exit %d: %s" % (spec, p.returncode, p.stderr))
     return p.stdout.splitlines(), p.returncode
@@ -67,7 +71,7 @@ class TestLossScalerReplay(unittest.TestCase):
         seq = found_inf_sequence(400, SEED)
         for spec in LOSS_SPECS:
             with self.subTest(spec=spec):
-                lines, rc = replay(spec, seq, fp8=False)
+                lines, rc = replay(self, spec, seq, fp8=False)
                 self.assertEqual(lines[0], "step,input,skipped,scale_used,scale_after,events")
                 sc = ampsim.LossScaler(spec)
                 rows, stopped = [], False
@@ -184,7 +188,7 @@ class TestFP8ScalerReplay(unittest.TestCase):
         seq = amax_sequence(300, SEED)
         for spec in FP8_SPECS:
             with self.subTest(spec=spec):
-                lines, rc = replay(spec, seq, fp8=True)
+                lines, rc = replay(self, spec, seq, fp8=True)
                 self.assertEqual(rc, 0)
                 sc = ampsim.FP8Scaler(spec)
                 rows = []
