@@ -135,7 +135,7 @@ class _GemmFn(torch.autograd.Function):
                     if k == "b" and ctx.bias_rows and gi.dim() == 1:
                         # a linear bias: the sum over rows in double, rounded once to
                         # float (as the C emulator forms it)
-                        gi = g.reshape(-1, gi.shape[0]).double().sum(0).float()
+                        gi = g.reshape(-1, gi.shape[0]).sum(0, dtype=torch.float64).float()
                     if k in ("w", "b"):
                         # this site's share of the weight gradient (a weight used by
                         # several sites: the cast's backward rounds the sum again)
