@@ -241,6 +241,10 @@ class TestErrorsAndEvents(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "unknown policy key 'colour'"):
             at.emulate(MLP(), {"base": "fp16-amp", "colour": "red"})
 
+    def test_inexpressible_policy(self):
+        with self.assertRaisesRegex(at.EmulationError, "accumulates GEMMs in fp16"):
+            at.emulate(MLP(), {"base": "fp16-amp", "gemm": {"accumulator": "fp16"}})
+
     def test_policy_dict_and_json(self):
         p = at.Policy({"base": "bf16-amp", "roles": {"act_grad": "fp16"}})
         self.assertEqual((p.act, p.act_grad, p.weight, p.master), ("bf16", "fp16", "bf16", "fp32"))
