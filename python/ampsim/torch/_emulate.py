@@ -492,11 +492,14 @@ class emulate:
         pol = self.policy
         if t.dtype != torch.float32:
             raise EmulationError("ampsim.torch: operand %d of %s is %s: emulate runs float32 tensors" % (i, site, t.dtype))
-        if _fmt_of(t) == pol.fwd_in and not pol.fp8_scaling:
-            return t
-        if pol.fwd_in == "fp32" and not self._stats_due():
-            return t
-        if id(t) in self._root_inputs:
+        root = id(t) in self._root_inputs
+        # the model input is always a tensor of the run ("input"), as in the C models
+        if not (root and self._stats_due()):
+            if _fmt_of(t) == pol.fwd_in and not pol.fp8_scaling:
+                return t
+            if pol.fwd_in == "fp32" and not self._stats_due():
+                return t
+        if root:
             name = "input"
         else:
             name = site + (".input" if i == 0 else ".input%d" % (i + 1))
