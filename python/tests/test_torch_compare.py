@@ -5,7 +5,7 @@ import io
 import os
 import unittest
 
-from support import CLI, ampsim, cli, tmpdir
+from support import cli, tmpdir
 
 try:
     import torch

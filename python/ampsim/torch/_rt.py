@@ -12,6 +12,19 @@ import torch
 from .. import _lib, _round
 from .._round import Stats
 
+class EmulationError(RuntimeError):
+    """An op or tensor that the policy cannot express (message names the op and module)."""
+
+
+#: attribute of an emulated tensor: the name of the format its values are in
+FMT_ATTR = "_ampsim_fmt"
+
+
+def fmt_of(t):
+    """The format of a tensor's values ("fp32" for a tensor emulate did not make)."""
+    return getattr(t, FMT_ATTR, "fp32")
+
+
 _ROLES = ("weight", "act", "act_grad", "weight_grad", "master", "optim_state", "update")
 ROLE_ID = {r: i for i, r in enumerate(_ROLES)}
 
