@@ -5,6 +5,7 @@ import torch
 
 from ._rt import fmt_of as _fmt_of
 
+
 class _CastFn(torch.autograd.Function):
     """A weight cast into its format; backward rounds the (summed) weight gradient."""
 
