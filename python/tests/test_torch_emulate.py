@@ -220,6 +220,14 @@ class TestErrorsAndEvents(unittest.TestCase):
             with at.emulate(m, "fp16-amp"):
                 pass
 
+    def test_model_off_the_cpu(self):
+        # the check a CUDA model meets (this machine has no GPU: the meta device)
+        m = MLP().to("meta")
+        with self.assertRaisesRegex(at.EmulationError, "parameter fc1.weight is on meta"):
+            with at.emulate(m, "fp16-amp"):
+                pass
+        self.assertEqual(hooks_of(m), [(0, 0, 0)] * 3)
+
     def test_float64_operand_names_op_and_module(self):
         class M(nn.Module):
             def __init__(self):
