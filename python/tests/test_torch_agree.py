@@ -1,7 +1,9 @@
 """ampsim.torch.emulate against the C emulator: the project's MLP written in
 PyTorch (fc1, relu1, fc2; tests/ref/mlp_init.safetensors; batches of
-``ampsim train --no-shuffle``) trained under emulate with a GradScaler gives
-the same per-step losses and the same tensors.csv rows as ``ampsim train``.
+``ampsim train --no-shuffle``) trained under emulate(kernels="ampsim") with a
+GradScaler gives the same per-step losses and the same tensors.csv rows as
+``ampsim train``; with PyTorch's own loss and bias-gradient arithmetic
+(kernels="torch") the first steps agree the same way.
 
 Default: 30 steps per policy. AMPSIM_TORCH_LONG=1: 200 steps."""
 import json
@@ -44,8 +46,8 @@ def rows(run):
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestAgreeWithC(unittest.TestCase):
-    def train_c(self, d, policy, scaler):
-        args = ["train", "--model", "mlp", "--scaler", scaler, "--steps", STEPS, "--no-shuffle",
+    def train_c(self, d, policy, scaler, steps=None):
+        args = ["train", "--model", "mlp", "--scaler", scaler, "--steps", steps or STEPS, "--no-shuffle",
                 "--init", MLP_INIT, "--log-every", 1, "--hist-every", 5, "--out", os.path.join(d, "c")]
         if isinstance(policy, dict):
             path = os.path.join(d, "policy.json")
@@ -63,7 +65,7 @@ class TestAgreeWithC(unittest.TestCase):
         m.load_state_dict(load_safetensors(MLP_INIT))
         sc = at.GradScaler(scaler)
         out = os.path.join(d, "py")
-        with at.emulate(m, policy, out=out, log_every=1, hist_every=5, fp8=fp8) as emu:
+        with at.emulate(m, policy, out=out, log_every=1, hist_every=5, fp8=fp8, kernels="ampsim") as emu:
             opt = emu.optimizer(torch.optim.SGD(m.parameters(), lr=0.1))
             for s in range(STEPS):
                 i = batch_rows(s, 32, x.shape[0])
@@ -131,6 +133,35 @@ class TestAgreeWithC(unittest.TestCase):
             with self.subTest(policy=policy, fp8=fp8):
                 self.agree(policy, spec, c_scaler=fp8, fp8=fp8, exact_weights_at_0=policy != "fp16-pure",
                            exact_values=policy != "fp32")
+
+    def test_torch_kernels_first_steps(self):
+        """kernels="torch": PyTorch's cross-entropy and bias-gradient sums. The
+        counts of the first 10 steps still equal the C emulator's; the losses
+        agree within 1e-6."""
+        d = tmpdir(self)
+        c = self.train_c(d, "fp16-amp", "torch", steps=10)
+        x, y = digits()
+        m = MLP()
+        m.load_state_dict(load_safetensors(MLP_INIT))
+        sc = at.GradScaler("torch")
+        with at.emulate(m, "fp16-amp", out=os.path.join(d, "py"), log_every=1) as emu:
+            opt = emu.optimizer(torch.optim.SGD(m.parameters(), lr=0.1))
+            for s in range(10):
+                i = batch_rows(s, 32, x.shape[0])
+                loss = F.cross_entropy(m(x[i]), y[i])
+                opt.zero_grad()
+                sc.scale(loss).backward()
+                sc.step(opt)
+                sc.update()
+        p = ampsim.read_run(os.path.join(d, "py"))
+        self.assertEqual(len(p["metrics"]["loss"]), 10)
+        for a, b in zip(c["metrics"]["loss"], p["metrics"]["loss"]):
+            self.assertLessEqual(abs(a - b), 1e-6)
+        cr, pr = rows(c), rows(p)
+        self.assertEqual(sorted(cr), sorted(pr))
+        for k, v in cr.items():
+            for col in COUNTS:
+                self.assertEqual(int(v[col]), int(pr[k][col]), "step %d %s: %s" % (k[0], k[1], col))
 
     def test_bf16_amp(self):
         self.agree("bf16-amp", "none")

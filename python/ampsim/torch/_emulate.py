@@ -64,6 +64,12 @@ class emulate(_OpHandlers):
         Key of stochastic rounding (as ``ampsim train --seed``).
     config : dict, optional
         Extra keys for config.json.
+    kernels : str
+        "torch" (default): the FP32 arithmetic of the ops is PyTorch's own.
+        "ampsim": the softmax cross-entropy (log-sum-exp and mean in double)
+        and a linear layer's bias gradient (sum over rows in double) are
+        formed as the C emulator forms them, so that a model written like
+        ampsim's own gives ``ampsim train``'s bits.
 
     Inside ``with emulate(...) as emu:`` every forward and backward of the model
     runs as the policy says. ``emu.step(loss=..., lr=...)`` ends a training
@@ -73,9 +79,12 @@ class emulate(_OpHandlers):
     """
 
     def __init__(self, model, policy="fp32", *, out=None, log_every=10, hist_every=50, fp8=None,
-                 what_if=None, scaler=None, seed=1, config=None):
+                 what_if=None, scaler=None, seed=1, config=None, kernels="torch"):
         if not isinstance(model, torch.nn.Module):
             raise TypeError("emulate: model must be a torch.nn.Module, not %s" % type(model).__name__)
+        if kernels not in ("torch", "ampsim"):
+            raise ValueError("emulate: kernels must be 'torch' or 'ampsim', not %r" % (kernels,))
+        self.kernels = kernels
         self.model = model
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
         pol = self.policy
@@ -479,7 +488,7 @@ class emulate(_OpHandlers):
                "precision": self.policy.name, "policy": self.policy.json,
                "scaler": self.scaler.spec if self.scaler is not None else "none",
                "log_every": self.log_every, "hist_every": self.hist_every, "seed": str(self.seed),
-               "framework": "torch %s" % torch.__version__}
+               "framework": "torch %s" % torch.__version__, "kernels": self.kernels}
         if self.policy.fp8_scaling:
             cfg["fp8_scaler"] = self._fp8_spec or "delayed"
         cfg.update(self._config)

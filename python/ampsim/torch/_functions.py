@@ -46,7 +46,7 @@ class _GemmFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emu, site, call, kinds, *ts):
         pol = emu.policy
-        ctx.bias_rows = call.op in ("linear", "addmm") and pol.weight_grad != "fp32"
+        ctx.bias_rows = call.op in ("linear", "addmm") and emu.kernels == "ampsim"
         ctx.wnames = call.wnames
         leaves = []
         pre = []             # operands cast from an FP32 tensor: dX is rounded first

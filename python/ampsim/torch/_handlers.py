@@ -199,7 +199,7 @@ class _OpHandlers:
             if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
                 raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
-        if name == "cross_entropy" and not pol.is_fp32() and _plain_xent(args, kwargs):
+        if name == "cross_entropy" and self.kernels == "ampsim" and _plain_xent(args, kwargs):
             with self._quiet():
                 out = _XentFn.apply(args[0], args[1])
         else:
