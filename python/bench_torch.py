@@ -10,8 +10,9 @@ A GPT-like model (4 blocks, width 128, 4 heads, context 64, batch 16, vocabulary
 They run in blocks of 10 steps, taking turns, for several rounds. A block of an
 emulated configuration is one emulate context with its run directory, so its
 cost includes the hooks and the run log. Each round gives a ratio to that
-round's plain block, and the median over the rounds is printed: on a shared
-machine the load changes between rounds, not within one. The targets are at
+round's plain block, and the median over the rounds is printed. Times are the
+process's CPU time (one thread), which the other processes of a shared machine
+change less than the wall time. The targets are at
 most 2x (every 10) and 3x (every 1). Not a test.
 
 Usage: /usr/bin/python3 python/bench_torch.py [--rounds R]"""
@@ -36,12 +37,14 @@ BLOCK = 10
 
 
 def block(model, opt, data, log_every, out):
-    """Seconds per step over one block of BLOCK steps (log_every None: plain)."""
+    """CPU seconds of this process per step over one block of BLOCK steps
+    (log_every None: plain). CPU time, not wall time: on a shared machine the
+    wall time also counts the other processes' turns."""
     emu = sc = None
     if log_every is not None:
         emu = at.emulate(model, "fp16-amp", out=out, log_every=log_every, hist_every=log_every)
         sc = at.GradScaler("torch")
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     if emu:
         emu.__enter__()
     try:
@@ -58,7 +61,7 @@ def block(model, opt, data, log_every, out):
     finally:
         if emu:
             emu.__exit__(None, None, None)
-    return (time.perf_counter() - t0) / len(data)
+    return (time.process_time() - t0) / len(data)
 
 
 def main():
@@ -85,7 +88,7 @@ def main():
                 times[name].append(block(models[name], opts[name], data, le, out))
     print("torch %s, 1 thread, GPT-like 4x128, ctx 64, batch 16; %d rounds of %d-step blocks"
           % (torch.__version__, a.rounds, BLOCK))
-    print("%-10s %12s %14s %7s" % ("step", "median ms", "median ratio", "target"))
+    print("%-10s %12s %14s %7s" % ("step", "median CPU ms", "median ratio", "target"))
     for name, target in (("plain", ""), ("every 10", "2.0"), ("every 1", "3.0")):
         ratios = [t / p for t, p in zip(times[name], times["plain"])]
         print("%-10s %12.1f %14.2f %7s" % (name, statistics.median(times[name]) * 1e3,
