@@ -54,7 +54,8 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 SONAME  := libampsim.so.0
 SHLIB   := libampsim.so.$(VERSION)
 
-.PHONY: deps-fuzz all check check-run check-layers sanitize valgrind bench install clean demo deps deps-python check-exhaustive fuzz fuzz-ci
+.PHONY: all check check-run check-layers sanitize valgrind bench install clean demo deps deps-base deps-python \
+        deps-fuzz check-exhaustive fuzz fuzz-ci check-python install-python
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
 LAYER_INC_sim      := -Isim
@@ -89,7 +90,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a
 	$(CC) $(CFLAGS) $(ALL_INC) -Itests -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
 
 # The README's test command: install missing packages, build, run every suite.
-check: deps deps-python
+check: deps
 	@$(MAKE) --no-print-directory check-run
 
 # Each suite gets the built binary as $$AMPSIM and the source tree as $$AMP_SRCDIR.
@@ -123,14 +124,18 @@ bench: all
 	$(BUILD)/ampsim bench gemm
 	$(BUILD)/ampsim bench train
 
+# deps: everything, PyTorch included (ampsim.torch and its tests); demo needs
+# only the base packages and never waits for PyTorch.
 deps:
+	@sh .ci/deps.sh base python
+deps-base:
 	@sh .ci/deps.sh base
 deps-python:
 	@sh .ci/deps.sh python
 deps-fuzz:
 	@sh .ci/deps.sh fuzz
 
-demo: deps
+demo: deps-base
 	@$(MAKE) --no-print-directory all
 	@sh reports/demo.sh $(BUILD)/ampsim
 
@@ -151,6 +156,19 @@ install: all
 
 clean:
 	rm -rf $(BUILD) build-sanitize
+
+# The Python package (python/ampsim, ctypes over libampsim.so): its tests with
+# Debian's interpreter, and its installation where Debian's python3 finds it.
+PYTHON ?= /usr/bin/python3
+PY_DIR ?= $(PREFIX)/lib/python3/dist-packages
+# (make check runs them too, inside tests/run_suites.sh.)
+check-python: $(BUILD)/libampsim.so $(BUILD)/ampsim
+	AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMPSIM_LIB=$(CURDIR)/$(BUILD)/libampsim.so $(PYTHON) python/run_tests.py
+
+install: install-python
+install-python:
+	@for f in $$(cd python && find ampsim -name '*.py' | sort); do \
+	  install -D -m 644 python/$$f $(DESTDIR)$(PY_DIR)/$$f || exit 1; done
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d)
 

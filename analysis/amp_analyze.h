@@ -75,4 +75,8 @@ AMP_API const char *amp_analyze_csv_header(void);
 /* One CSV row (numbers %.9g; a tensor name with ',' or '"' is quoted). */
 AMP_API int amp_analyze_csv_row(const amp_analyze_row *r, char *buf, size_t len);
 
+/* sizeof of "amp_analyze_opts", "amp_analyze_row" or "amp_tensor_view", 0 for
+ * any other name: for foreign-function bindings to check their struct mirrors. */
+AMP_API size_t amp_analyze_abi_size(const char *type);
+
 #endif

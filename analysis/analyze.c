@@ -563,3 +563,12 @@ int amp_analyze_csv_row(const amp_analyze_row *r, char *buf, size_t len)
                     (unsigned long long)s->cls[AMP_CLS_NAN_IN], s->amax, s->amin_nonzero, amp_stats_rel_err(s),
                     amp_stats_in_normal_range(s));
 }
+
+size_t amp_analyze_abi_size(const char *type)
+{
+    if (!type) return 0;
+    if (!strcmp(type, "amp_analyze_opts")) return sizeof(amp_analyze_opts);
+    if (!strcmp(type, "amp_analyze_row")) return sizeof(amp_analyze_row);
+    if (!strcmp(type, "amp_tensor_view")) return sizeof(amp_tensor_view);
+    return 0;
+}

@@ -42,6 +42,9 @@ typedef struct amp_format {
 AMP_API const amp_format *amp_format_get(amp_format_id id);
 /* 1 if a and b are the same format (same name, hence same traits). */
 AMP_API int amp_format_same(const amp_format *a, const amp_format *b);
+/* Rows in the built-in table (AMP_FMT_COUNT), for bindings that cannot see the
+ * enum: amp_format_get accepts 0 .. amp_format_count() - 1. */
+AMP_API int amp_format_count(void);
 
 /* Parses a format name: a table name ("fp16", "e4m3", ...), an alias
  * ("e4m3fn", "float16", "half", "bfloat16", "float32", "fp8e5m2"...), or a

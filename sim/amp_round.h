@@ -136,6 +136,11 @@ AMP_API amp_status amp_decode(const amp_format *f, const void *in, float *y, siz
 AMP_API int64_t amp_encode1(const amp_format *f, float x);
 AMP_API float amp_decode1(const amp_format *f, uint32_t bits);
 
+/* sizeof of a public type by name ("amp_format", "amp_round_opts",
+ * "amp_stats"), 0 for any other name: lets foreign-function bindings check
+ * their mirrors of these structs against the library they load. */
+AMP_API size_t amp_round_abi_size(const char *type);
+
 /* Threads used by array kernels (OpenMP); 0 = the OpenMP default. */
 AMP_API void amp_set_threads(int n);
 AMP_API int amp_get_threads(void);

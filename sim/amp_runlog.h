@@ -38,6 +38,12 @@ AMP_API amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, d
                                       double val_loss);
 /* One row per logged tensor with valid stats (tensors.csv); hist rows if hist. */
 AMP_API amp_status amp_runlog_tensors(amp_runlog *l, const amp_tensors *r, int64_t step, int tensors, int hist);
+/* One tensor's rows from its statistics: a tensors.csv row if `tensors`, its
+ * hist.csv rows if `hist` (what amp_runlog_tensors writes per tensor; for
+ * callers without a registry). name is quoted if it holds ',' or '"';
+ * AMP_EINVAL for a role out of range, an empty name or format, or no st. */
+AMP_API amp_status amp_runlog_tensor(amp_runlog *l, int64_t step, const char *name, amp_role role,
+                                     const char *format, const amp_stats *st, int tensors, int hist);
 AMP_API amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, const char *tensor,
                                     const char *detail);
 /* Checkpoint support. The CSV streams are metrics, tensors, hist,

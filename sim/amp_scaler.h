@@ -248,4 +248,10 @@ AMP_API amp_status amp_fp8_load(amp_fp8_scaler *sc, const uint8_t *buf, size_t l
 AMP_API amp_status amp_fp8_observe_amax(amp_fp8_scaler *sc, size_t tensor, const amp_format *fmt,
                                         float amax, float *scale_used, float *scale_after);
 
+/* sizeof of a public type of this header by name ("amp_scaler_spec",
+ * "amp_scaler", "amp_scaler_event", "amp_scaler_result", "amp_scaler_tensor",
+ * "amp_scaler_obs", "amp_fp8_scaler", "amp_fp8_info"), 0 for any other name:
+ * for foreign-function bindings to check their struct mirrors. */
+AMP_API size_t amp_scaler_abi_size(const char *type);
+
 #endif

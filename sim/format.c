@@ -58,6 +58,8 @@ const amp_format *amp_format_get(amp_format_id id)
     return &table[id];
 }
 
+int amp_format_count(void) { return AMP_FMT_COUNT; }
+
 static const struct { const char *alias; amp_format_id id; } aliases[] = {
     { "float32", AMP_FMT_FP32 }, { "f32", AMP_FMT_FP32 }, { "single", AMP_FMT_FP32 },
     { "float16", AMP_FMT_FP16 }, { "half", AMP_FMT_FP16 }, { "f16", AMP_FMT_FP16 },

@@ -88,3 +88,12 @@ amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o, const dou
 {
     return run_chunks(f, o, x, 1, y, n, st);
 }
+
+size_t amp_round_abi_size(const char *type)
+{
+    if (!type) return 0;
+    if (!strcmp(type, "amp_format")) return sizeof(amp_format);
+    if (!strcmp(type, "amp_round_opts")) return sizeof(amp_round_opts);
+    if (!strcmp(type, "amp_stats")) return sizeof(amp_stats);
+    return 0;
+}

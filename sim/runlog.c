@@ -138,33 +138,6 @@ amp_status amp_runlog_metrics(amp_runlog *l, int64_t step, float loss, double sc
     return chk(l, F_METRICS);
 }
 
-amp_status amp_runlog_tensors(amp_runlog *l, const amp_tensors *r, int64_t step, int tensors, int hist)
-{
-    for (int i = 0; i < r->n; i++) {
-        const amp_tensor *t = r->t[i];
-        if (!t->log || !t->stats_valid || !t->stats) continue;
-        const amp_stats *st = t->stats;
-        if (tensors)
-            fprintf(l->f[F_TENSORS].fp, "%lld,%s,%s,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.9g,%.9g,%.6g\n",
-                    (long long)step, t->name, amp_role_name(t->role), t->fmt.name, (unsigned long long)st->n,
-                    (unsigned long long)st->cls[AMP_CLS_ZERO_IN], (unsigned long long)st->cls[AMP_CLS_FLUSHED],
-                    (unsigned long long)st->cls[AMP_CLS_SUBNORMAL], (unsigned long long)st->cls[AMP_CLS_SATURATED],
-                    (unsigned long long)(st->cls[AMP_CLS_OVERFLOW] + st->cls[AMP_CLS_INF_IN]),
-                    (unsigned long long)st->cls[AMP_CLS_NAN_IN], st->amax,
-                    isinf(st->amin_nonzero) ? 0.0 : st->amin_nonzero, amp_stats_rel_err(st));
-        if (hist) {
-            FILE *fp = l->f[F_HIST].fp;
-            if (st->cls[AMP_CLS_ZERO_IN]) fprintf(fp, "%lld,%s,zero,%llu\n", (long long)step, t->name, (unsigned long long)st->cls[AMP_CLS_ZERO_IN]);
-            for (int b = 0; b < AMP_HIST_BINS; b++)
-                if (st->hist[b]) fprintf(fp, "%lld,%s,%d,%llu\n", (long long)step, t->name, b + AMP_HIST_LO, (unsigned long long)st->hist[b]);
-            if (st->cls[AMP_CLS_INF_IN]) fprintf(fp, "%lld,%s,inf,%llu\n", (long long)step, t->name, (unsigned long long)st->cls[AMP_CLS_INF_IN]);
-            if (st->cls[AMP_CLS_NAN_IN]) fprintf(fp, "%lld,%s,nan,%llu\n", (long long)step, t->name, (unsigned long long)st->cls[AMP_CLS_NAN_IN]);
-        }
-    }
-    amp_status s = chk(l, F_TENSORS);
-    return s ? s : chk(l, F_HIST);
-}
-
 /* CSV field: quoted when it holds a comma, quote or newline. */
 static void put_field(FILE *fp, const char *s)
 {
@@ -176,6 +149,61 @@ static void put_field(FILE *fp, const char *s)
         fputc(*s == '\n' ? ' ' : *s, fp);
     }
     fputc('"', fp);
+}
+
+static void hist_row(FILE *fp, int64_t step, const char *name, const char *binade, uint64_t count)
+{
+    fprintf(fp, "%lld,", (long long)step);
+    put_field(fp, name);
+    fprintf(fp, ",%s,%llu\n", binade, (unsigned long long)count);
+}
+
+amp_status amp_runlog_tensor(amp_runlog *l, int64_t step, const char *name, amp_role role,
+                             const char *format, const amp_stats *st, int tensors, int hist)
+{
+    if (role < 0 || role >= AMP_ROLE_COUNT) return amp_fail(AMP_EINVAL, "%s: role %d out of range", l->dir, (int)role);
+    if (!name || !*name || !format || !*format || !st)
+        return amp_fail(AMP_EINVAL, "%s: a tensor row needs a tensor name, a format and statistics", l->dir);
+    if (tensors) {
+        FILE *fp = l->f[F_TENSORS].fp;
+        fprintf(fp, "%lld,", (long long)step);
+        put_field(fp, name);
+        fprintf(fp, ",%s,", amp_role_name(role));
+        put_field(fp, format);
+        fprintf(fp, ",%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.9g,%.9g,%.6g\n", (unsigned long long)st->n,
+                (unsigned long long)st->cls[AMP_CLS_ZERO_IN], (unsigned long long)st->cls[AMP_CLS_FLUSHED],
+                (unsigned long long)st->cls[AMP_CLS_SUBNORMAL], (unsigned long long)st->cls[AMP_CLS_SATURATED],
+                (unsigned long long)(st->cls[AMP_CLS_OVERFLOW] + st->cls[AMP_CLS_INF_IN]),
+                (unsigned long long)st->cls[AMP_CLS_NAN_IN], st->amax,
+                isinf(st->amin_nonzero) ? 0.0 : st->amin_nonzero, amp_stats_rel_err(st));
+    }
+    if (hist) {
+        /* zero first, then the binades upward, then inf and nan */
+        FILE *fp = l->f[F_HIST].fp;
+        if (st->cls[AMP_CLS_ZERO_IN]) hist_row(fp, step, name, "zero", st->cls[AMP_CLS_ZERO_IN]);
+        for (int b = 0; b < AMP_HIST_BINS; b++) {
+            if (!st->hist[b]) continue;
+            char bin[16];
+            snprintf(bin, sizeof bin, "%d", b + AMP_HIST_LO);
+            hist_row(fp, step, name, bin, st->hist[b]);
+        }
+        if (st->cls[AMP_CLS_INF_IN]) hist_row(fp, step, name, "inf", st->cls[AMP_CLS_INF_IN]);
+        if (st->cls[AMP_CLS_NAN_IN]) hist_row(fp, step, name, "nan", st->cls[AMP_CLS_NAN_IN]);
+    }
+    amp_status s = chk(l, F_TENSORS);
+    return s ? s : chk(l, F_HIST);
+}
+
+amp_status amp_runlog_tensors(amp_runlog *l, const amp_tensors *r, int64_t step, int tensors, int hist)
+{
+    for (int i = 0; i < r->n; i++) {
+        const amp_tensor *t = r->t[i];
+        if (!t->log || !t->stats_valid || !t->stats) continue;
+        amp_status s = amp_runlog_tensor(l, step, t->name, t->role, t->fmt.name, t->stats, tensors, hist);
+        if (s) return s;
+    }
+    amp_status s = chk(l, F_TENSORS);
+    return s ? s : chk(l, F_HIST);
 }
 
 amp_status amp_runlog_event(amp_runlog *l, int64_t step, const char *event, const char *tensor, const char *detail)

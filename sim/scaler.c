@@ -397,3 +397,20 @@ int amp_scaler_kind_held_double(amp_scaler_kind k)
 {
     return k == AMP_SCALER_APEX || k == AMP_SCALER_DEEPSPEED;
 }
+
+size_t amp_scaler_abi_size(const char *type)
+{
+    static const struct { const char *name; size_t size; } sizes[] = {
+        { "amp_scaler_spec", sizeof(amp_scaler_spec) },
+        { "amp_scaler", sizeof(amp_scaler) },
+        { "amp_scaler_event", sizeof(amp_scaler_event) },
+        { "amp_scaler_result", sizeof(amp_scaler_result) },
+        { "amp_scaler_tensor", sizeof(amp_scaler_tensor) },
+        { "amp_scaler_obs", sizeof(amp_scaler_obs) },
+        { "amp_fp8_scaler", sizeof(amp_fp8_scaler) },
+        { "amp_fp8_info", sizeof(amp_fp8_info) },
+    };
+    for (size_t i = 0; type && i < sizeof sizes / sizeof sizes[0]; i++)
+        if (!strcmp(type, sizes[i].name)) return sizes[i].size;
+    return 0;
+}

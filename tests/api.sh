@@ -13,6 +13,8 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRiW]$/ && $3 !~ /\./ {print $3}' | sort -u > "$tmp/exported"
 sed -n 's/^### `\(amp_[A-Za-z0-9_]*\)`$/\1/p' docs/api.md | sort -u > "$tmp/documented"
+dup=$(sed -n 's/^### `\(amp_[A-Za-z0-9_]*\)`$/\1/p' docs/api.md | sort | uniq -d)
+[ -z "$dup" ] || { echo "api: declared twice:" $dup; status=1; }
 extra=$(comm -23 "$tmp/exported" "$tmp/documented")
 missing=$(comm -13 "$tmp/exported" "$tmp/documented")
 [ -z "$extra" ] || { echo "api: exported but not documented:" $extra; status=1; }

@@ -1,0 +1,520 @@
+"""ampsim.torch.emulate: a PyTorch model's forward and backward under an ampsim
+precision policy, with per-tensor cast statistics.
+
+How it works. A TorchFunctionMode sees every torch function the model calls
+(module forwards call torch.nn.functional; functional code inside forward,
+such as ``q @ k.transpose(-2, -1)`` or ``F.softmax``, is seen the same way).
+Values stay float32 tensors that hold values of their format; each output
+carries its format as an attribute. Rounding is done by the C kernel:
+- a GEMM-like op (_ops.py) runs as one autograd Function: operands rounded
+  into the policy's operand format, the op itself in FP32 (bias included),
+  one rounding of the output into the activation format; its backward rounds
+  the incoming gradient into the activation-gradient format (and into the
+  gradient operand format), computes the operand gradients in FP32 and rounds
+  them into the gradient format;
+- weights (nn.Parameter) reach a GEMM through a cast Function: rounded once
+  per step into the weight format (the cast cache); its backward rounds the
+  weight gradient into the weight-gradient format;
+- other emulated ops round their output once (and its gradient in backward).
+Module forward pre/post hooks give the names: a leaf module's first op is
+named by the module path (``fc1``), other ops by the module path, the op name
+and a count within that call (``relu1``, ``h.0.attn.matmul2``); tensors are
+``<site>.out``, ``<site>.out.grad``, ``<site>.input`` (an operand cast),
+``<module>.weight``, ``<module>.weight.grad``, as the C emulator names them.
+"""
+import torch
+
+from . import _rt
+from ._functions import _CastFn
+from ._handlers import _FMT, _Frame, _Mode, _OpHandlers, _fmt_of, _join
+from ._policy import Policy
+from ._rt import EmulationError
+from .._scaler import format_scale
+
+_ACTIVE = []          # emulations entered, innermost last
+
+
+def current():
+    """The innermost active emulation (or None)."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+class emulate(_OpHandlers):
+    """Run a PyTorch model's forward and backward under an ampsim precision policy.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A float32 model on the CPU. It is not modified: hooks are added on
+        entry and removed on exit, parameters stay the same objects.
+    policy : str, dict or path
+        A preset of ``ampsim train --precision`` (fp32, fp16-amp, bf16-amp,
+        bf16-amp-cpu, fp16-pure, bf16-pure, fp8-e4m3, fp8-hybrid), a policy
+        JSON file or a dict in the same schema.
+    out : str, optional
+        Run directory written through ampsim.RunLog (config.json, metrics.csv,
+        tensors.csv, hist.csv, events.csv, summary.json): ``ampsim report OUT``.
+    log_every, hist_every : int
+        Steps whose tensors (resp. histograms) are logged (0: never).
+    fp8 : str, optional
+        FP8 scaling strategy for policies with fp8_scaling (default delayed).
+    scaler : GradScaler, optional
+        Logged (loss_scale, skipped); its update() ends the step. A GradScaler
+        used inside the context is attached on its first call anyway.
+    seed : int
+        Key of stochastic rounding (as ``ampsim train --seed``).
+    config : dict, optional
+        Extra keys for config.json.
+    kernels : str
+        "torch" (default): the FP32 arithmetic of the ops is PyTorch's own.
+        "ampsim": the softmax cross-entropy (log-sum-exp and mean in double)
+        and a linear layer's bias gradient (sum over rows in double) are
+        formed as the C emulator forms them, so that a model written like
+        ampsim's own gives ``ampsim train``'s bits.
+
+    Inside ``with emulate(...) as emu:`` every forward and backward of the model
+    runs as the policy says. ``emu.step(loss=..., lr=...)`` ends a training
+    step (GradScaler.update() and an optimizer wrapped by ``emu.optimizer``
+    do it themselves); without any of them a forward that follows a backward
+    and an optimizer update (the parameters changed) starts the next step.
+    """
+
+    def __init__(self, model, policy="fp32", *, out=None, log_every=10, hist_every=50, fp8=None,
+                 what_if=None, scaler=None, seed=1, config=None, kernels="torch"):
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError("emulate: model must be a torch.nn.Module, not %s" % type(model).__name__)
+        if kernels not in ("torch", "ampsim"):
+            raise ValueError("emulate: kernels must be 'torch' or 'ampsim', not %r" % (kernels,))
+        self.kernels = kernels
+        self.model = model
+        self.policy = policy if isinstance(policy, Policy) else Policy(policy)
+        pol = self.policy
+        if pol.accumulator != "fp32":
+            raise EmulationError("emulate: policy %s accumulates GEMMs in %s: ampsim.torch emulates FP32 "
+                                 "accumulation only (use ampsim train for narrow accumulators)"
+                                 % (pol.name, pol.accumulator))
+        if what_if is not None:
+            raise EmulationError("emulate: what_if is not supported by ampsim.torch (use ampsim train --what-if)")
+        self.out, self.log_every, self.hist_every = out, int(log_every), int(hist_every)
+        self.seed = int(seed)
+        self.scaler = None
+        self._fp8_spec = fp8
+        self._fp8 = None
+        self._config = dict(config or {})
+        self._mode = None
+        self._handles = []
+        self._quiet_depth = 0
+        self.step_index = 0
+        self._ids = {}
+        self._stats = {}
+        self._stack = []
+        self._root_inputs = set()
+        self._casts = {}
+        self._bwd_done = False
+        self._pver = None
+        self._events_seen = set()
+        self._nf = None
+        self._nf_first = None
+        self._loss = None
+        self._log = None
+        self._entered = False
+        self._closed = False
+        self._summary = {"skipped": 0, "nonfinite_steps": 0, "vanished": 0, "last": float("nan"),
+                         "min": float("inf")}
+        self._step_vanished = 0
+        self._step_skipped = 0
+        self._optimizers = []
+        if scaler is not None:
+            self.attach_scaler(scaler)
+
+    # ---- context ---------------------------------------------------------------------
+    def __enter__(self):
+        if self._entered:
+            raise RuntimeError("emulate: already entered")
+        if self._closed:
+            raise RuntimeError("emulate: the run directory %s is complete; use a new emulate for more steps" % self.out)
+        for n, p in self.model.named_parameters():
+            if p.device.type != "cpu":
+                raise EmulationError("emulate: parameter %s is on %s: ampsim.torch emulates on the CPU "
+                                     "(move the model with .cpu())" % (n, p.device))
+            if p.dtype != torch.float32:
+                raise EmulationError("emulate: parameter %s is %s: the model must be float32 (the policy "
+                                     "sets the formats)" % (n, p.dtype))
+        for n, b in self.model.named_buffers():
+            if b.device.type != "cpu":
+                raise EmulationError("emulate: buffer %s is on %s: ampsim.torch emulates on the CPU" % (n, b.device))
+        self._param_names = {id(p): n for n, p in self.model.named_parameters()}
+        self._params = list(self.model.parameters())
+        self._install_hooks()
+        self._mode = _Mode(self)
+        self._mode.__enter__()
+        _ACTIVE.append(self)
+        self._entered = True
+        self._begin_step()
+        return self
+
+    def __exit__(self, et, ev, tb):
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(et, ev, tb)
+        finally:
+            self._mode = None
+            for h in self._handles:
+                h.remove()
+            self._handles = []
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+            self._entered = False
+            self._casts.clear()
+            self._stack = []
+            self._root_inputs.clear()
+            for o in self._optimizers:
+                o._unwrap()
+            self._optimizers = []
+        if et is None:
+            self.close()
+        elif self._log is not None:
+            self._log.abort()
+            self._log = None
+        return False
+
+    def _install_hooks(self):
+        root = self.model
+        for path, m in root.named_modules():
+            leaf = next(iter(m.children()), None) is None
+            self._handles.append(m.register_forward_pre_hook(self._pre_hook(path, leaf, m is root)))
+            self._handles.append(m.register_forward_hook(self._post_hook(m is root)))
+
+    def _pre_hook(self, path, leaf, is_root):
+        def hook(mod, args):
+            if is_root:
+                self._stack = []
+                # a forward after a backward and an optimizer update (the
+                # parameters changed) starts the next step; micro-batches of
+                # gradient accumulation stay in one step
+                vers = tuple(p._version for p in self._params)
+                if self._bwd_done and self._pver is not None and vers != self._pver:
+                    self.step()
+                if self._pver is None:
+                    self._pver = vers
+                self._root_inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}
+                self._root_refs = [a for a in args if isinstance(a, torch.Tensor)]
+            self._stack.append(_Frame(path, leaf))
+        return hook
+
+    def _post_hook(self, is_root):
+        def hook(mod, args, out):
+            if self._stack:
+                self._stack.pop()
+            if is_root:
+                self._root_inputs = set()
+                self._root_refs = []
+        return hook
+
+    class _QuietCtx:
+        __slots__ = ("emu",)
+
+        def __init__(self, emu):
+            self.emu = emu
+
+        def __enter__(self):
+            self.emu._quiet_depth += 1
+
+        def __exit__(self, *a):
+            self.emu._quiet_depth -= 1
+
+    def _quiet(self):
+        return emulate._QuietCtx(self)
+
+    # ---- names and statistics ------------------------------------------------------------
+    def _site(self, op):
+        """The name of the op site being called now (module path, op, count)."""
+        if self._stack:
+            fr = self._stack[-1]
+            if fr.leaf and not fr.used and fr.path:
+                fr.used = True
+                name = fr.path
+            else:
+                fr.used = True
+                k = fr.counts.get(op, 0) + 1
+                fr.counts[op] = k
+                name = _join(fr.path, "%s%d" % (op, k))
+        else:
+            fr = self._outside
+            k = fr.get(op, 0) + 1
+            fr[op] = k
+            name = "%s%d" % (op, k)
+        # a site called again in the same step (micro-batches, a shared module)
+        # keeps its name: its statistics add up, as the C emulator's do
+        return name
+
+    def _tid(self, name):
+        """Registry id of a tensor name (registration order; keys SR draws)."""
+        i = self._ids.get(name)
+        if i is None:
+            i = self._ids[name] = len(self._ids)
+        return i
+
+    def _stats_due(self, role=None):
+        if self._do_t or self._do_h:
+            return True
+        return role in ("act_grad", "weight_grad") and self.scaler is not None and self.scaler._sc.needs_stats
+
+    def _round(self, x, fmt, name, role, *, saturate=False, fp8_role=None, mode=None, stream_or=0,
+               check=True):
+        """x rounded into fmt (a new float32 tensor); statistics under name on
+        logged steps; the first non-finite result of the step is noted."""
+        if x.dtype != torch.float32:
+            raise EmulationError("ampsim.torch: %s is %s: emulate runs float32 tensors" % (name or "a tensor", x.dtype))
+        pol = self.policy
+        due = name is not None and self._stats_due(role)
+        if fmt == "fp32" and not due and not saturate:
+            return x.detach().clone() if x.requires_grad else x
+        if fp8_role is not None and pol.fp8_scaling and _rt.fmt_struct(fmt).bits <= 8 and name is not None:
+            y, st = self._fp8_round(x, fmt, name, fp8_role, due)
+        else:
+            mode = mode or pol.rounding
+            seed = stream = 0
+            if mode == "sr" and name is not None:
+                seed, stream = _rt.step_seed(self.seed, self.step_index), self._tid(name) | stream_or
+            y, st = _rt.round_t(x, fmt, mode, saturate=saturate, sr_bits=pol.sr_bits, seed=seed,
+                                stream=stream, stats=due)
+        if name is not None:
+            if st is not None:
+                prev = self._stats.get(name)
+                self._stats[name] = (role, fmt, st if prev is None else prev[2] + st)
+                bad = st.counts["nan_in"] + st.counts["inf_in"] + st.counts["overflow"]
+                bad = _rt.count_nonfinite(y) if bad else 0
+            else:
+                bad = _rt.count_nonfinite(y)
+            if bad and check and self._nf is None:
+                self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
+        return y
+
+    def _fp8_round(self, x, fmt, name, role, due):
+        from . import _fp8
+        if self._fp8 is None:
+            self._fp8 = _fp8.Fp8State(self._fp8_spec or "delayed", self.policy)
+        return self._fp8.quantize(x, fmt, self._tid(name), role, due)
+
+    def _operand(self, t, site, i):
+        """An activation operand of a GEMM in the forward operand format."""
+        pol = self.policy
+        if t.dtype != torch.float32:
+            raise EmulationError("ampsim.torch: operand %d of %s is %s: emulate runs float32 tensors" % (i, site, t.dtype))
+        root = id(t) in self._root_inputs
+        # the model input is always a tensor of the run ("input"), as in the C models
+        if not (root and self._stats_due()):
+            if _fmt_of(t) == pol.fwd_in and not pol.fp8_scaling:
+                return t
+            if pol.fwd_in == "fp32" and not self._stats_due():
+                return t
+        if root:
+            name = "input"
+        else:
+            name = site + (".input" if i == 0 else ".input%d" % (i + 1))
+        return self._round(t, pol.fwd_in, name, "act", saturate=pol.saturate, fp8_role="act")
+
+    def _cast_weight(self, p, site, is_bias):
+        """The per-step cast of a parameter into the weight (or bias) format."""
+        pol = self.policy
+        fmt = pol.bias if is_bias else pol.weight
+        key = (id(p), fmt)
+        hit = self._casts.get(key)
+        if hit is not None and hit[0] == p._version:
+            return hit[1]
+        name = self._param_names.get(id(p)) or _join(site, "bias" if is_bias else "weight")
+        if hit is None and not self._stats_due() and fmt == "fp32" and pol.weight_grad == "fp32":
+            w = p
+        else:
+            self._register_weight(name)
+            sat = pol.saturate and _rt.fmt_struct(fmt).bits <= 8
+            w = _CastFn.apply(p, self, name, fmt, pol.weight_grad, sat)
+            setattr(w, _FMT, fmt)
+        self._casts[key] = (p._version, w)
+        return w
+
+    def _register_weight(self, name):
+        if name in self._ids:
+            return
+        self._tid(name)
+        if self.policy.has_master:
+            self._tid(name + ".master")
+        self._tid(name + ".grad")
+
+    def _note_event(self, event, tensor, detail):
+        key = (event, tensor, detail)
+        if key in self._events_seen:
+            return
+        self._events_seen.add(key)
+        self._pending_events.append((event, tensor, detail))
+
+    def _where(self):
+        return self._stack[-1].path if self._stack and self._stack[-1].path else "(model)" if self._stack else "(outside the model)"
+
+    # ---- steps ------------------------------------------------------------------------------
+    def _begin_step(self):
+        s = self.step_index
+        logging = self.out is not None
+        self._do_t = self.log_every > 0 and s % self.log_every == 0 and logging
+        self._do_h = self.hist_every > 0 and s % self.hist_every == 0 and logging
+        if not logging and self._collect:
+            self._do_t = self._collect
+        self._stats = {}
+        self._casts = {}
+        self._outside = {}
+        self._nf = None
+        self._loss = None
+        self._bwd_done = False
+        self._pver = None
+        self._pending_events = []
+        self._step_vanished = 0
+        self._step_skipped = 0
+        if self._fp8 is not None:
+            self._fp8.begin_step()
+
+    _collect = False
+
+    def collect_stats(self, on=True):
+        """Gather statistics on every step even without a run directory
+        (``emu.stats`` then holds the last step's)."""
+        self._collect = bool(on)
+        if self._entered and on and self.out is None:
+            self._do_t = True
+
+    @property
+    def stats(self):
+        """The statistics of the current step so far: ``{name: (role, format, Stats)}``."""
+        return dict(self._stats)
+
+    def step(self, loss=None, lr=None, *, skipped=None, loss_scale=None, grad_norm=None):
+        """End the current training step: its metrics row, tensor rows (on
+        logged steps) and events are written, and the next step begins.
+
+        loss: the step's loss (default: the value ``backward()`` was called on,
+        or the unscaled loss of GradScaler.scale). lr: the learning rate
+        (default: the first param group of a wrapped optimizer)."""
+        if loss is not None:
+            self._loss = float(loss.detach()) if isinstance(loss, torch.Tensor) else float(loss)
+        if lr is None and self._optimizers:
+            lr = self._optimizers[0].opt.param_groups[0].get("lr")
+        sc = self.scaler
+        kind = sc._sc.kind if sc is not None else None
+        if loss_scale is None:
+            loss_scale = sc._used_held if sc is not None and sc._used_held is not None else 1.0
+        if skipped is None:
+            skipped = self._step_skipped
+        self.last_step_stats = dict(self._stats)
+        self.last_nonfinite = self._nf
+        s = self.step_index
+        lv = self._loss if self._loss is not None else float("nan")
+        sm = self._summary
+        sm["skipped"] += int(bool(skipped))
+        sm["vanished"] += self._step_vanished
+        if self._nf is not None:
+            sm["nonfinite_steps"] += 1
+        sm["last"] = lv
+        if lv < sm["min"]:
+            sm["min"] = lv
+        if self.out is not None and self._log is None:
+            self._open_log()        # at the first step's end: the config knows the scaler
+        if self._log is not None:
+            gn = grad_norm if grad_norm is not None else self._grad_norm()
+            nfc = self._nf[2] if self._nf else 0
+            self._log.metrics(s, loss=lv, loss_scale=loss_scale, skipped=int(bool(skipped)), grad_norm=gn,
+                              lr=float(lr) if lr is not None else 0.0, vanished=self._step_vanished,
+                              nonfinite=nfc, scaler=kind)
+            if self._do_t or self._do_h:
+                for name, (role, fmt, st) in sorted(self._stats.items(),
+                                                    key=lambda kv: self._ids.get(kv[0], 1 << 30)):
+                    self._log.tensor(s, name, role, fmt, st, tensors=self._do_t, hist=self._do_h)
+            if self._nf is not None:
+                name, phase, cnt = self._nf
+                ev = "first_nonfinite" if self._nf_first is None else "nonfinite"
+                self._log.event(s, ev, name, "%s; %d values" % (phase, cnt))
+            if skipped:
+                self._log.event(s, "skip", "", "scale %s" % format_scale(kind or "none", loss_scale))
+            if sc is not None:
+                for ev, tn, det in sc._take_events():
+                    self._log.event(s, ev, tn, det)
+            for ev, tn, det in self._pending_events:
+                self._log.event(s, ev, tn, det)
+        if self._nf is not None and self._nf_first is None:
+            self._nf_first = (s,) + self._nf
+        self.step_index += 1
+        self._begin_step()
+
+    def _grad_norm(self):
+        sq = 0.0
+        inv = 1.0
+        sc = self.scaler
+        if sc is not None and sc._used_scale and not sc._unscaled:
+            inv = 1.0 / sc._used_scale
+        for p in self.model.parameters():
+            if p.grad is not None:
+                g = p.grad.detach().double() * inv
+                sq += float((g * g).sum())
+        return sq ** 0.5
+
+    # ---- scaler and optimizer ---------------------------------------------------------------
+    def attach_scaler(self, scaler):
+        """Log this GradScaler's scale and skips; its update() ends the step."""
+        self.scaler = scaler
+        scaler._emu = self
+
+    def grad_stats(self):
+        """``{name: (role, format, Stats)}`` of this step's gradient tensors."""
+        return dict(self.grad_stats_ordered())
+
+    def grad_stats_ordered(self):
+        """[(name, (role, format, Stats))] of this step's gradient tensors, in
+        registration order (the C emulator's tensor order)."""
+        items = [(n, v) for n, v in self._stats.items() if v[0] in ("act_grad", "weight_grad")]
+        items.sort(key=lambda kv: self._ids.get(kv[0], 1 << 30))
+        return items
+
+    def optimizer(self, opt):
+        """Wrap a torch.optim optimizer: its step() rounds every update into the
+        weight format when the policy keeps weights in a narrow format (pure
+        policies; the policy's update mode: round, sr or kahan), counts
+        vanished updates, logs the updates' statistics and ends the step."""
+        from ._optim import EmulatedOptimizer
+        w = EmulatedOptimizer(self, opt)
+        self._optimizers.append(w)
+        return w
+
+    # ---- run directory ------------------------------------------------------------------------
+    def _open_log(self):
+        from ._runlog import open_runlog
+        cfg = {"command": "train", "model": type(self.model).__name__, "data": "user",
+               "precision": self.policy.name, "policy": self.policy.json,
+               "scaler": self.scaler.spec if self.scaler is not None else "none",
+               "log_every": self.log_every, "hist_every": self.hist_every, "seed": str(self.seed),
+               "framework": "torch %s" % torch.__version__, "kernels": self.kernels}
+        if self.policy.fp8_scaling:
+            cfg["fp8_scaler"] = self._fp8_spec or "delayed"
+        cfg.update(self._config)
+        self._log = open_runlog(self.out, cfg)
+
+    def close(self):
+        """Finish the run directory (summary.json); called on exit."""
+        if self.out is None or self._closed:
+            return
+        self._closed = True
+        if self._bwd_done or self._stats:
+            self.step()
+        if self._log is None:
+            self._open_log()
+        sm = self._summary
+        last, mn = sm["last"], sm["min"]
+        fin = last == last and abs(last) != float("inf")
+        summary = {"steps": self.step_index, "final_loss": last if fin else 0.0, "final_loss_finite": fin,
+                   "min_loss": mn if mn == mn and abs(mn) != float("inf") else 0.0,
+                   "skipped_steps": sm["skipped"], "nonfinite_steps": sm["nonfinite_steps"],
+                   "vanished_updates": sm["vanished"],
+                   "final_scale": self.scaler.get_scale() if self.scaler is not None else 1.0,
+                   "divergence_from_reference": None, "stopped": False,
+                   "first_nonfinite": None if self._nf_first is None else
+                   {"step": self._nf_first[0], "phase": self._nf_first[2], "tensor": self._nf_first[1]}}
+        self._log.close(**summary)
+        self._log = None

@@ -1,0 +1,128 @@
+"""The autograd Functions of ampsim.torch: a weight cast, an op output
+rounding, a GEMM-like op and the softmax cross-entropy, each rounding its
+gradients in backward as the C emulator does."""
+import torch
+
+from ._rt import fmt_of as _fmt_of
+
+
+class _CastFn(torch.autograd.Function):
+    """A weight cast into its format; backward rounds the (summed) weight gradient."""
+
+    @staticmethod
+    def forward(ctx, w, emu, name, fmt, gfmt, saturate):
+        ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
+        return emu._round(w, fmt, name, "weight", saturate=saturate, fp8_role="weight")
+
+    @staticmethod
+    def backward(ctx, g):
+        emu = ctx.emu
+        with emu._quiet():
+            # the GEMMs rounded and logged their shares; a sum of several is rounded again
+            return emu._round(g, ctx.gfmt, None, "weight_grad"), None, None, None, None, None
+
+
+class _RoundFn(torch.autograd.Function):
+    """An op output rounded into fmt; backward rounds its gradient into gfmt."""
+
+    @staticmethod
+    def forward(ctx, x, emu, name, fmt, gfmt, check=True):
+        ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
+        return emu._round(x, fmt, name, "act", check=check)
+
+    @staticmethod
+    def backward(ctx, g):
+        emu = ctx.emu
+        with emu._quiet():
+            return emu._round(g, ctx.gfmt, ctx.name + ".grad", "act_grad"), None, None, None, None, None
+
+
+_BWD_ORDER = {"w": 0, "b": 1}
+
+
+class _GemmFn(torch.autograd.Function):
+    """A GEMM-like op: rounded operands, FP32 op, one output rounding."""
+
+    @staticmethod
+    def forward(ctx, emu, site, call, kinds, *ts):
+        pol = emu.policy
+        ctx.bias_rows = call.op in ("linear", "addmm") and emu.kernels == "ampsim"
+        ctx.wnames = call.wnames
+        leaves = []
+        pre = []             # operands cast from an FP32 tensor: dX is rounded first
+        with torch.enable_grad():
+            ops = []
+            for i, (t, k) in enumerate(zip(ts, kinds)):
+                if k == "act":
+                    c = emu._operand(t, site, i)
+                    pre.append(c is not t and _fmt_of(t) == "fp32")
+                    t = c
+                else:
+                    pre.append(False)
+                need = ctx.needs_input_grad[4 + i]
+                leaf = t.detach().requires_grad_(need)
+                leaves.append(leaf)
+                ops.append(leaf)
+            out = call(*ops)
+        ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
+        ctx.out, ctx.leaves = out, leaves
+        return emu._round(out, pol.act, site + ".out", "act")
+
+    @staticmethod
+    def backward(ctx, gy):
+        emu, pol, site = ctx.emu, ctx.emu.policy, ctx.site
+        with emu._quiet():
+            g = emu._round(gy, pol.act_grad, site + ".out.grad", "act_grad")
+            if pol.bwd_in != pol.act_grad or pol.fp8_scaling:
+                g = emu._round(g, pol.bwd_in, site + ".out.grad.input", "act_grad",
+                               saturate=pol.saturate, fp8_role="grad")
+            need = [i for i, l in enumerate(ctx.leaves) if l.requires_grad]
+            res = [None] * len(ctx.leaves)
+            if need:
+                gs = dict(zip(need, torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g,
+                                                        allow_unused=True)))
+                # the C emulator's order: weight gradient, bias gradient, input gradient
+                for i in sorted(need, key=lambda i: _BWD_ORDER.get(ctx.kinds[i], 2)):
+                    gi, k = gs[i], ctx.kinds[i]
+                    if gi is None:
+                        continue
+                    if k == "b" and ctx.bias_rows and gi.dim() == 1:
+                        # a linear bias: the sum over rows in double, rounded once to
+                        # float (as the C emulator forms it)
+                        gi = g.reshape(-1, gi.shape[0]).sum(0, dtype=torch.float64).float()
+                    if k in ("w", "b"):
+                        # this site's share of the weight gradient (a weight used by
+                        # several sites: the cast's backward rounds the sum again)
+                        gi = emu._round(gi, pol.weight_grad, ctx.wnames[i] + ".grad", "weight_grad")
+                    elif ctx.pre[i] and pol.act_grad != "fp32":
+                        gi = emu._round(gi, pol.act_grad, None, "act_grad")
+                    res[i] = gi
+            ctx.out = ctx.leaves = None
+        return (None, None, None, None) + tuple(res)
+
+
+class _XentFn(torch.autograd.Function):
+    """Softmax cross-entropy with mean reduction as the C emulator forms it
+    (sim/layer_loss.c): log-sum-exp and mean in double, rounded once to float;
+    gradient (p - onehot(y)) * (g / B) in float32 from the float softmax p."""
+
+    @staticmethod
+    def forward(ctx, z, y):
+        z64 = z.detach().double()
+        m = z64.max(1, keepdim=True).values
+        lse = m + torch.log(torch.exp(z64 - m).sum(1, keepdim=True))
+        ctx.p = torch.exp(z64 - lse).float()
+        ctx.y = y
+        B = z.shape[0]
+        return ((lse.squeeze(1) - z64.gather(1, y.view(-1, 1)).squeeze(1)).sum() / B).float()
+
+    @staticmethod
+    def backward(ctx, g):
+        p, y = ctx.p, ctx.y
+        w = g.float() / float(p.shape[0])
+        out = p * w
+        rows = torch.arange(p.shape[0])
+        out[rows, y] = (p[rows, y] - 1.0) * w
+        return out, None
+
+

@@ -1,0 +1,253 @@
+"""The op handlers of ampsim.torch.emulate (a mixin of emulate): what a torch
+function call becomes under the policy (see _ops.py for the table)."""
+import torch
+from torch.overrides import TorchFunctionMode
+
+from . import _ops
+from ._functions import _GemmFn, _RoundFn, _XentFn
+from ._rt import FMT_ATTR as _FMT
+from ._rt import EmulationError
+from ._rt import fmt_of as _fmt_of
+
+_PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
+
+
+# ---- the function mode --------------------------------------------------------------
+class _Mode(TorchFunctionMode):
+    def __init__(self, emu):
+        super().__init__()
+        self.emu = emu
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        emu = self.emu
+        if emu._quiet_depth:
+            return func(*args, **kwargs)
+        op = _ops.OPS.get(func)
+        if op is None:
+            if func is torch.Tensor.backward:
+                emu._on_backward(args[0] if args else kwargs.get("self"))
+            out = func(*args, **kwargs)
+            emu._other(func, args, kwargs, out)
+            return out
+        kind, name = op
+        if kind == "view":
+            return emu._view(func, args, kwargs)
+        if kind == "gemm":
+            return emu._gemm(func, name, args, kwargs)
+        return emu._pointwise(func, kind, name, args, kwargs)
+
+
+class _Frame:
+    __slots__ = ("path", "leaf", "used", "counts")
+
+    def __init__(self, path, leaf):
+        self.path, self.leaf, self.used, self.counts = path, leaf, False, {}
+
+
+def _join(a, b):
+    return a + "." + b if a else b
+
+
+def _plain_xent(args, kwargs):
+    """F.cross_entropy(z [B,C] float32, y [B] int64) with default options and
+    every target in range: the case the C emulator's loss covers."""
+    if len(args) != 2 or any(v is not None and k not in ("reduction", "ignore_index", "label_smoothing")
+                              for k, v in kwargs.items()):
+        return False
+    if kwargs.get("reduction", "mean") != "mean" or kwargs.get("label_smoothing", 0.0) != 0.0:
+        return False
+    z, y = args
+    if not (isinstance(z, torch.Tensor) and isinstance(y, torch.Tensor) and z.dim() == 2 and y.dim() == 1
+            and z.dtype == torch.float32 and y.dtype == torch.int64 and y.shape[0] == z.shape[0]):
+        return False
+    ign = kwargs.get("ignore_index", -100)
+    return bool(((y >= 0) & (y < z.shape[1]) & (y != ign)).all())
+
+
+def _tensors_in(args, kwargs):
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, torch.Tensor):
+                    yield b
+    for a in kwargs.values():
+        if isinstance(a, torch.Tensor):
+            yield a
+
+
+class _OpHandlers:
+    """The methods _Mode calls, per kind of op (mixed into emulate)."""
+
+    def _view(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        src = args[0] if args else None
+        if isinstance(src, torch.Tensor):
+            fmt = getattr(src, _FMT, None)
+            pv = getattr(src, _PVIEW, None)
+            if pv is None and isinstance(src, torch.nn.Parameter):
+                pv = (src, None)
+            if fmt is not None or pv is not None:
+                outs = out if isinstance(out, (tuple, list)) else (out,)
+                for o in outs:
+                    if isinstance(o, torch.Tensor) and o.is_floating_point():
+                        if fmt is not None:
+                            setattr(o, _FMT, fmt)
+                        if pv is not None and not isinstance(out, (tuple, list)):
+                            p, prev = pv
+                            rest, kw = args[1:], kwargs
+
+                            def fn(w, prev=prev, rest=rest, kw=kw):
+                                return func(prev(w) if prev else w, *rest, **kw)
+                            setattr(o, _PVIEW, (p, fn))
+        return out
+
+    def _gemm(self, func, name, args, kwargs):
+        pol = self.policy
+        if pol.is_fp32() and not self._stats_due():
+            return func(*args, **kwargs)
+        site = self._site(name)
+        bias_pos, bias_kw = _ops.BIAS_ARG.get(name, (None, None))
+        slots = []       # (container, key) of each tensor argument
+        ts, kinds = [], []
+        args = list(args)
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                slots.append(("a", i))
+                ts.append(a)
+                kinds.append("bias" if i == bias_pos else "act")
+            elif isinstance(a, (list, tuple)) and a and all(isinstance(b, torch.Tensor) for b in a):
+                for j, b in enumerate(a):          # einsum(eq, [a, b])
+                    slots.append(("l", (i, j)))
+                    ts.append(b)
+                    kinds.append("act")
+        for k, a in kwargs.items():
+            if isinstance(a, torch.Tensor):
+                slots.append(("k", k))
+                ts.append(a)
+                kinds.append("bias" if k == bias_kw else "act")
+        where = self._where()
+        wnames = [None] * len(ts)
+        for t, k in zip(ts, kinds):
+            if k == "act" and id(t) in self._root_inputs:
+                self._tid("input")          # the model input comes first, as in the C models
+        for i, t in enumerate(ts):
+            if t.device.type != "cpu":
+                raise EmulationError("ampsim.torch: %s in %s: operand on %s; emulate runs on the CPU"
+                                     % (name, where, t.device))
+            if t.dtype != torch.float32:
+                raise EmulationError("ampsim.torch: %s in %s: operand of dtype %s; emulate runs float32 "
+                                     "models (the policy sets the formats)" % (name, where, t.dtype))
+            pv = getattr(t, _PVIEW, None)
+            if isinstance(t, torch.nn.Parameter) or pv is not None:
+                p = t if pv is None else pv[0]
+                wnames[i] = self._param_names.get(id(p)) or _join(site, "bias" if kinds[i] == "bias" else "weight")
+                if pv is None:
+                    ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
+                else:
+                    p, fn = pv
+                    ts[i] = fn(self._cast_weight(p, site, False)) if fn else self._cast_weight(p, site, False)
+                kinds[i] = "w" if kinds[i] != "bias" else "b"
+            elif kinds[i] == "bias":
+                kinds[i] = "act"
+        self._register_site(site, ts, kinds)
+
+        def call(*xs):
+            a2, kw2 = list(args), dict(kwargs)
+            for (c, k), x in zip(slots, xs):
+                if c == "a":
+                    a2[k] = x
+                elif c == "k":
+                    kw2[k] = x
+                else:
+                    i, j = k
+                    lst = list(a2[i])
+                    lst[j] = x
+                    a2[i] = lst
+            return func(*a2, **kw2)
+        call.op = name
+        call.wnames = wnames
+
+        y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
+        setattr(y, _FMT, pol.act)
+        return y
+
+    def _register_site(self, site, ts, kinds):
+        if site + ".out" in self._ids:
+            return
+        pol = self.policy
+        for t, k in zip(ts, kinds):
+            if k == "act" and id(t) in self._root_inputs:
+                self._tid("input")
+        if pol.fwd_in != pol.act or pol.fp8_scaling:
+            self._tid(site + ".input")
+        self._tid(site + ".out")
+        self._tid(site + ".out.grad")
+        if pol.bwd_in != pol.act_grad or pol.fp8_scaling:
+            self._tid(site + ".out.grad.input")
+
+    def _pointwise(self, func, kind, name, args, kwargs):
+        pol = self.policy
+        if name in _ops.INPLACE_KW and kwargs.get("inplace"):
+            kwargs = dict(kwargs, inplace=False)
+        if name == "dropout" and len(args) >= 4 and args[3]:
+            args = tuple(args[:3]) + (False,) + tuple(args[4:])
+        ins = [t for t in _tensors_in(args, kwargs) if t.is_floating_point()]
+        for t in ins:
+            if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
+                raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
+                                     "CPU tensors" % (name, self._where(), t.dtype, t.device))
+        if name == "cross_entropy" and self.kernels == "ampsim" and _plain_xent(args, kwargs):
+            with self._quiet():
+                out = _XentFn.apply(args[0], args[1])
+        else:
+            out = func(*args, **kwargs)
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
+            return out
+        if kind == "elementwise":
+            shaped = [t for t in ins if t.dim() > 0] or ins
+            fmts = {_fmt_of(t) for t in shaped}
+            fmt = fmts.pop() if len(fmts) == 1 else "fp32"
+        elif kind in pol.fp32_ops:
+            fmt = "fp32"
+        else:
+            fmt = _fmt_of(ins[0]) if ins else "fp32"
+        inside = bool(self._stack)
+        if fmt == "fp32" and not (self._stats_due() and inside):
+            return out
+        if fmt == "fp32" and pol.is_fp32() and not out.requires_grad and not self._stats_due():
+            return out
+        site = self._site(name)
+        if site + ".out" not in self._ids:
+            self._tid(site + ".out")
+            self._tid(site + ".out.grad")
+        gfmt = pol.act_grad if fmt != "fp32" else "fp32"
+        # a masked fill writes its -inf on purpose: not a non-finite result
+        y = _RoundFn.apply(out, self, site + ".out", fmt, gfmt, name not in ("masked_fill", "where"))
+        if fmt != "fp32":
+            setattr(y, _FMT, fmt)
+        return y
+
+    def _other(self, func, args, kwargs, out):
+        """A function passed through: listed once when it took a low-precision
+        tensor and returned a floating one."""
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            return
+        for t in _tensors_in(args, kwargs):
+            f = getattr(t, _FMT, None)
+            if f is not None and f != "fp32":
+                n = _ops.func_name(func)
+                if n.endswith("_") or n.startswith("__i"):
+                    where = self._where()
+                    self._note_event("not_emulated", where, "%s (in place, on a %s tensor)" % (n, f))
+                else:
+                    self._note_event("not_emulated", self._where(), "%s (on a %s tensor)" % (n, f))
+                return
+
+    def _on_backward(self, loss):
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1 and self._loss is None:
+            self._loss = float(loss.detach())
+        self._bwd_done = True
+

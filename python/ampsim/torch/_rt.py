@@ -1,0 +1,101 @@
+"""The rounding and run-log calls ampsim.torch makes, over the ampsim package.
+
+round_t rounds a float32 torch tensor through the C kernel (ampsim.round's
+library call with its argument parsing done once per format and mode), so a
+rounding costs one C call; statistics come back as ampsim.Stats.
+"""
+import ctypes
+
+import numpy as np
+import torch
+
+from .. import _lib, _round
+from .._round import Stats
+
+class EmulationError(RuntimeError):
+    """An op or tensor that the policy cannot express (message names the op and module)."""
+
+
+#: attribute of an emulated tensor: the name of the format its values are in
+FMT_ATTR = "_ampsim_fmt"
+
+
+def fmt_of(t):
+    """The format of a tensor's values ("fp32" for a tensor emulate did not make)."""
+    return getattr(t, FMT_ATTR, "fp32")
+
+
+_ROLES = ("weight", "act", "act_grad", "weight_grad", "master", "optim_state", "update")
+ROLE_ID = {r: i for i, r in enumerate(_ROLES)}
+
+_fmt_cache = {}
+_opts_cache = {}
+
+
+def fmt_struct(name):
+    """The library's amp_format for a format name (cached)."""
+    f = _fmt_cache.get(name)
+    if f is None:
+        f = _fmt_cache[name] = _round._format_arg(name)
+    return f
+
+
+def _opts(fmt, mode, saturate, sr_bits):
+    key = (fmt, mode, saturate, sr_bits)
+    o = _opts_cache.get(key)
+    if o is None:
+        o = _opts_cache[key] = _round._opts(fmt_struct(fmt), mode, saturate, False, False,
+                                            sr_bits if sr_bits else None, 0, 0, 0, False)
+    return o
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & 0xFFFFFFFFFFFFFFFF
+    return z ^ (z >> 31)
+
+
+def rand64(seed, stream, index):
+    """amp_rand64 (sim/base.c): the counter-based generator the emulator keys SR with."""
+    m = 0xFFFFFFFFFFFFFFFF
+    k = mix64(seed ^ 0x6a09e667f3bcc909) ^ mix64((stream + 0x3c6ef372fe94f82b) & m)
+    return mix64(mix64((k + index * 0x9e3779b97f4a7c15) & m) ^ k)
+
+
+def step_seed(seed, step):
+    """The SR seed of a step, as the tensor registry forms it (sim/tensor.c)."""
+    return rand64(seed, 0x7374657000000000 ^ step, 0)
+
+
+def round_t(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, index0=0,
+            stats=False):
+    """x (float32 or float64 torch tensor, any shape) rounded into fmt: a new
+    float32 tensor (no autograd), and its Stats when stats is true (else None)."""
+    xd = x.detach()
+    if xd.dtype not in (torch.float32, torch.float64):
+        raise TypeError("ampsim.torch: unsupported dtype %s (float32 tensors only)" % xd.dtype)
+    xa = xd.contiguous().numpy()
+    y = np.empty(xa.shape, dtype=np.float32)
+    f = fmt_struct(fmt)
+    o = _opts(fmt, mode, saturate, sr_bits)
+    if mode == "sr" or seed or stream or index0:
+        o = _lib.AmpRoundOpts.from_buffer_copy(o)
+        o.seed, o.stream, o.index0 = seed, stream, index0
+    st = None
+    if stats:
+        st = _lib.AmpStats()
+        _lib.lib.amp_stats_init(ctypes.byref(st))
+    fn = _lib.lib.amp_round_f64 if xa.dtype == np.float64 else _lib.lib.amp_round_f32
+    _lib.check(fn(ctypes.byref(f._f), ctypes.byref(o), xa.ctypes.data, y.ctypes.data, xa.size,
+                  ctypes.byref(st) if st is not None else None))
+    return torch.from_numpy(y), (Stats._wrap(st, f) if stats else None)
+
+
+_lib.lib.amp_count_nonfinite.restype = ctypes.c_size_t
+_lib.lib.amp_count_nonfinite.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+
+def count_nonfinite(y):
+    """Non-finite values in a contiguous float32 CPU tensor (the library's
+    vectorised count)."""
+    return int(_lib.lib.amp_count_nonfinite(y.data_ptr(), y.numel()))

@@ -1,0 +1,113 @@
+"""Shared helpers of the package's tests: paths, the CLI, test inputs."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYDIR = os.path.dirname(HERE)
+ROOT = os.path.dirname(PYDIR)
+if PYDIR not in sys.path:
+    sys.path.insert(0, PYDIR)
+
+import ampsim  # noqa: E402
+
+#: The CLI the package is compared with ($AMPSIM, else build/ampsim).
+CLI = os.environ.get("AMPSIM") or os.path.join(ROOT, "build", "ampsim")
+
+#: Fixed seed of every random input (AMPSIM_TEST_SEED overrides it; failures print it).
+SEED = int(os.environ.get("AMPSIM_TEST_SEED", "20240601"))
+
+#: AMPSIM_FULL=1 runs the larger variants (the MPFR comparison on 10^6 values per case).
+FULL = os.environ.get("AMPSIM_FULL") == "1"
+
+
+def cli(*args, check=True, stdin=None):
+    """Run the ampsim CLI; returns CompletedProcess (text)."""
+    if not os.path.exists(CLI):
+        raise RuntimeError("%s is missing: run `make` first (or set AMPSIM)" % CLI)
+    p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True, text=True, input=stdin)
+    if check and p.returncode != 0:
+        raise AssertionError("ampsim %s: exit %d: %s" % (" ".join(map(str, args)), p.returncode, p.stderr))
+    return p
+
+
+def tmpdir(case):
+    """A fresh temporary directory removed with the test."""
+    d = tempfile.TemporaryDirectory(prefix="ampsim-py-")
+    case.addCleanup(d.cleanup)
+    return d.name
+
+
+def hard_values(fmt, n, seed):
+    """See _hard_values (numpy's overflow warnings silenced: the overflows are wanted)."""
+    with np.errstate(all="ignore"):
+        return _hard_values(fmt, n, seed)
+
+
+def _hard_values(fmt, n, seed):
+    """n float32 values that exercise rounding into fmt: random bit patterns
+    (every class: NaN, inf, zero, subnormal), the format's values, the exact
+    midpoints between neighbours and one float32 ulp either side of them,
+    values around max finite and min subnormal, and log-uniform magnitudes
+    over the format's range."""
+    f = ampsim.Format(fmt)
+    rng = np.random.default_rng(seed)
+    parts = []
+    k = n // 6
+    parts.append(rng.integers(0, 1 << 32, size=k, dtype=np.uint64).astype(np.uint32).view(np.float32))
+    # format values: random significands and exponents inside the range
+    e = rng.integers(f.emin - f.mbits - 2, f.emax + 2, size=k)
+    m = rng.integers(0, 1 << f.mbits, size=k) if f.mbits else np.zeros(k, np.int64)
+    v = np.ldexp(1.0 + m / float(1 << f.mbits), e)
+    sign = np.where(rng.integers(0, 2, size=k) == 1, -1.0, 1.0)
+    v = (sign * v).astype(np.float64)
+    ulp = np.ldexp(1.0, np.maximum(e, f.emin) - f.mbits)
+    mid = (v + np.sign(v) * ulp / 2).astype(np.float32)
+    parts.append(v.astype(np.float32))
+    parts.append(mid)
+    parts.append(np.nextafter(mid, np.float32(np.inf)))
+    parts.append(np.nextafter(mid, np.float32(-np.inf)))
+    edges = np.array([f.max_finite, f.min_normal, f.min_subnormal, f.min_subnormal / 2,
+                      f.max_finite + f.max_finite * f.epsilon / 2, 0.0, np.inf, np.nan], np.float64)
+    edges = np.concatenate([edges, -edges]).astype(np.float32)
+    edges = np.concatenate([edges, np.nextafter(edges, np.float32(np.inf)), np.nextafter(edges, np.float32(-np.inf))])
+    parts.append(edges)
+    rest = max(0, n - sum(len(p) for p in parts))
+    mag = np.exp2(rng.uniform(np.log2(f.min_subnormal) - 4, np.log2(f.max_finite) + 4, size=rest))
+    parts.append((mag * np.where(rng.integers(0, 2, size=rest) == 1, -1, 1)).astype(np.float32))
+    x = np.concatenate(parts)[:n]
+    return rng.permutation(x).astype(np.float32)
+
+
+def bits_equal(a, b):
+    """True if two float32 arrays have the same shape and hold the same bits."""
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    return a.shape == b.shape and bool((a.view(np.uint32) == b.view(np.uint32)).all())
+
+
+def bits_equal_nan(a, b):
+    """bits_equal, but any NaN equals any NaN (for decoded patterns, whose NaN
+    payload is the format's, not the input's)."""
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    if a.shape != b.shape:
+        return False
+    return bool(((a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))).all())
+
+
+def first_diff(x, a, b):
+    """A message naming the first element where a and b differ (hex)."""
+    a = np.asarray(a, np.float32).ravel()
+    b = np.asarray(b, np.float32).ravel()
+    bad = np.nonzero(a.view(np.uint32) != b.view(np.uint32))[0]
+    if not len(bad):
+        return "no difference"
+    i = int(bad[0])
+    xi = np.asarray(x).ravel()[i]
+    return "%d differences; first at %d: input %s (%r), expected %s (%r), got %s (%r); seed %d" % (
+        len(bad), i, float(xi).hex(), float(xi), float(a[i]).hex(), float(a[i]), float(b[i]).hex(),
+        float(b[i]), SEED)

@@ -1,0 +1,393 @@
+"""ampsim.torch.emulate and GradScaler on their own: nothing left modified,
+fp32 bit-identical to plain PyTorch, bf16-amp-cpu against torch.autocast,
+a transformer block with functional attention, errors and events."""
+import os
+import unittest
+
+from support import CLI, ampsim, tmpdir
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import ampsim.torch as at
+    from torch_models import CNN, MLP, TinyGPT, token_batches
+
+    torch.set_num_threads(1)
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+NO_TORCH = "PyTorch (python3-torch) is not installed"
+
+
+def hooks_of(model):
+    return [(len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks))
+            for m in model.modules()]
+
+
+def snapshot(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestNothingModified(unittest.TestCase):
+    def test_hooks_removed_weights_restored(self):
+        torch.manual_seed(0)
+        m = MLP()
+        before_hooks, before = hooks_of(m), snapshot(m)
+        params = [id(p) for p in m.parameters()]
+        x = torch.rand(8, 64)
+        ref = m(x)
+        with at.emulate(m, "fp8-hybrid"):
+            y = m(x)
+            self.assertNotEqual(hooks_of(m), before_hooks)
+            y.sum().backward()
+        self.assertFalse(torch.equal(y, ref))           # the policy did act
+        self.assertEqual(hooks_of(m), before_hooks)
+        self.assertEqual([id(p) for p in m.parameters()], params)
+        for k, v in snapshot(m).items():
+            self.assertTrue(torch.equal(v, before[k]), k)
+            self.assertEqual(v.dtype, torch.float32)
+        for p in m.parameters():
+            self.assertFalse(hasattr(p, "_ampsim_fmt"))
+        self.assertTrue(torch.equal(m(x), ref))          # plain again after exit
+
+    def test_exit_on_error_removes_hooks(self):
+        m = MLP()
+        before = hooks_of(m)
+        with self.assertRaises(RuntimeError):
+            with at.emulate(m, "fp16-amp"):
+                m(torch.rand(3, 5))                      # wrong width
+        self.assertEqual(hooks_of(m), before)
+        self.assertIsNone(torch.overrides._get_current_function_mode()
+                          if hasattr(torch.overrides, "_get_current_function_mode") else None)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestFp32Identical(unittest.TestCase):
+    def run_loop(self, model, data, emulated, scaler=False):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        losses = []
+        ctx = at.emulate(model, "fp32", log_every=1) if emulated else None
+        if ctx:
+            ctx.collect_stats()
+            ctx.__enter__()
+        try:
+            for x, y in data:
+                loss = F.cross_entropy(model(x).flatten(0, -2) if x.dim() > 1 and x.dtype == torch.long
+                                       else model(x), y.flatten())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.detach().clone())
+        finally:
+            if ctx:
+                ctx.__exit__(None, None, None)
+        return losses, snapshot(model)
+
+    def check_identical(self, make, data):
+        torch.manual_seed(0)
+        a = make()
+        b = make()
+        b.load_state_dict(a.state_dict())
+        la, wa = self.run_loop(a, data, False)
+        lb, wb = self.run_loop(b, data, True)
+        for s, (u, v) in enumerate(zip(la, lb)):
+            self.assertTrue(torch.equal(u, v), "step %d: %r vs %r" % (s, u.item(), v.item()))
+        for k in wa:
+            self.assertTrue(torch.equal(wa[k], wb[k]), k)
+
+    def test_mlp(self):
+        g = torch.Generator().manual_seed(1)
+        data = [(torch.rand(16, 64, generator=g), torch.randint(0, 10, (16,), generator=g)) for _ in range(5)]
+        self.check_identical(MLP, data)
+
+    def test_gpt_block(self):
+        self.check_identical(lambda: TinyGPT(layers=1), token_batches(4, 2, 16))
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestCpuAutocast(unittest.TestCase):
+    def test_bf16_amp_cpu_matches_torch_autocast(self):
+        """bf16-amp-cpu against torch.autocast("cpu", bfloat16) on a CNN with
+        Conv2d, BatchNorm2d, MaxPool2d, Linear and LayerNorm: 50 steps."""
+        g = torch.Generator().manual_seed(0)
+        X = torch.rand(64, 1, 8, 8, generator=g)
+        Y = torch.randint(0, 10, (64,), generator=g)
+        torch.manual_seed(0)
+        init = snapshot(CNN())
+
+        def run(mode):
+            m = CNN()
+            m.load_state_dict(init)
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            out = []
+            emu = at.emulate(m, "bf16-amp-cpu") if mode == "emulate" else None
+            if emu:
+                emu.__enter__()
+            try:
+                for s in range(50):
+                    i = torch.arange(16) + 16 * (s % 4)
+                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "autocast"):
+                        loss = F.cross_entropy(m(X[i]), Y[i])
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    out.append(loss.item())
+            finally:
+                if emu:
+                    emu.__exit__(None, None, None)
+            return out
+
+        ref, emu, plain = run("autocast"), run("emulate"), run("plain")
+        worst = max(abs(a - b) for a, b in zip(ref, emu))
+        self.assertLessEqual(worst, 1e-4, "bf16-amp-cpu vs torch.autocast: max loss difference %g" % worst)
+        # the comparison can fail: FP32 training is far from autocast's
+        self.assertGreater(max(abs(a - b) for a, b in zip(ref, plain)), 1e-3)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestTransformerBlock(unittest.TestCase):
+    def train(self, policy, spec, fp8, out):
+        torch.manual_seed(0)
+        m = TinyGPT(layers=1)
+        opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
+        sc = at.GradScaler(spec)
+        losses = []
+        with at.emulate(m, policy, out=out, log_every=5, hist_every=5, fp8=fp8):
+            for x, y in token_batches(12, 4, 16):
+                loss = F.cross_entropy(m(x).flatten(0, 1), y.flatten())
+                opt.zero_grad()
+                sc.scale(loss).backward()
+                sc.step(opt)
+                sc.update()
+                losses.append(loss.item())
+        return losses
+
+    def check_run(self, d, losses, n_grad_inputs):
+        self.assertLess(losses[-1], losses[0])
+        r = ampsim.read_run(d)
+        names = set(r["tensors"]["tensor"])
+        # the attention scores q @ k^T and their gradient, named by site
+        for n in ("h.0.attn.matmul1.out", "h.0.attn.matmul1.out.grad", "h.0.attn.softmax1.out.grad",
+                  "h.0.attn.c_attn.weight.grad", "lm_head.out.grad"):
+            self.assertIn(n, names)
+        self.assertEqual(sum(n.endswith(".out.grad.input") for n in names), n_grad_inputs)
+        self.assertEqual(sorted(set(r["tensors"]["step"])), [0, 5, 10])
+        self.assertEqual(len(r["metrics"]["step"]), 12)
+        ev = open(os.path.join(d, "events.csv")).read()
+        self.assertNotIn("not_emulated", ev)
+        rep = ampsim_report(d)
+        for fig in ("fig4_heat.png", "fig1_hist.png", "index.html"):
+            self.assertTrue(any(fig in f for f in rep), "%s: no %s figure in %s" % (d, fig, rep))
+
+    def test_fp16_amp_torch_scaler(self):
+        d = os.path.join(tmpdir(self), "run")
+        losses = self.train("fp16-amp", "torch", None, d)
+        self.check_run(d, losses, 0)
+        r = ampsim.read_run(d)
+        self.assertEqual(float(r["metrics"]["loss_scale"][0]), 65536.0)
+
+    def test_fp8_hybrid(self):
+        d = os.path.join(tmpdir(self), "run")
+        losses = self.train("fp8-hybrid", "none", "delayed", d)
+        # every GEMM's gradient operand is cast into E5M2: 7 sites (c_attn,
+        # q @ k^T, att @ v, attn.c_proj, c_fc, c_proj, lm_head)
+        self.check_run(d, losses, 7)
+        r = ampsim.read_run(d)
+        fm = {t: f for t, f in zip(r["tensors"]["tensor"], r["tensors"]["format"])}
+        self.assertEqual(fm["h.0.attn.matmul1.out.grad.input"], "e5m2")
+        self.assertEqual(fm["h.0.attn.c_attn.weight"], "e4m3")
+
+
+def ampsim_report(d):
+    import subprocess
+    p = subprocess.run([CLI, "report", d], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise AssertionError("ampsim report %s: %s" % (d, p.stderr))
+    files = []
+    for root, _, fs in os.walk(d):
+        files += [os.path.relpath(os.path.join(root, f), d) for f in fs]
+    return files
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestErrorsAndEvents(unittest.TestCase):
+    def test_float64_model(self):
+        m = MLP().double()
+        with self.assertRaisesRegex(at.EmulationError, "fc1.weight is torch.float64"):
+            with at.emulate(m, "fp16-amp"):
+                pass
+
+    def test_model_off_the_cpu(self):
+        # the check a CUDA model meets (this machine has no GPU: the meta device)
+        m = MLP().to("meta")
+        with self.assertRaisesRegex(at.EmulationError, "parameter fc1.weight is on meta"):
+            with at.emulate(m, "fp16-amp"):
+                pass
+        self.assertEqual(hooks_of(m), [(0, 0, 0)] * 3)
+
+    def test_float64_operand_names_op_and_module(self):
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = nn.Identity()
+                self.lin = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.lin(x) @ torch.ones(4, 4, dtype=torch.float64)
+
+        m = M()
+        with self.assertRaisesRegex(at.EmulationError, r"matmul in \(model\).*float64"):
+            with at.emulate(m, "bf16-amp"):
+                m(torch.rand(2, 4))
+
+    def test_bad_policy(self):
+        with self.assertRaisesRegex(ValueError, "unknown precision 'fp17'"):
+            at.emulate(MLP(), "fp17")
+        with self.assertRaisesRegex(ValueError, "unknown policy key 'colour'"):
+            at.emulate(MLP(), {"base": "fp16-amp", "colour": "red"})
+
+    def test_inexpressible_policy(self):
+        with self.assertRaisesRegex(at.EmulationError, "accumulates GEMMs in fp16"):
+            at.emulate(MLP(), {"base": "fp16-amp", "gemm": {"accumulator": "fp16"}})
+
+    def test_policy_dict_and_json(self):
+        p = at.Policy({"base": "bf16-amp", "roles": {"act_grad": "fp16"}})
+        self.assertEqual((p.act, p.act_grad, p.weight, p.master), ("bf16", "fp16", "bf16", "fp32"))
+        self.assertEqual(at.Policy("bf16-amp-cpu").fp32_ops, {"loss"})
+        self.assertEqual(at.Policy("fp8-hybrid").bwd_in, "e5m2")
+
+    def test_unsupported_op_listed_once(self):
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return torch.cumprod(self.fc(x), 1)     # not in the emulated table
+
+        m = M()
+        d = os.path.join(tmpdir(self), "run")
+        with at.emulate(m, "fp16-amp", out=d, log_every=1) as emu:
+            for _ in range(3):
+                m(torch.rand(2, 8)).sum().backward()
+                emu.step()
+        rows = [l for l in open(os.path.join(d, "events.csv")) if "not_emulated" in l]
+        self.assertEqual(rows, ["0,not_emulated,(model),cumprod (on a fp16 tensor)\n"])
+
+    def test_first_nonfinite_event(self):
+        torch.manual_seed(0)
+        m = MLP()
+        d = os.path.join(tmpdir(self), "run")
+        with at.emulate(m, "fp16-amp", out=d, log_every=1) as emu:
+            x = torch.rand(4, 64)
+            m(x).sum().backward()
+            emu.step()
+            x[0, 0] = 1e6                                # overflows fp16 at the input cast
+            m(x).sum().backward()
+            emu.step()
+        ev = [l.strip() for l in open(os.path.join(d, "events.csv"))][1:]
+        self.assertEqual(ev[0], "1,first_nonfinite,input,forward; 1 values")
+        r = ampsim.read_run(d)
+        self.assertEqual(r["summary"]["first_nonfinite"], {"step": 1, "phase": "forward", "tensor": "input"})
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestSteps(unittest.TestCase):
+    def test_micro_batches_add_up(self):
+        """Two forward/backward passes in one step: the same names, statistics
+        of both (gradient accumulation), one metrics row."""
+        torch.manual_seed(0)
+        m = MLP()
+        d = os.path.join(tmpdir(self), "run")
+        with at.emulate(m, "bf16-amp", out=d, log_every=1) as emu:
+            for _ in range(2):
+                m(torch.rand(4, 64)).sum().backward()
+            emu.step(loss=1.5, lr=0.1)
+        r = ampsim.read_run(d)
+        n = {t: int(k) for t, k in zip(r["tensors"]["tensor"], r["tensors"]["n"])}
+        self.assertEqual(n["fc1.out"], 2 * 4 * 32)
+        self.assertEqual(n["input"], 2 * 4 * 64)
+        self.assertEqual(n["fc1.weight"], 32 * 64)       # cast once per step (cast cache)
+        # each backward rounds its share; autograd sums them into the FP32 .grad
+        self.assertEqual(n["fc1.weight.grad"], 2 * 32 * 64)
+        self.assertEqual(list(r["metrics"]["loss"]), [1.5])
+
+    def test_inference_under_no_grad(self):
+        torch.manual_seed(0)
+        m = MLP()
+        x = torch.rand(3, 64)
+        with torch.no_grad(), at.emulate(m, "fp8-e4m3") as emu:
+            emu.collect_stats()
+            y = m(x)
+            st = emu.stats
+        self.assertEqual(st["fc1.weight"][1], "e4m3")
+        self.assertFalse(torch.equal(y, m(x)))
+        # the same values as rounding by hand: e4m3 operands (saturating), FP32 GEMM, bf16 output
+        def r(t, f, sat=False):
+            return torch.from_numpy(ampsim.round(t.detach().numpy(), f, saturate=sat))
+        h = F.linear(r(x, "e4m3", True), r(m.fc1.weight, "e4m3", True), r(m.fc1.bias, "bf16"))
+        h = r(F.relu(r(h, "bf16")), "bf16")
+        ref = r(F.linear(r(h, "e4m3", True), r(m.fc2.weight, "e4m3", True), r(m.fc2.bias, "bf16")), "bf16")
+        self.assertTrue(torch.equal(y, ref))
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestGradScaler(unittest.TestCase):
+    def test_skip_and_backoff_like_torch(self):
+        m = nn.Linear(2, 1)
+        opt = torch.optim.SGD(m.parameters(), lr=1.0)
+        sc = at.GradScaler("torch", init_scale=2.0 ** 16, growth_interval=2)
+        w0 = m.weight.detach().clone()
+        loss = m(torch.tensor([[1e35, 1.0]])).sum()     # scaled gradient overflows float32
+        opt.zero_grad()
+        sc.scale(loss).backward()
+        self.assertIsNone(sc.step(opt))
+        sc.update()
+        self.assertTrue(torch.equal(m.weight, w0))      # skipped
+        self.assertEqual(sc.get_scale(), 2.0 ** 15)
+        for _ in range(2):
+            opt.zero_grad()
+            sc.scale(m(torch.ones(1, 2)).sum()).backward()
+            sc.step(opt)
+            sc.update()
+        self.assertEqual(sc.get_scale(), 2.0 ** 16)     # grown after 2 good steps
+        self.assertTrue(torch.equal(m.weight.grad, torch.ones(1, 2)))   # unscaled exactly
+
+    def test_state_dict_roundtrip(self):
+        a = at.GradScaler("deepspeed:hysteresis=2")
+        b = at.GradScaler("deepspeed:hysteresis=2")
+        m = nn.Linear(1, 1)
+        opt = torch.optim.SGD(m.parameters(), lr=0.0)
+        for bad in (True, False, True):
+            opt.zero_grad()
+            a.scale(m(torch.tensor([[1e38 if bad else 1.0]])).sum()).backward()
+            a.step(opt)
+            a.update()
+        b.load_state_dict(a.state_dict())
+        self.assertEqual(b.get_scale(), a.get_scale())
+        self.assertEqual(b.state_dict(), a.state_dict())
+
+    def test_underflow_scaler_reads_emulated_counts(self):
+        torch.manual_seed(0)
+        m = MLP()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        sc = at.GradScaler("underflow")
+        d = os.path.join(tmpdir(self), "run")
+        with at.emulate(m, "fp16-amp", out=d, log_every=0, hist_every=0) as emu:
+            for _ in range(3):
+                loss = F.cross_entropy(m(torch.rand(8, 64)), torch.randint(0, 10, (8,)))
+                opt.zero_grad()
+                sc.scale(loss).backward()
+                self.assertIn("fc1.weight.grad", emu.grad_stats())
+                sc.step(opt)
+                sc.update()
+        r = ampsim.read_run(d)
+        self.assertEqual(len(r["metrics"]["step"]), 3)
+        self.assertEqual(len(r["tensors"]["step"]), 0)   # statistics gathered, not logged
+
+
+if __name__ == "__main__":
+    unittest.main()
