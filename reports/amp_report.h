@@ -10,6 +10,7 @@
 #ifndef AMP_REPORT_H
 #define AMP_REPORT_H
 
+#include <signal.h>
 #include <stdio.h>
 #include "amp_base.h"
 
@@ -25,6 +26,9 @@ typedef struct amp_report_opts {
     const char *scripts_dir; /* folder with the fig*.gp scripts; NULL = search (see below) */
     const char *gnuplot;     /* gnuplot program; NULL = "gnuplot" on PATH */
     int quiet;               /* no progress lines on stderr */
+    /* Polled before and after each gnuplot call: nonzero = stop, remove this
+     * call's temporaries and return AMP_EINTR (a rerun redraws). NULL = never. */
+    const volatile sig_atomic_t *stop;
 } amp_report_opts;
 
 /* Writes DIR/report/index.html and the figures for a run or compare

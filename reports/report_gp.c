@@ -114,8 +114,10 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
     static const struct { unsigned flag; const char *ext; } fm[] = {
         { AMP_REPORT_PNG, "png" }, { AMP_REPORT_PDF, "pdf" }, { AMP_REPORT_SVG, "svg" } };
     const char *gnuplot = ctx->opts->gnuplot ? ctx->opts->gnuplot : "gnuplot";
+    const volatile sig_atomic_t *stop = ctx->opts->stop;
     for (int k = 0; k < 3; k++) {
         if (!(want & fm[k].flag)) continue;
+        if (stop && *stop) return amp_fail(AMP_EINTR, "interrupted; run the same command again to redraw");
         char term[256], cmd[1024], tmp[256], fin[RP_PATH + 256], tmpabs[RP_PATH + 256], logp[RP_PATH + 64];
         if (fm[k].flag == AMP_REPORT_PNG)
             snprintf(term, sizeof term, "pngcairo size %d,%d font \"DejaVu Sans,11\" noenhanced", w, h);
@@ -150,6 +152,11 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
         size_t ll = 0;
         if (amp_read_file(logp, 1 << 20, &log, &ll)) log = NULL;
         unlink(logp);
+        if (stop && *stop) {
+            free(log);
+            unlink(tmpabs);
+            return amp_fail(AMP_EINTR, "interrupted; run the same command again to redraw");
+        }
         int code = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128;
         if (code != 0 || !file_has_signature(tmpabs, fm[k].flag)) {
             unlink(tmpabs);

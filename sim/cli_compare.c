@@ -116,7 +116,9 @@ int amp_cli_compare(int argc, char **argv)
         if (!argvs[i]) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
     }
     /* locally up to --jobs processes; under mpirun/srun spread over the ranks */
+    amp_cli_catch_signals();
     int d = amp_cli_dist_run("compare", out, runs, argvs, n, jobs, force, status);
+    if (d == 3) { rc = amp_cli_interrupt_exit("compare", NULL); goto cleanup; }
     if (d) { rc = d == 1 ? 0 : 2; goto cleanup; }
     st = amp_compare_summarize(out, runs, n, status, tol);
     if (st) { rc = amp_cli_fail(st); goto cleanup; }

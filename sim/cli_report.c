@@ -55,7 +55,10 @@ int amp_cli_report(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     if (!dirs.n) return amp_cli_usage_error("report", "missing DIR (try --help)");
     char index[4200];
+    amp_cli_catch_signals();
+    o.stop = amp_cli_stop_flag();
     amp_status st = amp_report_write(dirs.v[0], &o, index, sizeof index);
+    if (st == AMP_EINTR || (st && amp_cli_interrupted())) return amp_cli_interrupt_exit("report", "interrupted; run the same command again to redraw");
     if (st) return amp_cli_fail(st);
     printf("%s\n", index);
     return 0;

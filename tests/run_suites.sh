@@ -52,6 +52,10 @@ echo "== install"
 sh tests/install.sh "$build" >"$log" 2>&1; rc=$?
 cat "$log"; count install "$rc"
 
+echo "== signals"
+sh tests/signals.sh "$build" >"$log" 2>&1; rc=$?
+cat "$log"; count signals "$rc"
+
 echo "== docs examples"
 sh tests/doc_examples.sh "$build" >"$log" 2>&1; rc=$?
 cat "$log"; count doc_examples "$rc"
