@@ -292,7 +292,11 @@ static amp_status load_compare(rp_ctx *ctx)
     char **names;
     size_t n, keep = 0;
     if ((st = amp_run_list(ctx->dir, &names, &n))) return st;
+    int cn = amp_csv_col(&ctx->summary, "name");
     for (size_t i = 0; i < n; i++) {
+        int listed = cn < 0;   /* only the runs summary.csv lists: a rerun with fewer runs leaves old folders */
+        for (size_t k = 0; k < ctx->summary.nrows && !listed; k++) listed = !strcmp(amp_csv_get(&ctx->summary, k, cn), names[i]);
+        if (!listed) { free(names[i]); continue; }
         if (summary_says_failed(&ctx->summary, names[i])) {
             if (ctx->nskipped < 8) snprintf(ctx->skipped[ctx->nskipped], sizeof ctx->skipped[0], "%.120s", names[i]);
             ctx->nskipped++;
@@ -345,7 +349,7 @@ static amp_status load_accum(rp_ctx *ctx, const char *p)
 
 static void html_table_csv(FILE *fp, const amp_csv *c, size_t maxrows)
 {
-    fputs("<table><tr>", fp);
+    fputs("<div class=tw><table><tr>", fp);   /* a wide table scrolls inside its own box */
     for (int k = 0; k < c->ncol; k++) { fputs("<th>", fp); rp_html_escape(fp, c->head[k]); fputs("</th>", fp); }
     fputs("</tr>\n", fp);
     for (size_t i = 0; i < c->nrows && i < maxrows; i++) {
@@ -353,7 +357,7 @@ static void html_table_csv(FILE *fp, const amp_csv *c, size_t maxrows)
         for (int k = 0; k < c->ncol; k++) { fputs("<td>", fp); rp_html_escape(fp, amp_csv_get(c, i, k)); fputs("</td>", fp); }
         fputs("</tr>\n", fp);
     }
-    fputs("</table>\n", fp);
+    fputs("</table></div>\n", fp);
     if (c->nrows > maxrows) fprintf(fp, "<p>… %zu more rows in the file.</p>\n", c->nrows - maxrows);
 }
 
@@ -426,6 +430,7 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
           "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\n"
           "img{max-width:100%;height:auto;border:1px solid #ddd}\n"
           "table{border-collapse:collapse;font-size:90%;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\n"
+          ".tw{overflow-x:auto;max-width:100%}.find li{margin:.2em 0}\n"
           "th{background:#f0f0f0}pre{background:#f7f7f7;padding:.5em;overflow:auto;max-height:24em;font-size:85%}\n"
           ".cap{font-size:95%}.src{font-size:85%;color:#555}.warn{color:#b00}code{font-size:90%}\n"
           "</style></head><body>\n<h1>ampsim report</h1>\n<p>", fp);
@@ -443,6 +448,7 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
         fputs(" — the run named ref, as <code>ampsim compare</code> names it; failing that, a run with precision fp32.", fp);
     }
     fputs("</p>\n", fp);
+    rp_html_findings(fp, ctx);
     if (ctx->nskipped) {
         fprintf(fp, "<p><b class=warn>%d run%s failed according to summary.csv and %s left out:", ctx->nskipped,
                 ctx->nskipped > 1 ? "s" : "", ctx->nskipped > 1 ? "are" : "is");

@@ -102,6 +102,13 @@ void rp_add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref);
 /* Runs gnuplot for every requested format of figure f (w x h pixels). */
 amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h);
 
+/* report_findings.c: the page's opening section, computed from the runs:
+ * per run the flushed share of gradient values, the first underflow and
+ * overflow, the gap to the reference and where it first exceeded the
+ * tolerance, skipped steps and scale range; then a ranking with one verdict
+ * sentence per run. */
+void rp_html_findings(FILE *fp, const rp_ctx *ctx);
+
 /* report_hist.c */
 amp_status rp_fig_hist(rp_ctx *ctx);
 /* report_gp.c */

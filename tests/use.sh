@@ -1,0 +1,63 @@
+#!/bin/sh
+# The commands as a user meets them: a run that goes NaN gets a report with
+# its first non-finite tensor at the top and null losses in summary.json;
+# train refuses to overwrite a finished run without --force; compare names
+# the pairs it drops and exits 2 when only the reference is left, and marks
+# runs that trained identically; report draws only the runs summary.csv
+# lists and opens with findings computed from the data.
+#   tests/use.sh BUILD        ($AMPSIM overrides BUILD/ampsim)
+set -u
+A=${AMPSIM:-$PWD/${1:-build}/ampsim}
+command -v gnuplot >/dev/null 2>&1 || { echo "skipped: use: gnuplot not installed"; exit 0; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+ok() { echo "ok $1"; }
+bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+# a run whose loss is NaN from step 1: summary.json null, report exit 0, banner
+"$A" train --lr 1e30 --steps 5 --out nan >/dev/null 2>&1
+/usr/bin/python3 -c 'import json,sys; s=json.load(open("nan/summary.json")); sys.exit(0 if s["final_loss"] is None and s["final_loss_finite"] is False else 1)' \
+    && ok "summary.json: final_loss null" || bad "summary.json: final_loss of a NaN run is not null: $(grep final_loss nan/summary.json)"
+if "$A" report nan --formats png --quiet >out 2>err && [ -f nan/report/index.html ]; then
+    grep -q 'first non-finite value appeared in fc2.out at step 1' nan/report/index.html \
+        && ok "report of a NaN run names the first non-finite tensor" || bad "report of a NaN run: no first non-finite tensor on the page"
+    grep -q 'loss was not finite' nan/report/index.html && ok "NaN steps counted" || bad "NaN steps not counted"
+else
+    bad "report of a NaN run failed: $(cat err)"
+fi
+
+# --force
+"$A" train --steps 3 --out fin >/dev/null 2>&1
+"$A" train --steps 3 --out fin >/dev/null 2>err; rc=$?
+[ $rc -eq 2 ] && grep -q 'finished run' err && ok "train refuses a finished run" || bad "train over a finished run: exit $rc $(cat err)"
+"$A" train --steps 4 --force --out fin >/dev/null 2>&1 && grep -q '"steps":	4' fin/summary.json \
+    && ok "train --force overwrites" || bad "train --force did not overwrite"
+
+# compare: dropped pairs and only the reference left
+"$A" compare --precisions fp16-amp --scalers delayed --steps 3 --out c0 >/dev/null 2>err; rc=$?
+[ $rc -eq 2 ] && grep -q 'fp16-amp with delayed: not run' err && ok "compare: dropped pair named, exit 2" \
+    || bad "compare with only the reference left: exit $rc: $(cat err)"
+
+# compare: names state the FP8 strategy; identical runs are marked
+"$A" compare --precisions bf16-amp,fp8-hybrid --scalers 'none,static:1024,delayed' --steps 12 --out c1 >/dev/null 2>err \
+    || bad "compare failed: $(cat err)"
+grep -q 'fp8-hybrid with delayed: the same run as fp8-hybrid with none' err && ok "duplicate pair named" || bad "duplicate pair not named: $(cat err)"
+grep -q '^fp8-hybrid__none__delayed,fp8-hybrid,"none",ok,.*,"none","delayed",$' c1/summary.csv \
+    && ok "summary.csv states the FP8 strategy" || bad "summary.csv: $(cat c1/summary.csv)"
+grep -q '^bf16-amp__static-1024,.*,bf16-amp__none$' c1/summary.csv && ok "same_as marks bf16 static = none" \
+    || bad "same_as: $(cut -d, -f1,16 c1/summary.csv)"
+
+# report: only what summary.csv lists; findings first
+cp -r c1/bf16-amp__none c1/stale-run
+"$A" report c1 --formats png --quiet >/dev/null 2>err || bad "report c1: $(cat err)"
+grep -q 'stale-run' c1/report/index.html && bad "report draws a folder summary.csv does not list" || ok "stale folder left out"
+f=$(grep -n 'id=findings' c1/report/index.html | cut -d: -f1); g=$(grep -n '<h2>Figures' c1/report/index.html | cut -d: -f1)
+[ -n "$f" ] && [ -n "$g" ] && [ "$f" -lt "$g" ] && ok "findings before the figures" || bad "no findings section before the figures"
+grep -q 'trained exactly as <code>bf16-amp__none</code>' c1/report/index.html && ok "page marks identical runs" || bad "page does not mark identical runs"
+n=$(sed -n '/<ol class=find>/,/<\/ol>/p' c1/report/index.html | grep -c '^<li>')
+[ "$n" -eq 4 ] && ok "one verdict per run" || bad "verdicts: $n, expected 4"
+
+[ $fails -eq 0 ] || { echo "use: $fails failures"; exit 1; }
+echo "use: all ok"
