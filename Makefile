@@ -54,6 +54,7 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 SONAME  := libampsim.so.0
 SHLIB   := libampsim.so.$(VERSION)
 
+.PHONY: shots
 .PHONY: deps-fuzz all check check-run check-layers sanitize valgrind bench install clean demo deps deps-python check-exhaustive fuzz fuzz-ci
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
@@ -138,6 +139,10 @@ demo: deps
 # link libampsim.so.0 and the link libampsim.so; libampsim.a), the headers, a
 # pkg-config file, the data sets and the report's gnuplot scripts, which the
 # installed binary finds in <prefix>/share/ampsim.
+# Screenshots of report pages in headless Chromium (reports/shots.sh).
+shots: all
+	sh reports/shots.sh $(CURDIR)/$(BUILD)/ampsim $(CURDIR)/$(BUILD)/shots
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ampsim \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/ampsim/datasets

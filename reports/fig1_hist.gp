@@ -15,7 +15,7 @@ set tics out nomirror
 set mxtics 4
 set grid ytics lc rgb "#e8e8e8"
 set xtics xstart, xstep, xend
-set xtics add ("0" xz)
+set xtics add ("zero" xz)   # not "0": log2 = 0 has its own tick
 if (any_infnan) { set xtics add ("inf/NaN" xin) }
 single = (N == 1)
 if (single) {
@@ -27,7 +27,7 @@ if (single) {
     CH = (1 - PT - PB - (rows - 1) * GY) / rows
     set multiplot
     set label 100 maintitle at screen 0.5, screen 1 - 18.0 / H center font ",13"
-    set label 101 "log2 |gradient|  (one bar per binade [2^k, 2^(k+1)); 0: exact zeros)" at screen 0.5, screen 12.0 / H center font ",11"
+    set label 101 "log2 |gradient|  (one bar per binade [2^k, 2^(k+1)); zero: exact zeros)" at screen 0.5, screen 12.0 / H center font ",11"
     set label 102 "% of values (log scale)" at screen 16.0 / W, screen 0.5 center rotate by 90 font ",11"
 }
 do for [i=1:N] {
@@ -51,7 +51,7 @@ do for [i=1:N] {
     bottom = (single || i > N - cols)
     left = (single || (i - 1) % cols == 0)
     if (single) {
-        set xlabel "log2 |gradient|  (one bar per binade [2^k, 2^(k+1)); 0: exact zeros)"
+        set xlabel "log2 |gradient|  (one bar per binade [2^k, 2^(k+1)); zero: exact zeros)"
         set ylabel "% of values (log scale)"
     }
     if (single) {
