@@ -42,18 +42,6 @@ static int is_dir(const char *p)
     return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-void rp_html_escape(FILE *fp, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", fp); break;
-        case '>': fputs("&gt;", fp); break;
-        case '&': fputs("&amp;", fp); break;
-        case '"': fputs("&quot;", fp); break;
-        default: fputc(*s, fp);
-        }
-    }
-}
 
 static void slugify(const char *s, char *out, size_t len)
 {

@@ -12,6 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Text into HTML (here, the lowest file of the page, so every writer can use it). */
+void rp_html_escape(FILE *fp, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", fp); break;
+        case '>': fputs("&gt;", fp); break;
+        case '&': fputs("&amp;", fp); break;
+        case '"': fputs("&quot;", fp); break;
+        default: fputc(*s, fp);
+        }
+    }
+}
+
 #define RP_TOL 0.05   /* |loss - reference| counted as a departure (compare's default --diverge-tol) */
 
 typedef struct finding {

@@ -80,7 +80,7 @@ typedef struct rp_ctx {
 
 #define RP_FIG_W 1000      /* figure width in pixels (PNG, SVG); PDF: RP_FIG_W / 100 inches */
 
-/* report.c */
+/* report_findings.c */
 void rp_html_escape(FILE *fp, const char *s);
 
 /* report_fig.c: draws every figure; fills ctx->figs. */
