@@ -226,6 +226,14 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
     double vmin = 1;
     for (size_t i = 0; i < r->nt; i++) nlogged += r->t[i].n_total > 0;
     int filter = nlogged > 80;   /* big models: only the tensors where something happened */
+    int eventful = 0;
+    for (size_t i = 0; i < r->nt; i++) eventful += heat_row(&r->t[i], r->nls, 1);
+    if (nlogged && !eventful) {  /* one line instead of two empty maps */
+        amp_afile_abort(&d); amp_afile_abort(&g);
+        rp_add_note(ctx, "Figure 4 for %.100s not drawn: none of its %d logged tensors was flushed, saturated or overflowed "
+                    "at any logged step.", r->label, nlogged);
+        return AMP_OK;
+    }
     for (size_t i = 0; i < r->nt; i++)
         if (heat_row(&r->t[i], r->nls, filter)) {
             nt++;

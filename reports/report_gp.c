@@ -21,11 +21,12 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Writes a gnuplot double-quoted string literal. */
+/* Writes a gnuplot double-quoted string literal ('\n' stays a line break). */
 void rp_gp_str(FILE *fp, const char *s)
 {
     fputc('"', fp);
     for (; *s; s++) {
+        if (*s == '\n') { fputs("\\n", fp); continue; }   /* a line break in a title */
         if (*s == '"' || *s == '\\') fputc('\\', fp);
         if ((unsigned char)*s >= 32) fputc(*s, fp);
     }
