@@ -230,8 +230,8 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
     for (size_t i = 0; i < r->nt; i++) eventful += heat_row(&r->t[i], r->nls, 1);
     if (nlogged && !eventful) {  /* one line instead of two empty maps */
         amp_afile_abort(&d); amp_afile_abort(&g);
-        rp_add_note(ctx, "Figure 4 for %.100s not drawn: none of its %d logged tensors was flushed, saturated or overflowed "
-                    "at any logged step.", r->label, nlogged);
+        size_t o = strlen(ctx->calm);
+        if (ctx->ncalm++ < 12) snprintf(ctx->calm + o, sizeof ctx->calm - o, "%s%.60s", o ? ", " : "", r->label);
         return AMP_OK;
     }
     for (size_t i = 0; i < r->nt; i++)
@@ -522,6 +522,9 @@ amp_status rp_draw_all(rp_ctx *ctx)
     if ((st = fig_scale(ctx))) return st;
     for (size_t i = 0; i < ctx->nr; i++)
         if ((st = fig_heat_run(ctx, &ctx->r[i]))) return st;
+    if (ctx->ncalm)   /* one line for every run whose heat maps would be empty */
+        rp_add_note(ctx, "Figure 4 (underflow and overflow per tensor and step) not drawn for %s%s: nothing was flushed, "
+                    "saturated or overflowed at any logged step.", ctx->calm, ctx->ncalm > 12 ? ", …" : "");
     if ((st = fig_layers(ctx))) return st;
     return fig_accum(ctx);
 }

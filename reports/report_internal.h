@@ -75,6 +75,8 @@ typedef struct rp_ctx {
     rp_fig figs[64];
     int nfig;
     char notes[24][400];    /* figures that were skipped, and why (HTML) */
+    char calm[300];         /* runs whose Fig. 4 would be empty (nothing flushed or overflowed), comma-separated */
+    int ncalm;
     int nnotes;
 } rp_ctx;
 

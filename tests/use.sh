@@ -59,5 +59,17 @@ grep -q 'trained exactly as <code>bf16-amp__none</code>' c1/report/index.html &&
 n=$(sed -n '/<ol class=find>/,/<\/ol>/p' c1/report/index.html | grep -c '^<li>')
 [ "$n" -eq 4 ] && ok "one verdict per run" || bad "verdicts: $n, expected 4"
 
+# layout: wide tables scroll in their own box; a run with nothing flushed or
+# overflowed gets one line, not two empty heat maps; per-tensor-scaled FP8
+# operands are drawn as given; long panel titles wrap; 20 colours
+grep -q '<div class=tw><table>' c1/report/index.html && ok "summary table in a scrolling box" || bad "summary table not in a box"
+if [ ! -f c1/report/fig4_heat_bf16-amp__none.png ] && grep -q 'not drawn for [^<]*bf16-amp__none' c1/report/index.html; then
+    ok "no empty heat maps"; else bad "empty heat maps drawn for bf16-amp__none"; fi
+grep -q '^array asgiven\[.*1' c1/report/data/fig1_hist_runs_1.gp && ok "FP8 operands drawn as given" || bad "FP8 operands not marked as given"
+grep -q 'fp8-hybrid__none__delayed\\n(e5m2, per-tensor scaled)' c1/report/data/fig1_hist_runs_1.gp && ok "long panel title wraps" \
+    || bad "long panel title does not wrap: $(grep ttl c1/report/data/fig1_hist_runs_1.gp)"
+grep -q 'xtics add ("zero" xz)' c1/report/scripts/fig1_hist.gp && ok "zero bar labelled zero" || bad "zero bar labelled 0"
+grep -q '^array pal\[20\]' c1/report/scripts/fig2_loss.gp && ok "20 colours" || bad "fewer than 20 colours"
+
 [ $fails -eq 0 ] || { echo "use: $fails failures"; exit 1; }
 echo "use: all ok"
