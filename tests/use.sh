@@ -71,5 +71,20 @@ grep -q 'fp8-hybrid__none__delayed\\n(e5m2, per-tensor scaled)' c1/report/data/f
 grep -q 'xtics add ("zero" xz)' c1/report/scripts/fig1_hist.gp && ok "zero bar labelled zero" || bad "zero bar labelled 0"
 grep -q '^array pal\[20\]' c1/report/scripts/fig2_loss.gp && ok "20 colours" || bad "fewer than 20 colours"
 
+# progress: on a terminal a line per finished run with its time, and a step
+# counter for train; nothing extra when stderr is not a terminal
+if command -v script >/dev/null 2>&1; then
+    script -qec "'$A' compare --precisions fp16-amp --scalers none,torch --steps 20 --out p1" /dev/null >tty.txt 2>&1
+    grep -Eq '\[3/3\] [a-z0-9_-]+ ok [0-9]+\.[0-9] s' tty.txt && ok "compare progress on a terminal" || bad "compare progress: $(cat tty.txt)"
+    script -qec "'$A' train --steps 20 --out p2" /dev/null >tty.txt 2>&1
+    grep -q 'step 20/20 loss' tty.txt && ok "train step counter on a terminal" || bad "train progress: $(cat tty.txt)"
+else
+    echo "skipped: use: progress on a terminal: no script(1) to make one"
+fi
+"$A" compare --precisions fp16-amp --scalers none,torch --steps 20 --out p3 >/dev/null 2>err
+[ ! -s err ] && ok "compare quiet without a terminal" || bad "compare printed on a non-terminal: $(cat err)"
+"$A" train --steps 20 --out p4 >/dev/null 2>err
+[ ! -s err ] && ok "train quiet without a terminal" || bad "train printed on a non-terminal: $(cat err)"
+
 [ $fails -eq 0 ] || { echo "use: $fails failures"; exit 1; }
 echo "use: all ok"
