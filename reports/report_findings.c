@@ -98,17 +98,18 @@ static void analyse(const rp_ctx *ctx, size_t i, finding *f)
         if (amp_run_identical(ctx->r[j].dir, r->dir)) f->same_as = (int)j;
 }
 
-/* What the run is, in words: "fp16-amp, loss scaler torch, FP8 delayed". */
+/* What the run is, in words: "fp16-amp, loss scaler torch, FP8 scaling
+ * delayed" (strategy names; their options are in config.json). */
 static void describe(FILE *fp, const rp_run *r)
 {
+    int a = (int)strcspn(r->scaler, ":"), b = (int)strcspn(r->fp8_scaler, ":");
     fputs("<b>", fp);
     rp_html_escape(fp, r->label);
     fputs("</b> (", fp);
     rp_html_escape(fp, r->precision);
-    fputs(", ", fp);
-    if (!strcmp(r->scaler, "none") || !*r->scaler) fputs("no loss scaling", fp);
-    else { fputs("loss scaler ", fp); rp_html_escape(fp, r->scaler); }
-    if (*r->fp8_scaler) { fputs(", FP8 scaling ", fp); rp_html_escape(fp, r->fp8_scaler); }
+    if (!strcmp(r->scaler, "none") || !*r->scaler) fputs(", no loss scaling", fp);
+    else fprintf(fp, ", loss scaler %.*s", a > 40 ? 40 : a, r->scaler);
+    if (*r->fp8_scaler) fprintf(fp, ", FP8 scaling %.*s", b > 40 ? 40 : b, r->fp8_scaler);
     fputs(")", fp);
 }
 

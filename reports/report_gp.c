@@ -211,12 +211,10 @@ rp_fig *rp_new_fig(rp_ctx *ctx, const char *id, const char *script, const char *
 void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file)
 {
     size_t o = strlen(f->sources);
-    char rel[200];
-    if (!r) snprintf(rel, sizeof rel, "..");
-    else if (ctx->compare) snprintf(rel, sizeof rel, "../%.150s", r->label);
-    else snprintf(rel, sizeof rel, "..");
+    char rel[RP_PATH];
+    snprintf(rel, sizeof rel, "%s", r ? r->link : "..");
     const char *shown = r && ctx->compare ? r->label : "";
-    if (o + 300 < sizeof f->sources)
+    if (o + strlen(rel) + 300 < sizeof f->sources)
         snprintf(f->sources + o, sizeof f->sources - o, "%s<a href=\"%s/%s\">%s%s%s</a>", o ? ", " : "",
                  rel, file, shown, *shown ? "/" : "", file);
 }

@@ -32,6 +32,7 @@ typedef struct rp_tens {
 typedef struct rp_run {
     char dir[RP_PATH];
     char label[128];       /* directory name, used in legends and file names */
+    char link[RP_PATH];    /* the run folder as the page links it ("..", "../NAME", or absolute) */
     char slug[128];        /* label reduced to [A-Za-z0-9._-] */
     char precision[64], scaler[160];
     char fp8_scaler[160];  /* config.json "fp8_scaler" ("" if none): per-tensor FP8 strategy */
@@ -63,7 +64,8 @@ typedef struct rp_ctx {
     char out[RP_PATH];     /* dir/report */
     char scripts[RP_PATH]; /* where the .gp scripts are read from */
     const amp_report_opts *opts;
-    int compare;           /* a compare directory */
+    int compare;           /* several runs: a compare directory, or an overlay of folders */
+    int overlay;           /* runs gathered from several folders (amp_report_write_many) */
     size_t nr;
     rp_run *r;
     int ref;               /* index of the reference run, -1 if none */
@@ -81,6 +83,15 @@ typedef struct rp_ctx {
 } rp_ctx;
 
 #define RP_FIG_W 1000      /* figure width in pixels (PNG, SVG); PDF: RP_FIG_W / 100 inches */
+
+/* report.c: the folder holding the fig*.gp scripts into ctx->scripts. */
+amp_status rp_find_scripts(rp_ctx *ctx);
+/* report_sweep.c: a sweep folder (summary.csv with a group column) */
+int rp_is_sweep(const char *dir);
+/* Writes each group's compare page and dir/report/index.html: per run
+ * configuration and varied value, over the seeds, the mean and spread of the
+ * tail loss and of the flushed share, stuck and diverged runs, a figure. */
+amp_status rp_sweep_write(rp_ctx *ctx, char *index_path, size_t len);
 
 /* report_findings.c */
 void rp_html_escape(FILE *fp, const char *s);
