@@ -71,6 +71,37 @@ grep -q 'fp8-hybrid__none__delayed\\n(e5m2, per-tensor scaled)' c1/report/data/f
 grep -q 'xtics add ("zero" xz)' c1/report/scripts/fig1_hist.gp && ok "zero bar labelled zero" || bad "zero bar labelled 0"
 grep -q '^array pal\[20\]' c1/report/scripts/fig2_loss.gp && ok "20 colours" || bad "fewer than 20 colours"
 
+# sweep report: aggregated over the seeds, each group's page linked
+cat > grid.json <<'G'
+{"train": {"steps": 16, "layers": 2, "hidden": 8}, "precisions": ["bf16-amp"], "seeds": [1, 2], "vary": {"lr": [0.1, 1e30]}}
+G
+"$A" sweep grid.json --jobs 2 --out sw >/dev/null 2>&1 || bad "sweep failed"
+if "$A" report sw --formats png --quiet >/dev/null 2>err; then
+    ok "report of a sweep folder"
+    # the mean tail loss of bf16-amp__none at lr 0.1 over the two seeds, from summary.csv
+    want=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                    $c["name"] == "bf16-amp__none" && $c["lr"] == "0.1" { s += $c["tail_mean_loss"]; n++ }
+                    END { printf "%.5g", s / n }' sw/summary.csv)
+    grep -q "<td>bf16-amp__none</td><td>lr=0.1</td><td>2</td><td>$want</td>" sw/report/index.html \
+        && ok "sweep mean over seeds ($want)" || bad "sweep table lacks the mean $want: $(grep -o '<tr><td>bf16-amp__none</td><td>lr=0.1</td>[^\n]*' sw/report/index.html)"
+    grep -q '<td>bf16-amp__none</td><td>lr=1e+30</td><td>2</td><td>–</td><td>–</td><td>–</td><td>–</td><td>0</td><td><b class=warn>2</b>' \
+        sw/report/index.html && ok "diverged runs counted" || bad "diverged runs not counted"
+    [ -f sw/seed1__lr0.1/report/index.html ] && grep -q 'href="../seed1__lr0.1/report/index.html"' sw/report/index.html \
+        && ok "group pages written and linked" || bad "group pages missing"
+    [ -f sw/report/fig7_sweep.png ] && ok "sweep figure" || bad "no sweep figure"
+else
+    bad "report of a sweep folder failed: $(cat err)"
+fi
+# several folders on one page
+if "$A" report c1 nan --out ov --formats png --quiet >/dev/null 2>err; then
+    grep -q '<b>c1/bf16-amp__none</b>' ov/index.html && grep -q '<b>nan</b>' ov/index.html \
+        && ok "overlay of a compare and a run folder" || bad "overlay lacks runs"
+else
+    bad "overlay failed: $(cat err)"
+fi
+"$A" report c1 nan >/dev/null 2>err; rc=$?
+[ $rc -eq 2 ] && ok "several folders without --out: exit 2" || bad "several folders without --out: exit $rc"
+
 # progress: on a terminal a line per finished run with its time, and a step
 # counter for train; nothing extra when stderr is not a terminal
 if command -v script >/dev/null 2>&1; then
