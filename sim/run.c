@@ -323,8 +323,14 @@ static amp_status data_open(run_data *d, const amp_train_opts *o)
     else snprintf(d->path, sizeof d->path, "%s", name);
     if (s) return s;
     if (!d->gpt) {
-        if ((s = amp_digits_load(d->path, &d->dig))) return s;
+        /* the digits layout (65 integers, pixels 0..16 scaled by 1/16), else any CSV or .npy pair */
+        if (!strcmp(name, "digits") || !strchr(name, ',')) s = amp_digits_load(d->path, &d->dig);
+        if (strcmp(name, "digits") && (s || strchr(name, ','))) s = amp_table_load(d->path, &d->dig);
+        if (s) return s;
         memcpy(d->sha256, d->dig.sha256, sizeof d->sha256);
+        if (o->batch > d->dig.N)
+            return amp_fail(AMP_EINVAL, "--batch %d is larger than the data set (%d rows in %s): every batch would repeat rows",
+                            o->batch, d->dig.N, d->path);
         return AMP_OK;
     }
     if ((s = amp_sha256_file(d->path, d->sha256))) return s;
@@ -451,7 +457,8 @@ static amp_status run_model(run *u)
     else {
         amp_act act;
         s = amp_act_parse(o->act ? o->act : "relu", &act);
-        if (!s) s = amp_mlp_create_act(&u->m, &u->pol, o->batch / u->R, 64, o->hidden, u->layers, 10, o->seed, act);
+        if (!s) s = amp_mlp_create_act(&u->m, &u->pol, o->batch / u->R, u->data.dig.D, o->hidden, u->layers, u->data.dig.C,
+                                       o->seed, act);
     }
     if (s) return s;
     if (u->has_fp8) u->m.reg.fp8 = &u->fp8;

@@ -102,6 +102,40 @@ fi
 "$A" report c1 nan >/dev/null 2>err; rc=$?
 [ $rc -eq 2 ] && ok "several folders without --out: exit 2" || bad "several folders without --out: exit $rc"
 
+# --data: a CSV of float features with a named label column anywhere, and the
+# same data as a .npy pair, train identically; 3 classes, 5 features
+awk 'BEGIN { print "f1,label,f2,f3,f4,f5"; s = 7
+             for (i = 0; i < 200; i++) { for (k = 0; k < 5; k++) { s = (s * 1103515245 + 12345) % 2147483648; x[k] = s / 2147483648 * 4 - 2 }
+                                         y = (x[0] > 0) + (x[1] > 0.5); printf "%.6f,%d,%.6f,%.6f,%.6f,%.6f\n", x[0], y, x[1], x[2], x[3], x[4] } }' > own.csv
+if "$A" train --data own.csv --steps 30 --out own1 >/dev/null 2>err; then
+    ok "--data CSV with a label column"
+    grep -q '"data":	"own.csv"' own1/config.json || bad "config.json does not name own.csv"
+    if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+        /usr/bin/python3 -c '
+import numpy as np
+a = np.loadtxt("own.csv", delimiter=",", skiprows=1, dtype=np.float64)
+np.save("own_x.npy", np.delete(a, 1, axis=1).astype(np.float32)); np.save("own_y.npy", a[:, 1].astype(np.int64))'
+        "$A" train --data own_x.npy,own_y.npy --steps 30 --out own2 >/dev/null 2>err || bad "--data .npy pair: $(cat err)"
+        cmp -s own1/metrics.csv own2/metrics.csv && ok "CSV and .npy pair train identically" || bad "CSV and .npy pair differ"
+    else
+        echo "skipped: use: --data .npy pair: /usr/bin/python3 has no numpy to write one"
+    fi
+else
+    bad "--data CSV: $(cat err)"
+fi
+sed '5s/.*/0.5,1,oops,0,0,0/' own.csv > bad.csv
+"$A" train --data bad.csv --steps 3 --out own3 >/dev/null 2>err; rc=$?
+[ $rc -eq 2 ] && grep -q "bad.csv:5: field 3 ('oops') is not a number" err && ok "a bad row names file:line" || bad "bad row: exit $rc: $(cat err)"
+
+# small things: limits named, batch larger than the data, truncated policy JSON
+"$A" train --batch 100000000 >/dev/null 2>err; rc=$?
+[ $rc -eq 2 ] && grep -q -- '--batch 100000000: the limit is 1048576' err && ok "--batch limit named" || bad "--batch limit: $(cat err)"
+"$A" train --batch 5000 --steps 2 --out big >/dev/null 2>err; rc=$?
+[ $rc -eq 2 ] && grep -q 'larger than the data set (1797 rows' err && ok "--batch larger than the data refused" || bad "--batch 5000: exit $rc $(cat err)"
+printf '{"name": "mine",\n  "roles": {"weight": ' > trunc.json
+"$A" train --policy trunc.json --steps 2 --out tp >/dev/null 2>err; rc=$?
+[ $rc -eq 2 ] && grep -q 'trunc.json:2:23: not valid JSON' err && ok "truncated policy: line and column" || bad "truncated policy: $(cat err)"
+
 # progress: on a terminal a line per finished run with its time, and a step
 # counter for train; nothing extra when stderr is not a terminal
 if command -v script >/dev/null 2>&1; then
