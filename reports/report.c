@@ -675,13 +675,7 @@ static amp_status load_single(rp_ctx *ctx)
     return st;
 }
 
-amp_status amp_report_write(const char *dir, const amp_report_opts *opts, char *index_path, size_t len)
-{
-    return amp_report_write_many(&dir, 1, opts, index_path, len);
-}
-
-amp_status amp_report_write_many(const char *const *dirs, int ndirs, const amp_report_opts *opts, char *index_path,
-                                 size_t len)
+amp_status rp_report_dirs(const char *const *dirs, int ndirs, const amp_report_opts *opts, char *index_path, size_t len)
 {
     if (ndirs < 1) return amp_fail(AMP_EINVAL, "report: no folder given");
     if (ndirs > 1 && !(opts && opts->out)) return amp_fail(AMP_EINVAL, "report: several folders need --out DIR");
@@ -703,7 +697,6 @@ amp_status amp_report_write_many(const char *const *dirs, int ndirs, const amp_r
         if ((st = load_overlay(ctx, dirs, ndirs))) goto out;
     } else {
         if ((st = folder_kind(ctx->dir, &ctx->compare))) goto out;
-        if (ctx->compare && rp_is_sweep(ctx->dir)) { st = rp_sweep_write(ctx, index_path, len); goto out; }
         if ((st = ctx->compare ? load_compare(ctx) : load_single(ctx))) goto out;
         snprintf(p, sizeof p, "%s/accum.csv", ctx->dir);
         ctx->has_accum = is_file(p);

@@ -86,12 +86,9 @@ typedef struct rp_ctx {
 
 /* report.c: the folder holding the fig*.gp scripts into ctx->scripts. */
 amp_status rp_find_scripts(rp_ctx *ctx);
-/* report_sweep.c: a sweep folder (summary.csv with a group column) */
-int rp_is_sweep(const char *dir);
-/* Writes each group's compare page and dir/report/index.html: per run
- * configuration and varied value, over the seeds, the mean and spread of the
- * tail loss and of the flushed share, stuck and diverged runs, a figure. */
-amp_status rp_sweep_write(rp_ctx *ctx, char *index_path, size_t len);
+/* report.c: the page of one run or compare folder, or of several folders
+ * (amp_report_write_many without the sweep case). */
+amp_status rp_report_dirs(const char *const *dirs, int n, const amp_report_opts *opts, char *index_path, size_t len);
 
 /* report_findings.c */
 void rp_html_escape(FILE *fp, const char *s);

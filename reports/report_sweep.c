@@ -1,4 +1,7 @@
-/* The report of a sweep folder (written by `ampsim sweep`: DIR/summary.csv
+/* amp_report_write and amp_report_write_many: a sweep folder is reported
+ * here, every other folder by report.c.
+ *
+ * The report of a sweep folder (written by `ampsim sweep`: DIR/summary.csv
  * with the columns group, seed, the varied options, then compare's columns,
  * and one compare folder per group). Each group's compare page is written
  * (DIR/GROUP/report/index.html); DIR/report/index.html aggregates over the
@@ -23,7 +26,7 @@
  * final or tail loss is not finite. */
 #define RP_STUCK 0.95
 
-int rp_is_sweep(const char *dir)
+static int is_sweep(const char *dir)
 {
     char p[RP_PATH + 32];
     amp_csv c;
@@ -109,7 +112,7 @@ static amp_status aggregate(rp_ctx *ctx, const amp_csv *c, cell **out, int *ncel
 /* Figure 7: tail loss (mean +- spread over the seeds) per varied value, one line per configuration. */
 static amp_status sweep_figure(rp_ctx *ctx, const cell *v, int n)
 {
-    rp_fig *f = rp_new_fig(ctx, "fig7_sweep", "fig7_sweep.gp", "Tail loss over the seeds, per configuration and varied value");
+    rp_fig *f = rp_new_fig(ctx, "fig7_sweep", "fig7_sweep.gp", "Tail loss and flushed share over the seeds, per configuration and varied value");
     if (!f) return AMP_OK;
     const char *cfg[64], *vary[64];
     int nc = 0, nv = 0;
@@ -124,28 +127,34 @@ static amp_status sweep_figure(rp_ctx *ctx, const cell *v, int n)
     amp_status st = rp_open_data(ctx, f->id, "dat", &d);
     if (st) return st;
     if ((st = rp_open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); return st; }
-    fprintf(d.fp, "# %s: one block per configuration: varied-value index, mean tail loss, its spread (sample sd)\n", f->id);
+    fprintf(d.fp, "# %s: one block per configuration: varied-value index, mean tail loss, its sample sd, "
+                  "mean flushed share of gradient values (%%), its sample sd\n", f->id);
     for (int a = 0; a < nc; a++) {
         int rows = 0;
         for (int b = 0; b < nv; b++)
             for (int i = 0; i < n; i++)
                 if (!strcmp(v[i].cfg, cfg[a]) && !strcmp(v[i].vary, vary[b]) && v[i].ntl) {
-                    fprintf(d.fp, "%g %.9g %.9g\n", b + (a - (nc - 1) / 2.0) * 0.04, mean(v[i].tl, v[i].ntl),
+                    fprintf(d.fp, "%g %.9g %.9g ", b + (a - (nc - 1) / 2.0) * 0.04, mean(v[i].tl, v[i].ntl),
                             sdev(v[i].tl, v[i].tl2, v[i].ntl));
+                    rp_gp_num(d.fp, 100 * mean(v[i].fl, v[i].nfl));
+                    fputc(' ', d.fp);
+                    rp_gp_num(d.fp, 100 * sdev(v[i].fl, v[i].fl2, v[i].nfl));
+                    fputc('\n', d.fp);
                     rows++;
                 }
-        if (!rows) fputs("NaN NaN NaN\n", d.fp);
+        if (!rows) fputs("NaN NaN NaN NaN NaN\n", d.fp);
         fputs("\n\n", d.fp);
     }
     fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nNV = %d\n", f->id, f->id, nc, nv);
     rp_gp_str_array(g.fp, "lbl", cfg, nc);
     rp_gp_str_array(g.fp, "vlbl", vary, nv);
     if ((st = rp_commit2(&d, &g))) return st;
-    snprintf(f->caption, sizeof f->caption, "Tail-mean loss (mean over the last quarter of the steps) of each configuration, "
-             "averaged over the seeds, with error bars of one sample standard deviation; x: the varied options. "
+    snprintf(f->caption, sizeof f->caption, "Upper panel: tail-mean loss (mean over the last quarter of the steps) of each "
+             "configuration, averaged over the seeds, with error bars of one sample standard deviation; lower panel: the "
+             "share of gradient values flushed to zero, the same way; x: the varied options. "
              "Runs that diverged are left out of the means (they are counted in the table).");
     snprintf(f->sources, sizeof f->sources, "<a href=\"../summary.csv\">summary.csv</a>");
-    if ((st = rp_gp_draw(ctx, f, RP_FIG_W, 520))) return st;
+    if ((st = rp_gp_draw(ctx, f, RP_FIG_W, 720))) return st;
     ctx->nfig++;
     return AMP_OK;
 }
@@ -196,7 +205,8 @@ static amp_status group_pages(rp_ctx *ctx, const amp_csv *c, FILE *fp)
         snprintf(gd, sizeof gd, "%.4000s/%.190s", ctx->dir, g);
         amp_report_opts o = *ctx->opts;
         o.out = NULL;
-        amp_status st = amp_report_write(gd, &o, NULL, 0);
+        const char *one = gd;
+        amp_status st = rp_report_dirs(&one, 1, &o, NULL, 0);
         if (st == AMP_EINTR) return st;
         fputs("<li><a href=\"../", fp); rp_html_escape(fp, g); fputs("/report/index.html\">", fp);
         rp_html_escape(fp, g);
@@ -208,7 +218,7 @@ static amp_status group_pages(rp_ctx *ctx, const amp_csv *c, FILE *fp)
     return AMP_OK;
 }
 
-amp_status rp_sweep_write(rp_ctx *ctx, char *index_path, size_t len)
+static amp_status sweep_write(rp_ctx *ctx, char *index_path, size_t len)
 {
     char p[RP_PATH + 64];
     amp_csv c;
@@ -258,5 +268,31 @@ out:
     if (st) amp_afile_abort(&af);
     free(v);
     amp_csv_free(&c);
+    return st;
+}
+
+amp_status amp_report_write(const char *dir, const amp_report_opts *opts, char *index_path, size_t len)
+{
+    return amp_report_write_many(&dir, 1, opts, index_path, len);
+}
+
+amp_status amp_report_write_many(const char *const *dirs, int n, const amp_report_opts *opts, char *index_path,
+                                 size_t len)
+{
+    if (n != 1 || !dirs || !dirs[0] || !is_sweep(dirs[0])) return rp_report_dirs(dirs, n, opts, index_path, len);
+    rp_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return amp_fail(AMP_ENOMEM, "out of memory");
+    amp_report_opts defo = { .formats = AMP_REPORT_PNG | AMP_REPORT_PDF | AMP_REPORT_SVG };
+    ctx->opts = opts ? opts : &defo;
+    size_t dl = strlen(dirs[0]);
+    while (dl > 1 && dirs[0][dl - 1] == '/') dl--;
+    amp_status st = AMP_OK;
+    if (dl + 64 >= sizeof ctx->dir) st = amp_fail(AMP_EINVAL, "%s: path too long", dirs[0]);
+    else {
+        memcpy(ctx->dir, dirs[0], dl);
+        ctx->dir[dl] = 0;
+        st = sweep_write(ctx, index_path, len);
+    }
+    free(ctx);
     return st;
 }
