@@ -6,7 +6,7 @@ set tics out nomirror
 set grid lc rgb "#e8e8e8"
 set xrange [-0.5:NV - 0.5]
 set xtics ()
-do for [j=1:NV] { set xtics add (vlbl[j] j - 1) }
+do for [j=1:NV] { set xtics add ("" j - 1) }   # the labels go under the lower panel
 set key at screen 0.74 + 0.015, screen 0.93 left top Left reverse samplen 2 font ",10"
 set lmargin at screen 0.09
 set rmargin at screen 0.74
@@ -16,13 +16,11 @@ colour(k) = pal[(k - 1) % 20 + 1]
 set multiplot
 set tmargin at screen 0.93
 set bmargin at screen 0.55
-set format x ""
 set ylabel "tail-mean loss (mean ± sd)"
 set title "Tail loss and flushed share per configuration and varied options" font ",12"
 plot for [i=1:N] datafile index (i-1) using 1:2:3 with yerrorlines lw 1.8 pt 7 ps 0.8 lc rgb colour(i) title lbl[i]
 unset title
 set key off
-set format x "%g"
 set xtics () rotate by -20
 do for [j=1:NV] { set xtics add (vlbl[j] j - 1) }
 set tmargin at screen 0.48
