@@ -123,7 +123,8 @@ START_TEST(grid_plan)
     const char *g = "{" TRAIN_JSON ", \"precisions\": [\"fp16-amp\", \"fp8-hybrid\"], \"scalers\": [\"none\", \"delayed:margin=1\"],"
                     " \"seeds\": [1, 7], \"vary\": {\"hidden\": [8, 16], \"no-shuffle\": [false, true]}}";
     ck_assert_msg(amp_sweep_parse(g, "g.json", &sw) == AMP_OK, "%s", amp_errmsg());
-    /* per group: ref, fp16-amp__none, fp8-hybrid__none, fp8-hybrid__delayed (fp16-amp x delayed dropped) */
+    /* per group: ref, fp16-amp__none, fp8-hybrid__none__delayed, fp8-hybrid__none__delayed-margin-1
+     * (fp16-amp x delayed dropped) */
     ck_assert_int_eq(sw.ngroups, 8);
     ck_assert_int_eq(sw.nruns, 32);
     ck_assert_str_eq(sw.groups[0].name, "seed1__hidden8__no-shufflefalse");
