@@ -9,7 +9,10 @@ static void help(void)
     printf(
         "usage: ampsim train [options]\n"
         "  --model mlp|gpt         model (default mlp: 64-H-..-H-10, ReLU; gpt: byte-level GPT)\n"
-        "  --data digits|austen|PATH  data set (default: digits for mlp, austen for gpt)\n"
+        "  --data digits|austen|PATH  data set (default: digits for mlp, austen for gpt); for mlp PATH is\n"
+        "                          a CSV (.gz ok) of float features and an integer label per row (label\n"
+        "                          column named label/y/target/class in a header line, else the last), or\n"
+        "                          FEATURES.npy,LABELS.npy; any width, any number of classes\n"
         "  --precision P           policy preset: %s (default fp32)\n"
         "  --policy FILE.json      policy from JSON (roles, gemm, fp32_ops, rounding, update)\n"
         "  --scaler SPEC           loss scaler (default none; static:S, torch, apex, ...)\n"
