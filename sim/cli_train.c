@@ -8,7 +8,8 @@ static void help(void)
 {
     printf(
         "usage: ampsim train [options]\n"
-        "  --model mlp|gpt         model (default mlp: 64-H-..-H-10, ReLU; gpt: byte-level GPT)\n"
+        "  --model mlp|gpt         model (default mlp: D-H-..-H-C, ReLU, D features and C classes of the\n"
+        "                          data (digits: 64, 10); gpt: byte-level GPT)\n"
         "  --data digits|austen|PATH  data set (default: digits for mlp, austen for gpt); for mlp PATH is\n"
         "                          a CSV (.gz ok) of float features and an integer label per row (label\n"
         "                          column named label/y/target/class in a header line, else the last), or\n"
