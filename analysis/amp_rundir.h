@@ -90,10 +90,6 @@ AMP_API int amp_run_json_str(const char *json, const char *key, char *out, size_
  * (a static scale that changes nothing, an FP8 default spelled out); 0
  * otherwise, also when a file is missing. */
 AMP_API int amp_run_identical(const char *a, const char *b);
-/* A number stored under `key` at the top level of a JSON text: 1 and *out
- * when it is a number; 0 and *out = NaN when it is null, absent or not a
- * number (summary.json writes null for a non-finite loss). */
-AMP_API int amp_run_json_num(const char *json, const char *key, double *out);
 
 /* The runs of a compare directory: every subfolder holding config.json or
  * metrics.csv, except report/. Names sorted; *names malloc'ed (free with

@@ -345,14 +345,3 @@ int amp_run_identical(const char *a, const char *b)
     free(y);
     return same;
 }
-
-int amp_run_json_num(const char *json, const char *key, double *out)
-{
-    *out = NAN;
-    cJSON *j = json ? cJSON_Parse(json) : NULL;
-    const cJSON *v = j ? cJSON_GetObjectItemCaseSensitive(j, key) : NULL;
-    int ok = cJSON_IsNumber(v);
-    if (ok) *out = v->valuedouble;
-    cJSON_Delete(j);
-    return ok;
-}
