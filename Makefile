@@ -55,7 +55,7 @@ SONAME  := libampsim.so.0
 SHLIB   := libampsim.so.$(VERSION)
 
 .PHONY: all check check-run check-layers sanitize valgrind bench install clean demo deps deps-base deps-python \
-        deps-fuzz check-exhaustive fuzz fuzz-ci check-python install-python
+        deps-fuzz check-exhaustive fuzz fuzz-ci check-python install-python shots
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
 LAYER_INC_sim      := -Isim
@@ -143,6 +143,11 @@ demo: deps-base
 # link libampsim.so.0 and the link libampsim.so; libampsim.a), the headers, a
 # pkg-config file, the data sets and the report's gnuplot scripts, which the
 # installed binary finds in <prefix>/share/ampsim.
+# Screenshots of report pages in headless Chromium (reports/shots.sh).
+shots: all
+	@sh .ci/deps.sh browser
+	sh reports/shots.sh $(CURDIR)/$(BUILD)/ampsim $(CURDIR)/$(BUILD)/shots
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ampsim \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/ampsim/datasets

@@ -84,6 +84,13 @@ AMP_API amp_status amp_run_read_summary(const char *dir, char **text);
  * copied into out (len bytes); 0 if there is none. */
 AMP_API int amp_run_json_str(const char *json, const char *key, char *out, size_t len);
 
+/* 1 if run directories a and b hold metrics.csv files that are
+ * byte-identical apart from the loss_scale column: the same losses, gradient
+ * norms, skipped and vanished updates at every step, i.e. the same training
+ * (a static scale that changes nothing, an FP8 default spelled out); 0
+ * otherwise, also when a file is missing. */
+AMP_API int amp_run_identical(const char *a, const char *b);
+
 /* The runs of a compare directory: every subfolder holding config.json or
  * metrics.csv, except report/. Names sorted; *names malloc'ed (free with
  * amp_run_names_free). */

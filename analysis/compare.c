@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +42,8 @@ int amp_compare_split_specs(const char *list, char out[][256], int max)
     return n;
 }
 
-static void run_name(char *dst, size_t cap, const char *precision, const char *scaler)
+static void clean_name(char *dst)
 {
-    snprintf(dst, cap, "%s__%s", precision, scaler);
     for (char *c = dst; *c; c++)
         if (!isalnum((unsigned char)*c) && *c != '-' && *c != '.' && *c != '_') *c = '-';
 }
@@ -57,7 +57,32 @@ static amp_status check_precision(const char *p, int *fp8)
     return AMP_OK;
 }
 
-static amp_status add_run(amp_run_cfg **runs, int *n, int *cap, const char *prec, const char *scaler, int is_ref)
+/* Appends one line to the dropped-pairs text (best effort: on ENOMEM the
+ * line is lost, never the plan). */
+static void note(char **txt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(char **txt, const char *fmt, ...)
+{
+    if (!txt) return;
+    char line[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t have = *txt ? strlen(*txt) : 0, add = strlen(line);
+    char *n = realloc(*txt, have + add + 2);
+    if (!n) return;
+    memcpy(n + have, line, add);
+    n[have + add] = '\n';
+    n[have + add + 1] = 0;
+    *txt = n;
+}
+
+/* fp8: the precision scales FP8 tensors per tensor. The name states what
+ * runs: the loss scaler and, with FP8 scaling, the FP8 strategy (an FP8
+ * strategy as SPEC means no loss scaling; a loss scaler means the default
+ * strategy, delayed). */
+static amp_status add_run(amp_run_cfg **runs, int *n, int *cap, const char *prec, const char *scaler, int is_ref,
+                          int fp8, char **dropped)
 {
     if (*n == *cap) {
         int nc = *cap ? *cap * 2 : 16;
@@ -70,16 +95,35 @@ static amp_status add_run(amp_run_cfg **runs, int *n, int *cap, const char *prec
     memset(r, 0, sizeof *r);
     snprintf(r->precision, sizeof r->precision, "%s", prec);
     snprintf(r->scaler, sizeof r->scaler, "%s", scaler);
+    amp_scaler_spec sp;
+    int is_fp8 = !amp_scaler_spec_parse(scaler, &sp) && amp_scaler_kind_is_fp8(sp.kind);
+    snprintf(r->loss_scaler, sizeof r->loss_scaler, "%s", is_fp8 ? "none" : scaler);
+    if (fp8) snprintf(r->fp8, sizeof r->fp8, "%s", is_fp8 ? scaler : "delayed");
     r->is_ref = is_ref;
     if (is_ref) snprintf(r->name, sizeof r->name, "ref");
-    else run_name(r->name, sizeof r->name, prec, scaler);
+    else if (fp8) snprintf(r->name, sizeof r->name, "%.60s__%.45s__%.45s", prec, r->loss_scaler, r->fp8);
+    else snprintf(r->name, sizeof r->name, "%.60s__%.90s", prec, scaler);
+    clean_name(r->name);
     for (int i = 0; i < *n - 1; i++)
-        if (!strcmp((*runs)[i].name, r->name)) { (*n)--; break; }   /* duplicates run once */
+        if (!strcmp((*runs)[i].name, r->name)) {   /* the same run twice: run once */
+            if (!(*runs)[i].is_ref && !is_ref && strcmp((*runs)[i].scaler, scaler))
+                note(dropped, "%s with %s: the same run as %s with %s (loss scaler %s, FP8 strategy %s): run once as %s",
+                     prec, scaler, prec, (*runs)[i].scaler, r->loss_scaler, r->fp8, r->name);
+            (*n)--;
+            break;
+        }
     return AMP_OK;
 }
 
 amp_status amp_compare_plan(const char *precisions, const char *scalers, char *const *extra,
                             int n_extra, const char *ref_precision, amp_run_cfg **runs, int *n)
+{
+    return amp_compare_plan_dropped(precisions, scalers, extra, n_extra, ref_precision, runs, n, NULL);
+}
+
+amp_status amp_compare_plan_dropped(const char *precisions, const char *scalers, char *const *extra,
+                                    int n_extra, const char *ref_precision, amp_run_cfg **runs, int *n,
+                                    char **dropped)
 {
     enum { MAXL = 64 };
     static char precs[MAXL][256], specs[MAXL][256];
@@ -87,6 +131,7 @@ amp_status amp_compare_plan(const char *precisions, const char *scalers, char *c
     amp_status st;
     *runs = NULL;
     *n = 0;
+    if (dropped) *dropped = NULL;
     if ((st = check_precision(ref_precision, &fp8))) return st;
     if (precisions && (np = amp_compare_split_specs(precisions, precs, MAXL)) < 0)
         return amp_fail(AMP_EINVAL, "--precisions: too many or too long");
@@ -98,14 +143,18 @@ amp_status amp_compare_plan(const char *precisions, const char *scalers, char *c
         amp_scaler_spec sp;
         if ((st = amp_scaler_spec_parse(specs[i], &sp))) return st;
     }
-    if ((st = add_run(runs, n, &cap, ref_precision, "none", 1))) goto fail;
+    if ((st = add_run(runs, n, &cap, ref_precision, "none", 1, 0, NULL))) goto fail;
     for (int i = 0; i < np; i++) {
         if ((st = check_precision(precs[i], &fp8))) goto fail;
         for (int j = 0; j < ns; j++) {
             amp_scaler_spec sp;
             amp_scaler_spec_parse(specs[j], &sp);
-            if (amp_scaler_kind_is_fp8(sp.kind) && !fp8) continue;   /* no FP8 tensors to scale */
-            if ((st = add_run(runs, n, &cap, precs[i], specs[j], 0))) goto fail;
+            if (amp_scaler_kind_is_fp8(sp.kind) && !fp8) {
+                note(dropped, "%s with %s: not run: %s is an FP8 scaling strategy and %s has no per-tensor FP8 scaling "
+                     "(use it with fp8-hybrid)", precs[i], specs[j], specs[j], precs[i]);
+                continue;
+            }
+            if ((st = add_run(runs, n, &cap, precs[i], specs[j], 0, fp8, dropped))) goto fail;
         }
     }
     for (int k = 0; k < n_extra; k++) {
@@ -123,13 +172,14 @@ amp_status amp_compare_plan(const char *precisions, const char *scalers, char *c
             st = amp_fail(AMP_EINVAL, "--run '%s': %s is an FP8 strategy but %s has no per-tensor FP8 scaling", extra[k], spec, prec);
             goto fail;
         }
-        if ((st = add_run(runs, n, &cap, prec, spec, 0))) goto fail;
+        if ((st = add_run(runs, n, &cap, prec, spec, 0, fp8, dropped))) goto fail;
     }
     return AMP_OK;
 fail:
     free(*runs);
     *runs = NULL;
     *n = 0;
+    if (dropped) { free(*dropped); *dropped = NULL; }
     return st;
 }
 
@@ -210,7 +260,8 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
     amp_afile af;
     if ((st = amp_afile_open(&af, path))) { free(ref.loss); return st; }
     fprintf(af.fp, "name,precision,scaler,status,steps,final_loss,max_abs_diff,mean_abs_diff,"
-                   "skipped_steps,mean_flushed_frac_grads,first_divergence_step,tail_mean_loss,tail_diff\n");
+                   "skipped_steps,mean_flushed_frac_grads,first_divergence_step,tail_mean_loss,tail_diff,"
+                   "loss_scaler,fp8_scaling,same_as\n");
     double ref_tail = ref_ok ? tail_mean(&ref) : NAN;
     for (int i = 0; i < n; i++) {
         const amp_run_cfg *r = &runs[i];
@@ -218,7 +269,7 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
         run_data rd;
         if (status[i] != 0 || (st = read_run(dir, r->name, &rd))) {
             if (status[i] == 0) fprintf(stderr, "ampsim compare: %s\n", amp_errmsg());
-            fprintf(af.fp, ",failed,,,,,,,,,\n");
+            fprintf(af.fp, ",failed,,,,,,,,,,\"%s\",\"%s\",\n", r->loss_scaler, *r->fp8 ? r->fp8 : "none");
             continue;
         }
         double fin = rd.nsteps ? rd.loss[rd.nsteps - 1] : NAN;
@@ -248,9 +299,21 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
         double tail = tail_mean(&rd);
         put_num(af.fp, tail);
         put_num(af.fp, tail - ref_tail);
+        fprintf(af.fp, ",\"%s\",\"%s\",", r->loss_scaler, *r->fp8 ? r->fp8 : "none");
+        for (int j = 0; j < i; j++) {
+            char a[4400], b[4400];
+            snprintf(a, sizeof a, "%s/%s", dir, runs[j].name);
+            snprintf(b, sizeof b, "%s/%s", dir, r->name);
+            if (status[j] == 0 && amp_run_identical(a, b)) { fputs(runs[j].name, af.fp); break; }
+        }
         fputc('\n', af.fp);
         free(rd.loss);
     }
     free(ref.loss);
     return amp_afile_commit(&af);
+}
+
+size_t amp_compare_abi_size(const char *type)
+{
+    return type && !strcmp(type, "amp_run_cfg") ? sizeof(amp_run_cfg) : 0;
 }

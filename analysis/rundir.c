@@ -316,3 +316,32 @@ amp_status amp_run_list(const char *dir, char ***names, size_t *n)
     if (*n) qsort(*names, *n, sizeof **names, cmp_str);
     return AMP_OK;
 }
+
+/* metrics.csv without its loss_scale column (the third), malloc'ed; NULL if unreadable. */
+static char *metrics_unscaled(const char *dir)
+{
+    char p[4200], *x = NULL;
+    size_t n;
+    snprintf(p, sizeof p, "%s/%s", dir, AMP_RUN_METRICS);
+    if (amp_read_file(p, (size_t)1 << 31, &x, &n)) return NULL;
+    size_t o = 0;
+    int field = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = x[i];
+        if (c == '\n') field = 0;
+        else if (c == ',') field++;
+        if (field == 2 || (field == 3 && c == ',')) continue;   /* drops ",<loss_scale>" */
+        x[o++] = c;
+    }
+    x[o] = 0;
+    return x;
+}
+
+int amp_run_identical(const char *a, const char *b)
+{
+    char *x = metrics_unscaled(a), *y = metrics_unscaled(b);
+    int same = x && y && !strcmp(x, y);
+    free(x);
+    free(y);
+    return same;
+}

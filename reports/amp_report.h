@@ -10,6 +10,7 @@
 #ifndef AMP_REPORT_H
 #define AMP_REPORT_H
 
+#include <signal.h>
 #include <stdio.h>
 #include "amp_base.h"
 
@@ -25,6 +26,10 @@ typedef struct amp_report_opts {
     const char *scripts_dir; /* folder with the fig*.gp scripts; NULL = search (see below) */
     const char *gnuplot;     /* gnuplot program; NULL = "gnuplot" on PATH */
     int quiet;               /* no progress lines on stderr */
+    /* Polled before and after each gnuplot call: nonzero = stop, remove this
+     * call's temporaries and return AMP_EINTR (a rerun redraws). NULL = never. */
+    const volatile sig_atomic_t *stop;
+    const char *out;         /* the page's folder; NULL = DIR/report (required for several folders) */
 } amp_report_opts;
 
 /* Writes DIR/report/index.html and the figures for a run or compare
@@ -34,6 +39,15 @@ typedef struct amp_report_opts {
  * On success *index_path (if non-NULL, size len) receives the page's path. */
 AMP_API amp_status amp_report_write(const char *dir, const amp_report_opts *opts,
                                     char *index_path, size_t len);
+
+/* Several run, compare (or a mix of) folders on one page in opts->out:
+ * every run of every folder, labelled FOLDER or FOLDER/RUN, linked by
+ * absolute path; the reference is the first run named ref, else the first
+ * fp32 run. n == 1 is amp_report_write. A sweep folder (summary.csv with a
+ * group column, written by `ampsim sweep`) gets each group's compare page and
+ * a page aggregating over the seeds. */
+AMP_API amp_status amp_report_write_many(const char *const *dirs, int n, const amp_report_opts *opts,
+                                         char *index_path, size_t len);
 
 /* Parses "png,pdf,svg" (any subset) into AMP_REPORT_* flags. */
 AMP_API amp_status amp_report_parse_formats(const char *s, unsigned *out);

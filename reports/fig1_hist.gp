@@ -2,7 +2,8 @@
 # (Micikevicius et al. 2018, Fig. 3 style). One panel per tensor or run.
 # Needs (from data/fig1_*.gp, written by `ampsim report`): datafile, N, cols, rows,
 # xz (zero bar), xin (inf/NaN bar), xlo, xhi, ylo, any_infnan, maintitle and the
-# arrays ttl, fmtname, eflush, enorm, eover (band edges in log2 units), scaled.
+# arrays ttl, fmtname, eflush, enorm, eover (band edges in log2 units), scaled, asgiven
+# (per-tensor FP8 scaled: only the values as given to the format, in blue).
 # Data: per panel three blocks: unscaled, as logged (x loss scale), special bins.
 c_flush = "#f4c7c3"; c_sub = "#fce8b2"; c_norm = "#d9ead3"; c_over = "#d0d0d0"
 c_unsc = "#555555"; c_scal = "#1f5fbf"
@@ -15,19 +16,19 @@ set tics out nomirror
 set mxtics 4
 set grid ytics lc rgb "#e8e8e8"
 set xtics xstart, xstep, xend
-set xtics add ("0" xz)
+set xtics add ("zero" xz)   # not "0": log2 = 0 has its own tick
 if (any_infnan) { set xtics add ("inf/NaN" xin) }
 single = (N == 1)
 if (single) {
     set lmargin 10; set tmargin 4; set bmargin 4
 } else {
     # panels placed by hand (fractions of the canvas of W x H pixels)
-    PL = 95.0 / W; PR = 15.0 / W; PT = 95.0 / H; PB = 62.0 / H; GX = 78.0 / W; GY = 72.0 / H
+    PL = 95.0 / W; PR = 15.0 / W; PT = 108.0 / H; PB = 62.0 / H; GX = 78.0 / W; GY = 92.0 / H
     CW = (1 - PL - PR - (cols - 1) * GX) / cols
     CH = (1 - PT - PB - (rows - 1) * GY) / rows
     set multiplot
     set label 100 maintitle at screen 0.5, screen 1 - 18.0 / H center font ",13"
-    set label 101 "log2 |gradient|  (one bar per binade [2^k, 2^(k+1)); 0: exact zeros)" at screen 0.5, screen 12.0 / H center font ",11"
+    set label 101 "log2 |gradient|  (one bar per binade [2^k, 2^(k+1)); zero: exact zeros)" at screen 0.5, screen 12.0 / H center font ",11"
     set label 102 "% of values (log scale)" at screen 16.0 / W, screen 0.5 center rotate by 90 font ",11"
 }
 do for [i=1:N] {
@@ -51,7 +52,7 @@ do for [i=1:N] {
     bottom = (single || i > N - cols)
     left = (single || (i - 1) % cols == 0)
     if (single) {
-        set xlabel "log2 |gradient|  (one bar per binade [2^k, 2^(k+1)); 0: exact zeros)"
+        set xlabel "log2 |gradient|  (one bar per binade [2^k, 2^(k+1)); zero: exact zeros)"
         set ylabel "% of values (log scale)"
     }
     if (single) {
@@ -65,7 +66,14 @@ do for [i=1:N] {
         set bmargin at screen 1 - PT - rr * (CH + GY) - CH
     }
     b = 3 * (i - 1)
-    if (scaled[i]) {
+    if (asgiven[i]) {
+        plot keyentry with boxes fc rgb c_norm title sprintf("normal (%s)", fmtname[i]), \
+             keyentry with boxes fc rgb c_sub title "subnormal", \
+             keyentry with boxes fc rgb c_flush title "flushed to 0", \
+             keyentry with boxes fc rgb c_over title "overflow", \
+             datafile index b+1 using 1:2:(1.0) with boxes fs solid 0.8 noborder lc rgb c_scal title "as given (per-tensor scaled)", \
+             datafile index b+2 using 1:2:(1.0) with boxes fs solid 1.0 lc rgb "#000000" title "zero / inf,NaN"
+    } else { if (scaled[i]) {
         plot keyentry with boxes fc rgb c_norm title sprintf("normal (%s)", fmtname[i]), \
              keyentry with boxes fc rgb c_sub title "subnormal", \
              keyentry with boxes fc rgb c_flush title "flushed to 0", \
@@ -80,7 +88,7 @@ do for [i=1:N] {
              keyentry with boxes fc rgb c_over title "overflow", \
              datafile index b using 1:2:(1.0) with boxes fs solid 0.8 noborder lc rgb c_unsc title "gradients", \
              datafile index b+2 using 1:2:(1.0) with boxes fs solid 1.0 lc rgb "#000000" title "zero / inf,NaN"
-    }
+    } }
 }
 if (!single) {
     # the shared key: an empty plot across the top of the canvas
@@ -95,7 +103,7 @@ if (!single) {
          keyentry with boxes fc rgb c_flush title "flushed to 0", \
          keyentry with boxes fc rgb c_over title "overflow", \
          keyentry with boxes fc rgb c_unsc title "unscaled", \
-         keyentry with boxes fc rgb c_scal title "x loss scale", \
+         keyentry with boxes fc rgb c_scal title "x loss scale / as given", \
          keyentry with boxes fc rgb "#000000" title "zero, inf/NaN", \
          -1 notitle
     unset multiplot

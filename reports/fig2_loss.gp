@@ -1,7 +1,7 @@
 # Figure 2: loss of each run against the FP32 reference, with a lower panel of
 # |loss - reference loss|. Needs: datafile, N, hasref, anydiff, logloss, xmin, xmax,
-# ylo, yhi, win (running-mean window), arrays lbl, isref. Data: one block per run
-# (reference first): step loss absdiff loss_mean absdiff_mean.
+# ylo, yhi, win (running-mean window), ymark, nonfin, arrays lbl, isref. Data: one block per run
+# (reference first): step loss absdiff loss_mean absdiff_mean nonfinite (1 or NaN).
 set tics out nomirror
 set grid lc rgb "#e8e8e8"
 set xrange [xmin:xmax]
@@ -11,8 +11,9 @@ if (logloss) { set logscale y; set ylabel "loss (log scale)" } else { set ylabel
 if (win > 1) { set ylabel sprintf("loss (running mean over %d steps)", win) }
 set lmargin at screen 0.09
 set rmargin at screen 0.74
-array pal[10] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
-colour(k) = pal[(k - 1) % 10 + 1]
+array pal[20] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", \
+                 "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d", "#393b79"]
+colour(k) = pal[(k - 1) % 20 + 1]
 if (hasref) {
     set multiplot
     set tmargin at screen 0.93
@@ -26,7 +27,10 @@ if (hasref) {
 plot for [i=1:N] datafile index (i-1) using 1:(isref[i] && win > 1 ? $2 : NaN) with lines lw 1 lc rgb "#c8c8c8" notitle, \
      for [i=1:N] datafile index (i-1) using 1:4 with lines \
      lw (isref[i] ? 3.5 : 1.8) lc rgb (isref[i] ? "#000000" : colour(i - hasref)) \
-     title (isref[i] ? lbl[i] . " (reference)" : lbl[i])
+     title (isref[i] ? lbl[i] . " (reference)" : lbl[i]), \
+     for [i=1:N] datafile index (i-1) using 1:($6 == 1 ? ymark : NaN) with points pt 2 ps 1.2 \
+     lc rgb (isref[i] ? "#000000" : colour(i - hasref)) notitle, \
+     keyentry with points pt 2 ps 1.2 lc rgb "#444444" title (nonfin > 0 ? "loss not finite" : "")
 if (hasref) {
     unset title
     unset logscale y

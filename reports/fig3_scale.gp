@@ -14,8 +14,9 @@ set title "Loss scale used at each step (filled circles: skipped steps)" font ",
 set key at screen 0.74 + 0.015, graph 1 left top Left reverse samplen 2 font ",10"
 set lmargin at screen 0.08
 set rmargin at screen 0.74
-array pal[10] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
-colour(k) = pal[(k - 1) % 10 + 1]
+array pal[20] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", \
+                 "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d", "#393b79"]
+colour(k) = pal[(k - 1) % 20 + 1]
 plot for [i=1:N] datafile index (2*i-2) using 1:2 with steps lw 2 lc rgb colour(i) title lbl[i], \
      for [i=1:N] datafile index (2*i-1) using 1:2 with points pt 7 ps 1.5 lc rgb colour(i) notitle, \
      keyentry with points pt 7 ps 1.5 lc rgb "#444444" title "skipped step"

@@ -23,7 +23,7 @@ set tmargin at screen 1 - 70.0 / H
 set bmargin at screen 60.0 / H
 set lmargin at screen lm
 set rmargin at screen lm + pw
-set title "flushed to zero (fraction of values)" font ",11"
+set title "flushed to zero" font ",11"
 unset colorbox
 plot datafile index 0 using 1:2:3:4:($5 > 0 ? $5 : NaN) with boxxyerror fc palette, \
      datafile index 0 using ($5 == 0 ? $1 : NaN):2:3:4 with boxxyerror fc rgb "#e6e6e6"
@@ -31,7 +31,7 @@ set lmargin at screen lm + pw + gap
 set rmargin at screen lm + 2 * pw + gap
 set ytics 0, 1, NT - 1 format ""
 unset label 100
-set title "saturated + overflowed (fraction of values)" font ",11"
+set title "saturated or overflowed" font ",11"
 set colorbox user origin screen lm + 2 * pw + gap + 0.015, screen 60.0 / H size screen 0.015, screen 1 - 130.0 / H
 set cblabel "fraction of the tensor's values (log scale)" font ",10"
 plot datafile index 1 using 1:2:3:4:($5 > 0 ? $5 : NaN) with boxxyerror fc palette, \

@@ -24,6 +24,7 @@
 #include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,18 +43,6 @@ static int is_dir(const char *p)
     return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-void rp_html_escape(FILE *fp, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", fp); break;
-        case '>': fputs("&gt;", fp); break;
-        case '&': fputs("&amp;", fp); break;
-        case '"': fputs("&quot;", fp); break;
-        default: fputc(*s, fp);
-        }
-    }
-}
 
 static void slugify(const char *s, char *out, size_t len)
 {
@@ -292,7 +281,11 @@ static amp_status load_compare(rp_ctx *ctx)
     char **names;
     size_t n, keep = 0;
     if ((st = amp_run_list(ctx->dir, &names, &n))) return st;
+    int cn = amp_csv_col(&ctx->summary, "name");
     for (size_t i = 0; i < n; i++) {
+        int listed = cn < 0;   /* only the runs summary.csv lists: a rerun with fewer runs leaves old folders */
+        for (size_t k = 0; k < ctx->summary.nrows && !listed; k++) listed = !strcmp(amp_csv_get(&ctx->summary, k, cn), names[i]);
+        if (!listed) { free(names[i]); continue; }
         if (summary_says_failed(&ctx->summary, names[i])) {
             if (ctx->nskipped < 8) snprintf(ctx->skipped[ctx->nskipped], sizeof ctx->skipped[0], "%.120s", names[i]);
             ctx->nskipped++;
@@ -310,6 +303,7 @@ static amp_status load_compare(rp_ctx *ctx)
     for (size_t i = 0; i < keep && !st; i++) {
         snprintf(p, sizeof p, "%s/%s", ctx->dir, names[i]);
         st = load_run(&ctx->r[i], p, names[i]);
+        snprintf(ctx->r[i].link, sizeof ctx->r[i].link, "../%.200s", names[i]);
         ctx->nr = i + 1;
     }
     amp_run_names_free(names, keep);
@@ -345,7 +339,7 @@ static amp_status load_accum(rp_ctx *ctx, const char *p)
 
 static void html_table_csv(FILE *fp, const amp_csv *c, size_t maxrows)
 {
-    fputs("<table><tr>", fp);
+    fputs("<div class=tw><table><tr>", fp);   /* a wide table scrolls inside its own box */
     for (int k = 0; k < c->ncol; k++) { fputs("<th>", fp); rp_html_escape(fp, c->head[k]); fputs("</th>", fp); }
     fputs("</tr>\n", fp);
     for (size_t i = 0; i < c->nrows && i < maxrows; i++) {
@@ -353,7 +347,7 @@ static void html_table_csv(FILE *fp, const amp_csv *c, size_t maxrows)
         for (int k = 0; k < c->ncol; k++) { fputs("<td>", fp); rp_html_escape(fp, amp_csv_get(c, i, k)); fputs("</td>", fp); }
         fputs("</tr>\n", fp);
     }
-    fputs("</table>\n", fp);
+    fputs("</table></div>\n", fp);
     if (c->nrows > maxrows) fprintf(fp, "<p>… %zu more rows in the file.</p>\n", c->nrows - maxrows);
 }
 
@@ -426,12 +420,17 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
           "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\n"
           "img{max-width:100%;height:auto;border:1px solid #ddd}\n"
           "table{border-collapse:collapse;font-size:90%;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\n"
+          ".tw{overflow-x:auto;max-width:100%}.find li{margin:.2em 0}\n"
           "th{background:#f0f0f0}pre{background:#f7f7f7;padding:.5em;overflow:auto;max-height:24em;font-size:85%}\n"
           ".cap{font-size:95%}.src{font-size:85%;color:#555}.warn{color:#b00}code{font-size:90%}\n"
           "</style></head><body>\n<h1>ampsim report</h1>\n<p>", fp);
-    fprintf(fp, "%s directory <code>", ctx->compare ? "Compare" : "Run");
-    rp_html_escape(fp, ctx->dir);
-    fprintf(fp, "</code>, written by ampsim %s. ", amp_version());
+    if (ctx->overlay) fputs("Overlay of the runs of several folders (labelled FOLDER or FOLDER/RUN)", fp);
+    else {
+        fprintf(fp, "%s directory <code>", ctx->compare ? "Compare" : "Run");
+        rp_html_escape(fp, ctx->dir);
+        fputs("</code>", fp);
+    }
+    fprintf(fp, ", written by ampsim %s. ", amp_version());
     if (ctx->compare) {
         fprintf(fp, "%zu runs; reference: ", ctx->nr);
         if (ctx->ref >= 0) {
@@ -443,6 +442,7 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
         fputs(" — the run named ref, as <code>ampsim compare</code> names it; failing that, a run with precision fp32.", fp);
     }
     fputs("</p>\n", fp);
+    rp_html_findings(fp, ctx);
     if (ctx->nskipped) {
         fprintf(fp, "<p><b class=warn>%d run%s failed according to summary.csv and %s left out:", ctx->nskipped,
                 ctx->nskipped > 1 ? "s" : "", ctx->nskipped > 1 ? "are" : "is");
@@ -462,14 +462,13 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
     for (int i = 0; i < ctx->nfig; i++) html_figure(fp, &ctx->figs[i]);
 
     fputs("<h2 id=summary>Summary</h2>\n", fp);
-    if (ctx->compare) {
+    if (ctx->compare && !ctx->overlay) {
         fputs("<p>From <a href=\"../summary.csv\">summary.csv</a>.</p>\n", fp);
         html_table_csv(fp, &ctx->summary, 1000);
     }
     for (size_t i = 0; i < ctx->nr; i++) {
         const rp_run *r = &ctx->r[i];
-        char rel[300];
-        snprintf(rel, sizeof rel, ctx->compare ? "../%s" : "..", r->label);
+        const char *rel = r->link;
         if (ctx->compare) { fputs("<h3>", fp); rp_html_escape(fp, r->label); fputs("</h3>\n", fp); }
         fputs("<table><tr><th>precision</th><th>scaler</th><th>steps</th><th>final loss</th><th>skipped steps</th><th>loss scale at the end</th></tr><tr><td>", fp);
         rp_html_escape(fp, r->precision);
@@ -487,15 +486,13 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
     }
     fputs("<h2 id=events>Events</h2>\n", fp);
     for (size_t i = 0; i < ctx->nr; i++) {
-        char rel[300];
-        snprintf(rel, sizeof rel, ctx->compare ? "../%s" : "..", ctx->r[i].label);
+        const char *rel = ctx->r[i].link;
         if (ctx->compare) { fputs("<h3>", fp); rp_html_escape(fp, ctx->r[i].label); fputs("</h3>\n", fp); }
         html_events(fp, &ctx->r[i], rel);
     }
     fputs("<h2 id=config>Configuration</h2>\n", fp);
     for (size_t i = 0; i < ctx->nr; i++) {
-        char rel[300];
-        snprintf(rel, sizeof rel, ctx->compare ? "../%s" : "..", ctx->r[i].label);
+        const char *rel = ctx->r[i].link;
         fprintf(fp, "<p>From <a href=\"%s/config.json\">%s/config.json</a>:</p>\n", rel, rel);
         html_pre(fp, ctx->r[i].config_text);
     }
@@ -561,7 +558,7 @@ amp_status amp_report_parse_formats(const char *s, unsigned *out)
 }
 
 /* Finds the folder holding the gnuplot scripts (see amp_report_write). */
-static amp_status find_scripts(rp_ctx *ctx)
+amp_status rp_find_scripts(rp_ctx *ctx)
 {
     char cand[6][RP_PATH];
     int n = 0;
@@ -590,45 +587,124 @@ static amp_status find_scripts(rp_ctx *ctx)
                     "set AMPSIM_REPORT_SCRIPTS to the folder that holds them");
 }
 
-amp_status amp_report_write(const char *dir, const amp_report_opts *opts, char *index_path, size_t len)
+/* DIR is a run folder (metrics.csv or config.json) or a compare folder
+ * (summary.csv); anything else is AMP_EIO naming it. */
+static amp_status folder_kind(const char *dir, int *compare)
 {
+    char p[RP_PATH + 32], q[RP_PATH + 32];
+    if (!is_dir(dir)) return amp_fail(AMP_EIO, "%s: not a directory", dir);
+    snprintf(p, sizeof p, "%.4000s/summary.csv", dir);
+    if ((*compare = is_file(p))) return AMP_OK;
+    snprintf(p, sizeof p, "%.4000s/metrics.csv", dir);
+    snprintf(q, sizeof q, "%.4000s/config.json", dir);
+    if (!is_file(p) && !is_file(q))
+        return amp_fail(AMP_EIO, "%s: neither a run directory (no metrics.csv) nor a compare directory (no summary.csv)", dir);
+    return AMP_OK;
+}
+
+/* Overlay: every run of every folder, labelled by folder (and run name for
+ * a compare folder), linked by absolute path; the reference is the first
+ * run named ref, else the first fp32 run. */
+static amp_status load_overlay(rp_ctx *ctx, const char *const *dirs, int n)
+{
+    amp_status st = AMP_OK;
+    for (int d = 0; d < n && !st; d++) {
+        int cmp;
+        char abs[RP_PATH];
+        if ((st = folder_kind(dirs[d], &cmp))) return st;
+        if (!realpath(dirs[d], abs)) return amp_fail(AMP_EIO, "%s: %s", dirs[d], strerror(errno));
+        const char *base = strrchr(abs, '/');
+        base = base && base[1] ? base + 1 : abs;
+        rp_ctx sub;   /* a compare folder's runs, as its own page would list them */
+        memset(&sub, 0, sizeof sub);
+        sub.opts = ctx->opts;
+        snprintf(sub.dir, sizeof sub.dir, "%s", abs);
+        if (cmp) st = load_compare(&sub);
+        else {
+            sub.r = calloc(1, sizeof *sub.r);
+            if (!sub.r) return amp_fail(AMP_ENOMEM, "out of memory");
+            sub.nr = 1;
+            st = load_run(&sub.r[0], abs, base);
+        }
+        rp_run *nr = st ? NULL : realloc(ctx->r, (ctx->nr + sub.nr) * sizeof *nr);
+        if (!st && !nr) st = amp_fail(AMP_ENOMEM, "out of memory");
+        for (size_t i = 0; i < sub.nr; i++) {
+            if (st) { run_free(&sub.r[i]); continue; }
+            rp_run *r = &nr[ctx->nr++];
+            *r = sub.r[i];
+            char lbl[300];
+            snprintf(lbl, sizeof lbl, cmp ? "%.60s/%.60s" : "%.120s", base, sub.r[i].label);
+            snprintf(r->link, sizeof r->link, "%s", r->dir);
+            for (size_t j = 0; j + 1 < ctx->nr; j++)   /* two folders with the same name */
+                if (!strcmp(nr[j].label, lbl)) { size_t o = strlen(lbl); snprintf(lbl + o, sizeof lbl - o, "#%d", d + 1); }
+            snprintf(r->label, sizeof r->label, "%.120s", lbl);
+            slugify(r->label, r->slug, sizeof r->slug);
+        }
+        if (nr) ctx->r = nr;
+        for (int i = 0; i < sub.nskipped && i < 8 && ctx->nskipped < 8; i++)
+            snprintf(ctx->skipped[ctx->nskipped++], sizeof ctx->skipped[0], "%.60s/%.60s", base, sub.skipped[i]);
+        free(sub.r);
+        amp_csv_free(&sub.summary);
+    }
+    if (st) return st;
+    ctx->ref = -1;
+    for (size_t i = 0; i < ctx->nr && ctx->ref < 0; i++) {
+        const char *sl = strrchr(ctx->r[i].label, '/');
+        if (sl && !strcmp(sl + 1, "ref")) ctx->ref = (int)i;
+    }
+    for (size_t i = 0; i < ctx->nr && ctx->ref < 0; i++)
+        if (!strcmp(ctx->r[i].precision, "fp32")) ctx->ref = (int)i;
+    if (ctx->ref > 0) {
+        rp_run tmp = ctx->r[ctx->ref];
+        memmove(&ctx->r[1], &ctx->r[0], (size_t)ctx->ref * sizeof *ctx->r);
+        ctx->r[0] = tmp;
+        ctx->ref = 0;
+    }
+    return AMP_OK;
+}
+
+static amp_status load_single(rp_ctx *ctx)
+{
+    ctx->r = calloc(1, sizeof *ctx->r);
+    if (!ctx->r) return amp_fail(AMP_ENOMEM, "out of memory");
+    const char *base = strrchr(ctx->dir, '/');
+    ctx->nr = 1;
+    amp_status st = load_run(&ctx->r[0], ctx->dir, base ? base + 1 : ctx->dir);
+    snprintf(ctx->r[0].link, sizeof ctx->r[0].link, "..");
+    if (!st && !strcmp(ctx->r[0].precision, "fp32")) ctx->ref = 0;
+    return st;
+}
+
+amp_status rp_report_dirs(const char *const *dirs, int ndirs, const amp_report_opts *opts, char *index_path, size_t len)
+{
+    if (ndirs < 1) return amp_fail(AMP_EINVAL, "report: no folder given");
+    if (ndirs > 1 && !(opts && opts->out)) return amp_fail(AMP_EINVAL, "report: several folders need --out DIR");
     rp_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return amp_fail(AMP_ENOMEM, "out of memory");
     amp_report_opts defo = { .formats = AMP_REPORT_PNG | AMP_REPORT_PDF | AMP_REPORT_SVG };
     ctx->opts = opts ? opts : &defo;
     amp_status st = AMP_OK;
+    const char *dir = dirs[0];
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dl--;
     if (dl + 64 >= sizeof ctx->dir) { st = amp_fail(AMP_EINVAL, "%s: path too long", dir); goto out; }
     memcpy(ctx->dir, dir, dl);
     ctx->dir[dl] = 0;
-    if (!is_dir(ctx->dir)) { st = amp_fail(AMP_EIO, "%s: not a directory", ctx->dir); goto out; }
-    char p[RP_PATH + 32];
-    snprintf(p, sizeof p, "%s/summary.csv", ctx->dir);
     ctx->ref = -1;
-    if (is_file(p)) {
-        ctx->compare = 1;
-        if ((st = load_compare(ctx))) goto out;
+    char p[RP_PATH + 32];
+    if (ndirs > 1) {
+        ctx->compare = ctx->overlay = 1;
+        if ((st = load_overlay(ctx, dirs, ndirs))) goto out;
     } else {
-        snprintf(p, sizeof p, "%s/metrics.csv", ctx->dir);
-        char q[RP_PATH + 32];
-        snprintf(q, sizeof q, "%s/config.json", ctx->dir);
-        if (!is_file(p) && !is_file(q)) {
-            st = amp_fail(AMP_EIO, "%s: neither a run directory (no metrics.csv) nor a compare directory (no summary.csv)", ctx->dir);
-            goto out;
-        }
-        ctx->r = calloc(1, sizeof *ctx->r);
-        if (!ctx->r) { st = amp_fail(AMP_ENOMEM, "out of memory"); goto out; }
-        const char *base = strrchr(ctx->dir, '/');
-        ctx->nr = 1;
-        if ((st = load_run(&ctx->r[0], ctx->dir, base ? base + 1 : ctx->dir))) goto out;
-        if (!strcmp(ctx->r[0].precision, "fp32")) ctx->ref = 0;
+        if ((st = folder_kind(ctx->dir, &ctx->compare))) goto out;
+        if ((st = ctx->compare ? load_compare(ctx) : load_single(ctx))) goto out;
+        snprintf(p, sizeof p, "%s/accum.csv", ctx->dir);
+        ctx->has_accum = is_file(p);
+        if (ctx->has_accum && (st = load_accum(ctx, p))) goto out;
     }
-    snprintf(p, sizeof p, "%s/accum.csv", ctx->dir);
-    ctx->has_accum = is_file(p);
-    if (ctx->has_accum && (st = load_accum(ctx, p))) goto out;
-    if ((st = find_scripts(ctx))) goto out;
-    snprintf(ctx->out, sizeof ctx->out, "%.4000s/report", ctx->dir);
+    if ((st = rp_find_scripts(ctx))) goto out;
+    if (ctx->opts->out) snprintf(ctx->out, sizeof ctx->out, "%.4000s", ctx->opts->out);
+    else snprintf(ctx->out, sizeof ctx->out, "%.4000s/report", ctx->dir);
     snprintf(p, sizeof p, "%s/data", ctx->out);
     if ((st = amp_mkdir_p(p))) goto out;
     snprintf(p, sizeof p, "%s/scripts", ctx->out);

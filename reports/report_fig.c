@@ -51,8 +51,9 @@ static amp_status fig_loss(rp_ctx *ctx)
     if (st) { free(buf); return st; }
     if ((st = rp_open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); free(buf); return st; }
     fprintf(d.fp, "# %s: one block per run (reference first): step loss |loss - reference loss| "
-                  "and their running means over %zu steps\n", f->id, w);
+                  "their running means over %zu steps, and 1 where the loss is not finite\n", f->id, w);
     int n = 0, anydiff = 0;
+    long nonfin = 0;
     const char *lbl[ctx->nr ? ctx->nr : 1];
     double isref[ctx->nr ? ctx->nr : 1];
     double lmin = INFINITY, lmax = 0;
@@ -81,8 +82,9 @@ static amp_status fig_loss(rp_ctx *ctx)
                 if (!(dif[s] > 0)) dif[s] = NAN;
                 if (!(ds[s] > 0)) ds[s] = NAN;
                 fprintf(d.fp, "%ld", r->m.step[s]);
-                double col[4] = { loss[s], dif[s], ls[s], ds[s] };
-                for (int c = 0; c < 4; c++) { fputc(' ', d.fp); rp_gp_num(d.fp, col[c]); }
+                double col[5] = { loss[s], dif[s], ls[s], ds[s], isfinite(r->m.loss[s]) ? NAN : 1.0 };
+                for (int c = 0; c < 5; c++) { fputc(' ', d.fp); rp_gp_num(d.fp, col[c]); }
+                nonfin += !isfinite(r->m.loss[s]);
                 fputc('\n', d.fp);
             }
             fputs("\n\n", d.fp);
@@ -96,11 +98,15 @@ static amp_status fig_loss(rp_ctx *ctx)
     if (x1 == x0) x1 = x0 + 1;
     if (!(lmax > 0)) { lmin = 1; lmax = 2; }
     int logloss = lmin > 0 && lmax / lmin > 20;
-    double ylo = logloss ? lmin / 1.3 : lmin - 0.05 * (lmax - lmin + 1e-9);
-    double yhi = logloss ? lmax * 1.3 : lmax + 0.05 * (lmax - lmin + 1e-9);
+    /* a flat or single-point curve (a run that went NaN at step 1) still
+     * gets a y range gnuplot accepts */
+    double pad = 0.05 * fmax(lmax - lmin, 0.02 * fabs(lmax) + 1e-3);
+    double ylo = logloss ? lmin / 1.3 : lmin - pad;
+    double yhi = logloss ? lmax * 1.3 : lmax + pad;
+    double ymark = logloss ? yhi / 1.15 : yhi - 0.4 * pad;   /* where non-finite steps are marked */
     fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nhasref = %d\nanydiff = %d\n"
-                  "logloss = %d\nxmin = %ld\nxmax = %ld\nylo = %.9g\nyhi = %.9g\nwin = %zu\n", f->id, f->id, n,
-            ref != NULL, anydiff, logloss, x0, x1, ylo, yhi, w);
+                  "logloss = %d\nxmin = %ld\nxmax = %ld\nylo = %.9g\nyhi = %.9g\nwin = %zu\nymark = %.9g\nnonfin = %ld\n",
+            f->id, f->id, n, ref != NULL, anydiff, logloss, x0, x1, ylo, yhi, w, ymark, nonfin);
     rp_gp_str_array(g.fp, "lbl", lbl, n);
     rp_gp_num_array(g.fp, "isref", isref, n);
     if ((st = rp_commit2(&d, &g))) return st;
@@ -114,6 +120,11 @@ static amp_status fig_loss(rp_ctx *ctx)
                  : ctx->compare ? "Training loss of each run (no FP32 reference in this compare: no divergence panel)."
                                 : "Training loss (a run directory has no reference; <code>ampsim report</code> on a compare directory adds the divergence panel).",
              win);
+    if (nonfin) {
+        size_t o = strlen(f->caption);
+        snprintf(f->caption + o, sizeof f->caption - o, " <b class=warn>Crosses along the top mark the %ld step%s "
+                 "where a run's loss was not finite</b> (no line is drawn there).", nonfin, nonfin > 1 ? "s" : "");
+    }
     if ((st = rp_gp_draw(ctx, f, RP_FIG_W, ref ? 680 : 480))) return st;
     ctx->nfig++;
     return AMP_OK;
@@ -215,6 +226,14 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
     double vmin = 1;
     for (size_t i = 0; i < r->nt; i++) nlogged += r->t[i].n_total > 0;
     int filter = nlogged > 80;   /* big models: only the tensors where something happened */
+    int eventful = 0;
+    for (size_t i = 0; i < r->nt; i++) eventful += heat_row(&r->t[i], r->nls, 1);
+    if (nlogged && !eventful) {  /* one line instead of two empty maps */
+        amp_afile_abort(&d); amp_afile_abort(&g);
+        size_t o = strlen(ctx->calm);
+        if (ctx->ncalm++ < 12) snprintf(ctx->calm + o, sizeof ctx->calm - o, "%s%.60s", o ? ", " : "", r->label);
+        return AMP_OK;
+    }
     for (size_t i = 0; i < r->nt; i++)
         if (heat_row(&r->t[i], r->nls, filter)) {
             nt++;
@@ -503,6 +522,9 @@ amp_status rp_draw_all(rp_ctx *ctx)
     if ((st = fig_scale(ctx))) return st;
     for (size_t i = 0; i < ctx->nr; i++)
         if ((st = fig_heat_run(ctx, &ctx->r[i]))) return st;
+    if (ctx->ncalm)   /* one line for every run whose heat maps would be empty */
+        rp_add_note(ctx, "Figure 4 (underflow and overflow per tensor and step) not drawn for %s%s: nothing was flushed, "
+                    "saturated or overflowed at any logged step.", ctx->calm, ctx->ncalm > 12 ? ", …" : "");
     if ((st = fig_layers(ctx))) return st;
     return fig_accum(ctx);
 }

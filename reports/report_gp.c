@@ -21,11 +21,12 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Writes a gnuplot double-quoted string literal. */
+/* Writes a gnuplot double-quoted string literal ('\n' stays a line break). */
 void rp_gp_str(FILE *fp, const char *s)
 {
     fputc('"', fp);
     for (; *s; s++) {
+        if (*s == '\n') { fputs("\\n", fp); continue; }   /* a line break in a title */
         if (*s == '"' || *s == '\\') fputc('\\', fp);
         if ((unsigned char)*s >= 32) fputc(*s, fp);
     }
@@ -114,8 +115,10 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
     static const struct { unsigned flag; const char *ext; } fm[] = {
         { AMP_REPORT_PNG, "png" }, { AMP_REPORT_PDF, "pdf" }, { AMP_REPORT_SVG, "svg" } };
     const char *gnuplot = ctx->opts->gnuplot ? ctx->opts->gnuplot : "gnuplot";
+    const volatile sig_atomic_t *stop = ctx->opts->stop;
     for (int k = 0; k < 3; k++) {
         if (!(want & fm[k].flag)) continue;
+        if (stop && *stop) return amp_fail(AMP_EINTR, "interrupted; run the same command again to redraw");
         char term[256], cmd[1024], tmp[256], fin[RP_PATH + 256], tmpabs[RP_PATH + 256], logp[RP_PATH + 64];
         if (fm[k].flag == AMP_REPORT_PNG)
             snprintf(term, sizeof term, "pngcairo size %d,%d font \"DejaVu Sans,11\" noenhanced", w, h);
@@ -150,6 +153,11 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
         size_t ll = 0;
         if (amp_read_file(logp, 1 << 20, &log, &ll)) log = NULL;
         unlink(logp);
+        if (stop && *stop) {
+            free(log);
+            unlink(tmpabs);
+            return amp_fail(AMP_EINTR, "interrupted; run the same command again to redraw");
+        }
         int code = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128;
         if (code != 0 || !file_has_signature(tmpabs, fm[k].flag)) {
             unlink(tmpabs);
@@ -203,12 +211,10 @@ rp_fig *rp_new_fig(rp_ctx *ctx, const char *id, const char *script, const char *
 void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file)
 {
     size_t o = strlen(f->sources);
-    char rel[200];
-    if (!r) snprintf(rel, sizeof rel, "..");
-    else if (ctx->compare) snprintf(rel, sizeof rel, "../%.150s", r->label);
-    else snprintf(rel, sizeof rel, "..");
+    char rel[RP_PATH];
+    snprintf(rel, sizeof rel, "%s", r ? r->link : "..");
     const char *shown = r && ctx->compare ? r->label : "";
-    if (o + 300 < sizeof f->sources)
+    if (o + strlen(rel) + 300 < sizeof f->sources)
         snprintf(f->sources + o, sizeof f->sources - o, "%s<a href=\"%s/%s\">%s%s%s</a>", o ? ", " : "",
                  rel, file, shown, *shown ? "/" : "", file);
 }

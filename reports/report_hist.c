@@ -20,8 +20,17 @@ typedef struct hpanel {
     const double *hu, *hs;   /* RP_NB counts */
     double zero, infnan, total;
     amp_format f;
-    int scaled;
+    int scaled;              /* a loss scale other than 1: unscaled (grey) and as given (blue) */
+    int asgiven;             /* per-tensor FP8 scaled: only the values as given to the format (blue) */
 } hpanel;
+
+/* A panel title "NAME (WHAT)", on two lines when it would not fit over a
+ * panel of a three-column page. */
+static void panel_title(char *out, size_t len, const char *name, const char *what)
+{
+    int wrap = strlen(name) + strlen(what) + 3 > 34;
+    snprintf(out, len, "%.130s%s(%.60s)", name, wrap ? "\n" : " ", what);
+}
 
 /* Draws np panels (cols x rows) into figure `id`. */
 static amp_status hist_figure(rp_ctx *ctx, rp_fig *fig, const hpanel *pn, int np, int cols,
@@ -32,13 +41,13 @@ static amp_status hist_figure(rp_ctx *ctx, rp_fig *fig, const hpanel *pn, int np
     int any_infnan = 0;
     for (int i = 0; i < np; i++) {
         for (int b = 0; b < RP_NB; b++) {
-            double c = (pn[i].scaled ? pn[i].hu[b] + pn[i].hs[b] : pn[i].hu[b]);
+            double c = pn[i].asgiven ? pn[i].hs[b] : pn[i].scaled ? pn[i].hu[b] + pn[i].hs[b] : pn[i].hu[b];
             if (c > 0) {
                 if (b + RP_BLO < dmin) dmin = b + RP_BLO;
                 if (b + RP_BLO > dmax) dmax = b + RP_BLO;
             }
-            if (pn[i].hu[b] > 0 && 100 * pn[i].hu[b] / pn[i].total < pmin) pmin = 100 * pn[i].hu[b] / pn[i].total;
-            if (pn[i].scaled && pn[i].hs[b] > 0 && 100 * pn[i].hs[b] / pn[i].total < pmin) pmin = 100 * pn[i].hs[b] / pn[i].total;
+            if (!pn[i].asgiven && pn[i].hu[b] > 0 && 100 * pn[i].hu[b] / pn[i].total < pmin) pmin = 100 * pn[i].hu[b] / pn[i].total;
+            if ((pn[i].scaled || pn[i].asgiven) && pn[i].hs[b] > 0 && 100 * pn[i].hs[b] / pn[i].total < pmin) pmin = 100 * pn[i].hs[b] / pn[i].total;
         }
         if (pn[i].zero > 0 && 100 * pn[i].zero / pn[i].total < pmin) pmin = 100 * pn[i].zero / pn[i].total;
         if (pn[i].infnan > 0) {
@@ -70,7 +79,7 @@ static amp_status hist_figure(rp_ctx *ctx, rp_fig *fig, const hpanel *pn, int np
         for (int blk = 0; blk < 2; blk++) {
             const double *c = blk == 0 ? pn[i].hu : pn[i].hs;
             int rows = 0;
-            if (blk == 0 || pn[i].scaled)
+            if (blk == 0 ? !pn[i].asgiven : pn[i].scaled || pn[i].asgiven)
                 for (int b = 0; b < RP_NB; b++)
                     if (c[b] > 0) { fprintf(d.fp, "%g %.9g\n", b + RP_BLO + 0.5, 100 * c[b] / pn[i].total); rows++; }
             if (!rows) fputs("NaN NaN\n", d.fp);
@@ -93,7 +102,7 @@ static amp_status hist_figure(rp_ctx *ctx, rp_fig *fig, const hpanel *pn, int np
     fputs("maintitle = ", fp); rp_gp_str(fp, maintitle); fputc('\n', fp);
     const char *tt[np > 0 ? np : 1];
     const char *fn[np > 0 ? np : 1];
-    double esub[np > 0 ? np : 1], emin[np > 0 ? np : 1], eov[np > 0 ? np : 1], sc[np > 0 ? np : 1];
+    double esub[np > 0 ? np : 1], emin[np > 0 ? np : 1], eov[np > 0 ? np : 1], sc[np > 0 ? np : 1], ag[np > 0 ? np : 1];
     for (int i = 0; i < np; i++) {
         tt[i] = pn[i].title;
         fn[i] = pn[i].f.name;
@@ -101,6 +110,7 @@ static amp_status hist_figure(rp_ctx *ctx, rp_fig *fig, const hpanel *pn, int np
         emin[i] = pn[i].f.emin;
         eov[i] = log2(pn[i].f.max_finite);
         sc[i] = pn[i].scaled;
+        ag[i] = pn[i].asgiven;
     }
     rp_gp_str_array(fp, "ttl", tt, np);
     rp_gp_str_array(fp, "fmtname", fn, np);
@@ -108,6 +118,7 @@ static amp_status hist_figure(rp_ctx *ctx, rp_fig *fig, const hpanel *pn, int np
     rp_gp_num_array(fp, "enorm", emin, np);
     rp_gp_num_array(fp, "eover", eov, np);
     rp_gp_num_array(fp, "scaled", sc, np);
+    rp_gp_num_array(fp, "asgiven", ag, np);
     if ((st = rp_commit2(&d, &g))) return st;
     return rp_gp_draw(ctx, fig, RP_FIG_W, h);
 }
@@ -156,6 +167,7 @@ static int pool_grads(const rp_run *r, hpanel *p, double **hu, double **hs)
     p->hs = *hs;
     AMP_ASSERT(amp_format_parse(fmt, &p->f) == AMP_OK);   /* validated when tensors.csv was read */
     p->scaled = r->scale_used;
+    p->asgiven = rp_fp8_scaled(r) && p->f.bits <= 8;
     snprintf(p->title, sizeof p->title, "%.90s: the %d gradient tensors stored in %.24s%s", r->label, nt, fmt,
              rp_fp8_scaled(r) ? " (after their per-tensor FP8 scales)" : "");
     return p->total > 0 ? 1 : 0;
@@ -169,7 +181,8 @@ static void hist_caption(rp_ctx *ctx, rp_fig *f, const rp_run *r)
              "the bar left of the axis break counts exact zeros, the one at the right inf/NaN. Bands: the format's normal range (green), "
              "subnormal range (yellow), flushed to zero (red, below half the smallest subnormal) and overflow (grey). "
              "Grey bars: unscaled gradients; blue bars: as given to the format, after multiplication by the run's loss scale "
-             "(shown only where a loss scale other than 1 was used)%s.",
+             "(shown only where a loss scale other than 1 was used). FP8 tensors under per-tensor scaling (delayed, current, mx, block) "
+             "are drawn in blue only: hist.csv holds them after their own scale, as given to the format%s.",
              r && r->scale_nonpow2 ? "; the scale is not a power of two, so the shift is rounded to whole binades" : "");
     (void)ctx;
 }
@@ -213,8 +226,10 @@ amp_status rp_fig_hist(rp_ctx *ctx)
             if (q->total <= 0) continue;
             AMP_ASSERT(amp_format_parse(t->fmt, &q->f) == AMP_OK);
             q->scaled = r->scale_used;
-            snprintf(q->title, sizeof q->title, "%.150s (%.24s%s)", t->name, t->fmt,
-                     rp_fp8_scaled(r) && q->f.bits <= 8 ? ", per-tensor scaled" : "");
+            q->asgiven = rp_fp8_scaled(r) && q->f.bits <= 8;
+            char what[64];
+            snprintf(what, sizeof what, "%.24s%s", t->fmt, q->asgiven ? ", per-tensor scaled" : "");
+            panel_title(q->title, sizeof q->title, t->name, what);
             n++;
         }
         int per = 12, pages = (n + per - 1) / per;
@@ -244,8 +259,9 @@ amp_status rp_fig_hist(rp_ctx *ctx)
         int ok = pool_grads(&ctx->r[i], &pp[n], &bufs[2 * i], &bufs[2 * i + 1]);
         if (ok < 0) { st = amp_fail(AMP_ENOMEM, "out of memory"); goto out; }
         if (ok) {
-            snprintf(pp[n].title, sizeof pp[n].title, "%.60s (%s%s)", ctx->r[i].label, pp[n].f.name,
-                     rp_fp8_scaled(&ctx->r[i]) ? ", per-tensor scaled" : "");
+            char what[64];
+            snprintf(what, sizeof what, "%.24s%s", pp[n].f.name, pp[n].asgiven ? ", per-tensor scaled" : "");
+            panel_title(pp[n].title, sizeof pp[n].title, ctx->r[i].label, what);
             n++;
         }
     }

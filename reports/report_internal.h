@@ -32,6 +32,7 @@ typedef struct rp_tens {
 typedef struct rp_run {
     char dir[RP_PATH];
     char label[128];       /* directory name, used in legends and file names */
+    char link[RP_PATH];    /* the run folder as the page links it ("..", "../NAME", or absolute) */
     char slug[128];        /* label reduced to [A-Za-z0-9._-] */
     char precision[64], scaler[160];
     char fp8_scaler[160];  /* config.json "fp8_scaler" ("" if none): per-tensor FP8 strategy */
@@ -63,7 +64,8 @@ typedef struct rp_ctx {
     char out[RP_PATH];     /* dir/report */
     char scripts[RP_PATH]; /* where the .gp scripts are read from */
     const amp_report_opts *opts;
-    int compare;           /* a compare directory */
+    int compare;           /* several runs: a compare directory, or an overlay of folders */
+    int overlay;           /* runs gathered from several folders (amp_report_write_many) */
     size_t nr;
     rp_run *r;
     int ref;               /* index of the reference run, -1 if none */
@@ -75,12 +77,20 @@ typedef struct rp_ctx {
     rp_fig figs[64];
     int nfig;
     char notes[24][400];    /* figures that were skipped, and why (HTML) */
+    char calm[300];         /* runs whose Fig. 4 would be empty (nothing flushed or overflowed), comma-separated */
+    int ncalm;
     int nnotes;
 } rp_ctx;
 
 #define RP_FIG_W 1000      /* figure width in pixels (PNG, SVG); PDF: RP_FIG_W / 100 inches */
 
-/* report.c */
+/* report.c: the folder holding the fig*.gp scripts into ctx->scripts. */
+amp_status rp_find_scripts(rp_ctx *ctx);
+/* report.c: the page of one run or compare folder, or of several folders
+ * (amp_report_write_many without the sweep case). */
+amp_status rp_report_dirs(const char *const *dirs, int n, const amp_report_opts *opts, char *index_path, size_t len);
+
+/* report_findings.c */
 void rp_html_escape(FILE *fp, const char *s);
 
 /* report_fig.c: draws every figure; fills ctx->figs. */
@@ -101,6 +111,13 @@ void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file);
 void rp_add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref);
 /* Runs gnuplot for every requested format of figure f (w x h pixels). */
 amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h);
+
+/* report_findings.c: the page's opening section, computed from the runs:
+ * per run the flushed share of gradient values, the first underflow and
+ * overflow, the gap to the reference and where it first exceeded the
+ * tolerance, skipped steps and scale range; then a ranking with one verdict
+ * sentence per run. */
+void rp_html_findings(FILE *fp, const rp_ctx *ctx);
 
 /* report_hist.c */
 amp_status rp_fig_hist(rp_ctx *ctx);

@@ -21,6 +21,7 @@ typedef enum amp_status {
     AMP_EFORMAT,  /* malformed file */
     AMP_ERANGE,   /* value out of range (size overflow, absurd shape, ...) */
     AMP_ERUN,     /* a run failed (diverged and asked to stop, scaler at minimum) */
+    AMP_EINTR,    /* stopped on request (a signal): cleaned up, nothing half-written */
 } amp_status;
 
 /* Sets the thread-local error message (printf-style) and returns `st`. */

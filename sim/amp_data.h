@@ -18,8 +18,9 @@ typedef struct amp_batch {
 
 typedef struct amp_digits {
     int N;                   /* rows (1797) */
-    float *x;                /* [N,64] pixel/16 */
-    int32_t *y;              /* [N] */
+    int D, C;                /* features per row (64) and classes (10) */
+    float *x;                /* [N,D] (digits: pixel/16) */
+    int32_t *y;              /* [N] labels 0..C-1 */
     char sha256[65];
     char path[4096];
     /* batch buffers (for batches of B rows) */
@@ -36,6 +37,14 @@ AMP_API void amp_digits_free(amp_digits *d);
 /* Batch of step s: shuffle == 0: rows (B*s + j) mod N; else position p = B*s+j
  * is element p mod N of a permutation of epoch p / N drawn from (seed, epoch). */
 AMP_API amp_status amp_digits_batch(amp_digits *d, int64_t step, int B, int shuffle, uint64_t seed, amp_batch *out);
+/* Your own data for the MLP, in the same structure: a CSV file (plain or
+ * .gz) of float features and an integer label per row, the label column
+ * named label, labels, y, target or class in a header line, else the last
+ * column; or "FEATURES.npy,LABELS.npy" (features (N,D) f2/f4/f8; labels (N,)
+ * integers or whole-valued floats). D is the feature count, C = the largest
+ * label + 1 (at least 2). A bad value is AMP_EINVAL naming file:line (the
+ * row number for .npy). sha256 is that of the CSV or the features file. */
+AMP_API amp_status amp_table_load(const char *spec, amp_digits *d);
 /* Where "digits" lives: $AMP_DATADIR, $AMP_SRCDIR/datasets, ./datasets, next to the binary. */
 AMP_API amp_status amp_data_find(const char *file, char *out, size_t len);
 

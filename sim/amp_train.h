@@ -29,6 +29,8 @@
 
 #include <stdint.h>
 #include "amp_base.h"
+
+#include <signal.h>
 #include "amp_allreduce.h"
 #include "amp_data.h"
 #include "amp_model.h"
@@ -70,6 +72,11 @@ typedef struct amp_train_opts {
     int eval_batches;
     int64_t checkpoint_every; /* DIR/checkpoint.bin every K steps (0 = never) */
     int resume;              /* continue from DIR/checkpoint.bin if there is one */
+    int force;               /* overwrite a finished run in DIR (else AMP_EINVAL) */
+    /* Polled between steps: when it points at a nonzero value the run stops,
+     * removes its temporaries (and the folder it created, unless a checkpoint
+     * can resume it) and returns AMP_EINTR. NULL = never. */
+    const volatile sig_atomic_t *stop;
     amp_nonfinite_policy on_nonfinite; /* --on-nonfinite continue|skip|stop */
     /* emulated data parallelism (sim/train_dp.c): dp ranks of batch/dp rows each;
      * NULL = option not given (ring, fp32, none when dp > 1) */

@@ -33,6 +33,7 @@ const char *amp_status_name(amp_status st)
     case AMP_EFORMAT: return "malformed file";
     case AMP_ERANGE: return "out of range";
     case AMP_ERUN: return "run failed";
+    case AMP_EINTR: return "interrupted";
     }
     return "unknown status";
 }

@@ -5,6 +5,8 @@
 
 #include "ampsim.h"
 
+#include <signal.h>
+
 int amp_cli_formats(int argc, char **argv);
 int amp_cli_round(int argc, char **argv);
 int amp_cli_analyze(int argc, char **argv);
@@ -29,6 +31,16 @@ int amp_cli_parse_double(const char *s, double *out);
 int amp_cli_is_help(const char *a);
 /* 1 if stderr is a terminal (progress output allowed). */
 int amp_cli_progress_ok(void);
+
+/* SIGINT/SIGTERM (sim/cli_signal.c): amp_cli_catch_signals installs a handler
+ * that records the signal (a second one ends the process); commands poll
+ * amp_cli_stop_flag() / amp_cli_interrupted() and, once cleaned up, return
+ * amp_cli_interrupt_exit(cmd, msg): prints "ampsim CMD: MSG" (default: the
+ * resume hint) and returns 130 for SIGINT, 143 for SIGTERM. */
+void amp_cli_catch_signals(void);
+const volatile sig_atomic_t *amp_cli_stop_flag(void);
+int amp_cli_interrupted(void);
+int amp_cli_interrupt_exit(const char *cmd, const char *msg);
 
 /* ---- the option parser (sim/cli_opt.c) -----------------------------------
  * A table of options, ended by an entry with name NULL. Every option is

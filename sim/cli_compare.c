@@ -20,7 +20,8 @@ static void help(void)
            "mx and block only with a policy that scales FP8 tensors, e.g. fp8-hybrid), plus each --run\n"
            "pair, on the same data, initial weights and seed. Runs go in parallel up to --jobs (default:\n"
            "the number of cores), each as 'ampsim train ... --out DIR/NAME' (NAME = ref or\n"
-           "PRECISION__SCALER) with its log in DIR/NAME.log. Then DIR/summary.csv: per run the final\n"
+           "PRECISION__SCALER, or PRECISION__LOSSSCALER__FP8STRATEGY for a policy with FP8\n"
+           "scaling) with its log in DIR/NAME.log. Then DIR/summary.csv: per run the final\n"
            "loss, max and mean |loss - reference loss|, skipped steps, mean flushed fraction of the\n"
            "gradient tensors, and the first step where |loss - reference| > --diverge-tol (default 0.05).\n"
            "SPECs contain commas (torch:init=1024,interval=3): a piece without ':' that is key=value\n"
@@ -99,8 +100,21 @@ int amp_cli_compare(int argc, char **argv)
 
     amp_run_cfg *runs;
     int n;
-    amp_status st = amp_compare_plan(precisions, scalers, (char *const *)extra.v, n_extra, ref, &runs, &n);
+    char *dropped = NULL;
+    amp_status st = amp_compare_plan_dropped(precisions, scalers, (char *const *)extra.v, n_extra, ref, &runs, &n,
+                                             &dropped);
     if (st) { rc = amp_cli_fail(st); goto done; }
+    for (char *line = dropped; line && *line;) {          /* every pair that is not run, and why */
+        size_t len = strcspn(line, "\n");
+        fprintf(stderr, "ampsim compare: %.*s\n", (int)len, line);
+        line += len + (line[len] != 0);
+    }
+    free(dropped);
+    if (n < 2) {
+        free(runs);
+        rc = amp_cli_usage_error("compare", "nothing to compare: every pair was dropped (see above); only the reference is left");
+        goto done;
+    }
     if ((st = amp_mkdir_p(out))) { free(runs); rc = amp_cli_fail(st); goto done; }
 
     char self[4096];
@@ -116,7 +130,9 @@ int amp_cli_compare(int argc, char **argv)
         if (!argvs[i]) { rc = amp_cli_fail(AMP_ENOMEM); goto cleanup; }
     }
     /* locally up to --jobs processes; under mpirun/srun spread over the ranks */
+    amp_cli_catch_signals();
     int d = amp_cli_dist_run("compare", out, runs, argvs, n, jobs, force, status);
+    if (d == 3) { rc = amp_cli_interrupt_exit("compare", NULL); goto cleanup; }
     if (d) { rc = d == 1 ? 0 : 2; goto cleanup; }
     st = amp_compare_summarize(out, runs, n, status, tol);
     if (st) { rc = amp_cli_fail(st); goto cleanup; }

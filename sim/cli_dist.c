@@ -117,31 +117,58 @@ static int exit_code(int ws)
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
-static void report(const char *cmd, const char *out, const amp_run_cfg *r, int k, int n, int st, int rank)
+static double now_s(void)
 {
-    if (!amp_cli_progress_ok() && st == 0 && rank < 0) return;   /* MPI: always (cluster logs) */
-    char where[32] = "";
-    if (rank >= 0) snprintf(where, sizeof where, " on rank %d", rank);
-    fprintf(stderr, "ampsim %s: [%d/%d] %s: %s%s (log %s/%s.log)\n", cmd, k, n, r->name,
-            st ? "FAILED" : "ok", where, out, r->name);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* One line per finished run: on a terminal (local runs) or always under MPI
+ * (cluster logs). secs < 0: not timed. */
+static void report(const char *cmd, const char *out, const amp_run_cfg *r, int k, int n, int st, int rank, double secs)
+{
+    if (!amp_cli_progress_ok() && (st == 0 || st == 128 + SIGTERM || st == 128 + SIGINT) && rank < 0) return;
+    char where[32] = "", took[32] = "";
+    if (rank >= 0) snprintf(where, sizeof where, " on rank %d", rank);
+    if (secs >= 0) snprintf(took, sizeof took, " %.1f s", secs);
+    fprintf(stderr, "ampsim %s: [%d/%d] %s %s%s%s (log %s/%s.log)\n", cmd, k, n, r->name,
+            st ? "FAILED" : "ok", took, where, out, r->name);
+}
+
+/* A run stopped by an interrupt: its command and log go too (the run removed
+ * its own files), so the folder holds only finished runs and resumable ones. */
+static void forget_run(const char *out, const char *name)
+{
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s.cmd", out, name);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/%s.log", out, name);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/%s", out, name);
+    rmdir(p);
+}
+
+/* Returns 0, or 2 on error (printed), or 3 when interrupted (children stopped). */
 static int run_local(const char *cmd, const char *out, const amp_run_cfg *runs, char ***argvs, int n,
                      long jobs, int force, int *status)
 {
     pid_t *pids = calloc((size_t)n, sizeof *pids);
-    if (!pids) return amp_cli_fail(AMP_ENOMEM);
+    double *t0 = calloc((size_t)n, sizeof *t0);
+    if (!pids || !t0) { free(pids); free(t0); return amp_cli_fail(AMP_ENOMEM); }
     int running = 0, next = 0, finished = 0, rc = 0;
     while (finished < n) {
+        if (amp_cli_interrupted()) break;
         while (running < jobs && next < n) {
             int i = next++;
             if (!force && already_done(out, runs[i].name, argvs[i])) {
                 status[i] = 0;
                 finished++;
-                if (amp_cli_progress_ok()) fprintf(stderr, "ampsim %s: [%d/%d] %s: already done\n", cmd, finished, n, runs[i].name);
+                if (amp_cli_progress_ok()) fprintf(stderr, "ampsim %s: [%d/%d] %s already done\n", cmd, finished, n, runs[i].name);
                 continue;
             }
             if ((pids[i] = start_run(out, runs[i].name, argvs[i])) < 0) { rc = amp_cli_fail(AMP_EIO); goto done; }
+            t0[i] = now_s();
             running++;
         }
         if (running == 0) continue;
@@ -157,11 +184,28 @@ static int run_local(const char *cmd, const char *out, const amp_run_cfg *runs, 
                 status[i] = exit_code(ws);
                 running--;
                 finished++;
-                report(cmd, out, &runs[i], finished, n, status[i], -1);
+                if (amp_cli_interrupted() && (status[i] == 128 + SIGINT || status[i] == 128 + SIGTERM)) {
+                    forget_run(out, runs[i].name);
+                    continue;
+                }
+                report(cmd, out, &runs[i], finished, n, status[i], -1, now_s() - t0[i]);
             }
+    }
+    if (amp_cli_interrupted()) {
+        for (int i = 0; i < n; i++)
+            if (pids[i] > 0) kill(pids[i], SIGTERM);
+        for (int i = 0; i < n; i++) {
+            if (pids[i] <= 0) continue;
+            int ws;
+            while (waitpid(pids[i], &ws, 0) < 0 && errno == EINTR) {}
+            if (exit_code(ws) != 0) forget_run(out, runs[i].name);
+            pids[i] = 0;
+        }
+        rc = 3;
     }
 done:
     free(pids);
+    free(t0);
     return rc;
 }
 
@@ -217,7 +261,7 @@ static int mpi_root(const amp_mpi_plugin *mp, int size, const char *cmd, const c
         while (next < n && !force && already_done(out, runs[next].name, argvs[next])) {
             status[next] = 0;
             finished++;
-            if (amp_cli_progress_ok()) fprintf(stderr, "ampsim %s: [%d/%d] %s: already done\n", cmd, finished, n, runs[next].name);
+            if (amp_cli_progress_ok()) fprintf(stderr, "ampsim %s: [%d/%d] %s already done\n", cmd, finished, n, runs[next].name);
             next++;
         }
         if (own) {
@@ -226,7 +270,7 @@ static int mpi_root(const amp_mpi_plugin *mp, int size, const char *cmd, const c
             if (p == own) {
                 status[own_i] = exit_code(ws);
                 finished++;
-                report(cmd, out, &runs[own_i], finished, n, status[own_i], 0);
+                report(cmd, out, &runs[own_i], finished, n, status[own_i], 0, -1);
                 own = 0;
                 busy = 1;
             }
@@ -250,7 +294,7 @@ static int mpi_root(const amp_mpi_plugin *mp, int size, const char *cmd, const c
             if (msg[0] >= 0 && msg[0] < n) {
                 status[msg[0]] = msg[1];
                 finished++;
-                report(cmd, out, &runs[msg[0]], finished, n, msg[1], src);
+                report(cmd, out, &runs[msg[0]], finished, n, msg[1], src, -1);
             }
             give = next < n ? next++ : -1;
             if (give < 0) stopped++;
@@ -291,7 +335,7 @@ static int mpi_worker(const amp_mpi_plugin *mp, const char *cmd, const char *out
 int amp_cli_dist_run(const char *cmd, const char *out, const amp_run_cfg *runs, char ***argvs, int n,
                      long jobs, int force, int *status)
 {
-    if (!amp_cli_dist_active()) return run_local(cmd, out, runs, argvs, n, jobs, force, status) ? 2 : 0;
+    if (!amp_cli_dist_active()) return run_local(cmd, out, runs, argvs, n, jobs, force, status);
     const amp_mpi_plugin *mp = load_plugin();
     if (!mp) {
         const char *r = env_any(rank_vars);
@@ -301,7 +345,7 @@ int amp_cli_dist_run(const char *cmd, const char *out, const amp_run_cfg *runs, 
             return 1;
         }
         fprintf(stderr, "ampsim %s: no MPI plugin (ampsim-mpi.so) in this build: rank 0 runs everything locally\n", cmd);
-        return run_local(cmd, out, runs, argvs, n, jobs, force, status) ? 2 : 0;
+        return run_local(cmd, out, runs, argvs, n, jobs, force, status);
     }
     int rank, size;
     if (mp->init(&rank, &size)) {

@@ -21,7 +21,9 @@ int amp_cli_dist_active(void);
  * 0 runs everything locally and the other ranks do nothing.
  * Returns 0: this process has every status and writes the summary (local, or
  * MPI rank 0); 1: an MPI rank other than 0, nothing more to do; 2: error
- * (message printed). `cmd` names the subcommand in messages. */
+ * (message printed); 3: interrupted (local runs: SIGINT/SIGTERM seen, the running
+ * runs stopped with SIGTERM and waited for, their .cmd and .log removed).
+ * `cmd` names the subcommand in messages. */
 int amp_cli_dist_run(const char *cmd, const char *out, const amp_run_cfg *runs, char ***argvs, int n,
                      long jobs, int force, int *status);
 

@@ -4,6 +4,7 @@
  * belongs to `ampsim train`. */
 #include "cli.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,12 @@ static int store(const char *cmd, const amp_cli_opt *o, const char *v)
     }
     case AMP_OPT_INT:
     case AMP_OPT_I64:
-        if (amp_cli_parse_long(v, (long)o->lo, (long)o->hi, &l))
+        if (amp_cli_parse_long(v, (long)o->lo, (long)o->hi, &l)) {
+            if (!amp_cli_parse_long(v, LONG_MIN, LONG_MAX, &l))   /* an integer, but past a limit: say which */
+                return amp_cli_usage_error(cmd, "%s %s: %s is %.0f", o->name, v, l < o->lo ? "the lowest allowed" :
+                                           "the limit", l < o->lo ? o->lo : o->hi);
             return amp_cli_usage_error(cmd, "%s: '%s' is not an integer in %.0f..%.0f", o->name, v, o->lo, o->hi);
+        }
         if (o->kind == AMP_OPT_INT) *(int *)o->dst = (int)l;
         else *(int64_t *)o->dst = l;
         return 0;

@@ -9,11 +9,17 @@
 
 static void help(void)
 {
-    printf("usage: ampsim report DIR [--formats png,pdf,svg] [--quiet]\n"
-           "Writes DIR/report/index.html and the figures of a run directory (written by\n"
-           "`ampsim train`) or a compare directory (written by `ampsim compare`: summary.csv\n"
-           "and one run directory per configuration). Figures, drawn by gnuplot with the\n"
-           "scripts reports/fig*.gp:\n"
+    printf("usage: ampsim report DIR [--formats png,pdf,svg] [--quiet] [--out OUT]\n"
+           "       ampsim report DIR1 DIR2 ... --out OUT\n"
+           "Writes DIR/report/index.html (or OUT/index.html) and the figures of a run directory\n"
+           "(written by `ampsim train`) or a compare directory (written by `ampsim compare`:\n"
+           "summary.csv and one run directory per configuration). Several folders (runs or\n"
+           "compares) are overlaid on one page in OUT, each run labelled FOLDER or FOLDER/RUN.\n"
+           "A sweep directory (`ampsim sweep` with seeds or vary) gets each group's compare page\n"
+           "and a page that aggregates over the seeds: per configuration and varied value the\n"
+           "mean and spread of the tail loss and of the flushed share, stuck and diverged runs.\n"
+           "The page opens with findings computed from the runs (docs/reports.md). Figures,\n"
+           "drawn by gnuplot with the scripts reports/fig*.gp:\n"
            "  1 gradient-magnitude histograms (log2|g| per binade, zero bin) with the format's\n"
            "    normal, subnormal, flush-to-zero and overflow bands, unscaled and after the\n"
            "    loss scale: pooled, per tensor (run) or per run (compare)\n"
@@ -32,6 +38,7 @@ static void help(void)
            "Options:\n"
            "  --formats LIST   any of png,pdf,svg\n"
            "  --quiet          no gnuplot warnings on stderr\n"
+           "  --out OUT        write the page and figures into OUT (default DIR/report)\n"
            "  --scripts DIR    folder holding the fig*.gp scripts (default: found next to the\n"
            "                   binary, or $AMPSIM_REPORT_SCRIPTS)\n"
            "  --gnuplot PROG   the gnuplot program (default: gnuplot on PATH)\n");
@@ -42,20 +49,25 @@ static amp_status parse_formats(const char *v, void *dst) { return amp_report_pa
 int amp_cli_report(int argc, char **argv)
 {
     amp_report_opts o = { .formats = AMP_REPORT_PNG | AMP_REPORT_PDF | AMP_REPORT_SVG };
-    const char *pos[1];
-    amp_cli_list dirs = { pos, 0, 1 };
+    const char *pos[64];
+    amp_cli_list dirs = { pos, 0, 64 };
     const amp_cli_opt opts[] = {
         { "--formats", AMP_OPT_FN, &o.formats, 0, 0, parse_formats },
         { "--scripts", AMP_OPT_STR, &o.scripts_dir, 0, 0, NULL },
         { "--gnuplot", AMP_OPT_STR, &o.gnuplot, 0, 0, NULL },
         { "--quiet", AMP_OPT_FLAG, &o.quiet, 1, 0, NULL },
+        { "--out", AMP_OPT_STR, &o.out, 0, 0, NULL },
         { NULL, 0, NULL, 0, 0, NULL },
     };
     int rc = amp_cli_parse("report", argc, argv, opts, &dirs, AMP_CLI_POSITIONAL, help);
     if (rc) return rc < 0 ? 0 : rc;
     if (!dirs.n) return amp_cli_usage_error("report", "missing DIR (try --help)");
     char index[4200];
-    amp_status st = amp_report_write(dirs.v[0], &o, index, sizeof index);
+    amp_cli_catch_signals();
+    o.stop = amp_cli_stop_flag();
+    if (dirs.n > 1 && !o.out) return amp_cli_usage_error("report", "several folders go on one page: give --out DIR");
+    amp_status st = amp_report_write_many((const char *const *)dirs.v, dirs.n, &o, index, sizeof index);
+    if (st == AMP_EINTR || (st && amp_cli_interrupted())) return amp_cli_interrupt_exit("report", "interrupted; run the same command again to redraw");
     if (st) return amp_cli_fail(st);
     printf("%s\n", index);
     return 0;

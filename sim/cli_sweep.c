@@ -85,7 +85,9 @@ int amp_cli_sweep(int argc, char **argv)
         goto done;
     }
     if ((st = amp_mkdir_p(out))) { rc = amp_cli_fail(st); goto done; }
+    amp_cli_catch_signals();
     int d = amp_cli_dist_run("sweep", out, sw.runs, argvs, n, jobs, force, status);
+    if (d == 3) { rc = amp_cli_interrupt_exit("sweep", NULL); goto done; }
     if (d) { rc = d == 1 ? 0 : 2; goto done; }
     if ((st = amp_sweep_summarize(out, &sw, status))) { rc = amp_cli_fail(st); goto done; }
     for (int i = 0; i < n; i++)

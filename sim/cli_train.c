@@ -8,8 +8,12 @@ static void help(void)
 {
     printf(
         "usage: ampsim train [options]\n"
-        "  --model mlp|gpt         model (default mlp: 64-H-..-H-10, ReLU; gpt: byte-level GPT)\n"
-        "  --data digits|austen|PATH  data set (default: digits for mlp, austen for gpt)\n"
+        "  --model mlp|gpt         model (default mlp: D-H-..-H-C, ReLU, D features and C classes of the\n"
+        "                          data (digits: 64, 10); gpt: byte-level GPT)\n"
+        "  --data digits|austen|PATH  data set (default: digits for mlp, austen for gpt); for mlp PATH is\n"
+        "                          a CSV (.gz ok) of float features and an integer label per row (label\n"
+        "                          column named label/y/target/class in a header line, else the last), or\n"
+        "                          FEATURES.npy,LABELS.npy; any width, any number of classes\n"
         "  --precision P           policy preset: %s (default fp32)\n"
         "  --policy FILE.json      policy from JSON (roles, gemm, fp32_ops, rounding, update)\n"
         "  --scaler SPEC           loss scaler (default none; static:S, torch, apex, ...)\n"
@@ -40,6 +44,7 @@ static void help(void)
         "                          apply it), stop (end the run, exit 1; also when the loss scale reaches 0).\n"
         "                          Each case is an event in events.csv. NaN/Inf in the data is exit 2 at load.\n"
         "  --resume                continue from DIR/checkpoint.bin (same options; bit-identical)\n"
+        "  --force                 overwrite a finished run in DIR (without it: exit 2)\n"
         "  --dp R                  emulate R data-parallel ranks (default 1): --batch stays the global\n"
         "                          batch (divisible by R), rank r gets rows [r*B/R, (r+1)*B/R)\n"
         "  --allreduce ring|tree   gradient all-reduce algorithm (--dp > 1; default ring)\n"
@@ -74,6 +79,7 @@ int amp_cli_train(int argc, char **argv)
         { "--allreduce-scale", AMP_OPT_STR, &o.allreduce_scale, 0, 0, NULL },
         { "--no-shuffle", AMP_OPT_FLAG, &no_shuffle, 1, 0, NULL },
         { "--resume", AMP_OPT_FLAG, &o.resume, 1, 0, NULL },
+        { "--force", AMP_OPT_FLAG, &o.force, 1, 0, NULL },
         { "--seed", AMP_OPT_U64, &o.seed, 0, 0, NULL },
         { "--lr", AMP_OPT_DOUBLE, &o.lr, 0, 1e30, NULL },
         { "--steps", AMP_OPT_I64, &o.steps, 1, 1e9, NULL },
@@ -97,6 +103,9 @@ int amp_cli_train(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     if (no_shuffle) o.shuffle = 0;
     o.progress = amp_cli_progress_ok();
+    amp_cli_catch_signals();
+    o.stop = amp_cli_stop_flag();
     amp_status s = amp_train_run(&o);
+    if (s == AMP_EINTR || (s && amp_cli_interrupted())) return amp_cli_interrupt_exit("train", s == AMP_EINTR ? amp_errmsg() : NULL);
     return s ? amp_cli_fail(s) : 0;
 }

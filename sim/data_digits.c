@@ -58,6 +58,8 @@ static amp_status parse_row(amp_digits *d, const char *path, long line, char *s,
 amp_status amp_digits_load(const char *path, amp_digits *d)
 {
     memset(d, 0, sizeof *d);
+    d->D = DIGITS_D;
+    d->C = 10;
     snprintf(d->path, sizeof d->path, "%s", path);
     amp_status s = amp_sha256_file(path, d->sha256);
     if (s) return s;
@@ -97,9 +99,10 @@ amp_status amp_digits_load(const char *path, amp_digits *d)
 amp_status amp_digits_batch(amp_digits *d, int64_t step, int B, int shuffle, uint64_t seed, amp_batch *out)
 {
     if (d->bx && B != d->B) return amp_fail(AMP_EINVAL, "digits: batch size changed from %d to %d", d->B, B);
+    const int D = d->D;
     if (!d->bx) {
         d->B = B;
-        d->bx = malloc((size_t)B * DIGITS_D * sizeof(float));
+        d->bx = malloc((size_t)B * (size_t)D * sizeof(float));
         d->by = malloc((size_t)B * sizeof(int32_t));
         d->perm = malloc((size_t)d->N * sizeof(int));
         d->perm_epoch = -1;
@@ -121,11 +124,11 @@ amp_status amp_digits_batch(amp_digits *d, int64_t step, int B, int shuffle, uin
             }
             row = d->perm[row];
         }
-        memcpy(d->bx + (size_t)j * DIGITS_D, d->x + (size_t)row * DIGITS_D, DIGITS_D * sizeof(float));
+        memcpy(d->bx + (size_t)j * D, d->x + (size_t)row * D, (size_t)D * sizeof(float));
         d->by[j] = d->y[row];
     }
     out->B = B;
-    out->D = DIGITS_D;
+    out->D = D;
     out->x = d->bx;
     out->tok = NULL;
     out->y = d->by;

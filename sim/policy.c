@@ -156,8 +156,18 @@ static amp_status parse_gemm(const char *what, const cJSON *obj, amp_policy *p)
 
 amp_status amp_policy_from_json(const char *text, const char *what, amp_policy *p)
 {
-    cJSON *root = cJSON_Parse(text);
-    if (!root || !cJSON_IsObject(root)) {
+    const char *err = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &err, 0);
+    if (!root) {   /* where the parser stopped, as line:column (1-based) */
+        long line = 1, col = 1;
+        for (const char *c = text; err && c < err && *c; c++) {
+            if (*c == '\n') { line++; col = 1; } else col++;
+        }
+        int end = !err || !*err;
+        return amp_fail(AMP_EINVAL, "%s:%ld:%ld: not valid JSON (%s)", what, line, col,
+                        end ? "the text ends before the JSON does: truncated?" : "unexpected text here");
+    }
+    if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return amp_fail(AMP_EINVAL, "%s: not a JSON object", what);
     }

@@ -24,6 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void amp_train_opts_defaults(amp_train_opts *o)
 {
@@ -322,8 +325,14 @@ static amp_status data_open(run_data *d, const amp_train_opts *o)
     else snprintf(d->path, sizeof d->path, "%s", name);
     if (s) return s;
     if (!d->gpt) {
-        if ((s = amp_digits_load(d->path, &d->dig))) return s;
+        /* the digits layout (65 integers, pixels 0..16 scaled by 1/16), else any CSV or .npy pair */
+        if (!strcmp(name, "digits") || !strchr(name, ',')) s = amp_digits_load(d->path, &d->dig);
+        if (strcmp(name, "digits") && (s || strchr(name, ','))) s = amp_table_load(d->path, &d->dig);
+        if (s) return s;
         memcpy(d->sha256, d->dig.sha256, sizeof d->sha256);
+        if (o->batch > d->dig.N)
+            return amp_fail(AMP_EINVAL, "--batch %d is larger than the data set (%d rows in %s): every batch would repeat rows",
+                            o->batch, d->dig.N, d->path);
         return AMP_OK;
     }
     if ((s = amp_sha256_file(d->path, d->sha256))) return s;
@@ -450,7 +459,8 @@ static amp_status run_model(run *u)
     else {
         amp_act act;
         s = amp_act_parse(o->act ? o->act : "relu", &act);
-        if (!s) s = amp_mlp_create_act(&u->m, &u->pol, o->batch / u->R, 64, o->hidden, u->layers, 10, o->seed, act);
+        if (!s) s = amp_mlp_create_act(&u->m, &u->pol, o->batch / u->R, u->data.dig.D, o->hidden, u->layers, u->data.dig.C,
+                                       o->seed, act);
     }
     if (s) return s;
     if (u->has_fp8) u->m.reg.fp8 = &u->fp8;
@@ -541,9 +551,12 @@ static char *run_summary(const run *u, amp_status srun, double val_loss)
     const run_state *rs = &u->rs;
     cJSON *summary = cJSON_CreateObject();
     cJSON_AddNumberToObject(summary, "steps", (double)u->o->steps);
-    cJSON_AddNumberToObject(summary, "final_loss", isfinite(rs->last_loss) ? rs->last_loss : 0.0);
+    /* JSON has no NaN or Inf: a non-finite loss is null */
+    if (isfinite(rs->last_loss)) cJSON_AddNumberToObject(summary, "final_loss", rs->last_loss);
+    else cJSON_AddNullToObject(summary, "final_loss");
     cJSON_AddBoolToObject(summary, "final_loss_finite", isfinite(rs->last_loss));
-    cJSON_AddNumberToObject(summary, "min_loss", isfinite(rs->min_loss) ? rs->min_loss : 0.0);
+    if (isfinite(rs->min_loss)) cJSON_AddNumberToObject(summary, "min_loss", rs->min_loss);
+    else cJSON_AddNullToObject(summary, "min_loss");
     if (isfinite(val_loss)) cJSON_AddNumberToObject(summary, "val_loss", val_loss);
     cJSON_AddNumberToObject(summary, "skipped_steps", (double)rs->skipped);
     cJSON_AddNumberToObject(summary, "nonfinite_steps", (double)rs->nonfinite_steps);
@@ -595,17 +608,71 @@ static void run_free(run *u)
     if (u->has_fp8) amp_fp8_free(&u->fp8);
 }
 
+static int path_exists(const char *dir, const char *name)
+{
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+/* A finished run (summary.json) in --out is kept unless --force (or
+ * --resume, which keeps what it can); --force removes its files first so an
+ * interrupted overwrite never mixes two runs. */
+static amp_status run_check_out(const amp_train_opts *o)
+{
+    static const char *const own[] = { AMP_RUN_SUMMARY, AMP_RUN_CONFIG, AMP_RUN_METRICS, AMP_RUN_TENSORS,
+                                       AMP_RUN_HIST, AMP_RUN_EVENTS, AMP_RUN_CHECKPOINT };
+    if (!path_exists(o->out, AMP_RUN_SUMMARY) || o->resume) return AMP_OK;
+    if (!o->force)
+        return amp_fail(AMP_EINVAL, "%s holds a finished run (%s); give --force to overwrite it, or another --out",
+                        o->out, AMP_RUN_SUMMARY);
+    char p[4200];
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", o->out, own[i]);
+        if (unlink(p) != 0 && errno != ENOENT) return amp_fail(AMP_EIO, "%s: cannot remove: %s", p, strerror(errno));
+    }
+    return AMP_OK;
+}
+
+/* After a stop request: the temporaries are gone (run_free); what is left
+ * is a checkpoint to resume from, or else nothing of this run. */
+static amp_status run_interrupted(run *u, int had_dir)
+{
+    const amp_train_opts *o = u->o;
+    if (path_exists(o->out, AMP_RUN_CHECKPOINT))
+        return amp_fail(AMP_EINTR, "interrupted at step %lld; run the same command again%s to resume from the last checkpoint",
+                        (long long)u->rs.next_step, o->resume ? "" : " with --resume");
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", o->out, AMP_RUN_CONFIG);
+    unlink(p);
+    if (!had_dir) rmdir(o->out);
+    return amp_fail(AMP_EINTR, "interrupted at step %lld; nothing kept (no checkpoint: give --checkpoint-every K to make "
+                    "a run resumable)", (long long)u->rs.next_step);
+}
+
 amp_status amp_train_run(const amp_train_opts *o)
 {
     run *u = calloc(1, sizeof *u);
     if (!u) return amp_fail(AMP_ENOMEM, "out of memory");
     u->o = o;
-    amp_status s = run_check_opts(u);
+    int had_dir = path_exists(o->out, ".");
+    amp_status s = run_check_out(o);
+    if (!s) s = run_check_opts(u);
     if (!s) s = run_scalers(u);
     if (!s) s = run_model(u);
     if (!s) s = run_open_logs(u);
-    for (int64_t step = u->rs.next_step; step < o->steps && !s; step++) s = run_step(u, step);
+    for (int64_t step = u->rs.next_step; step < o->steps && !s; step++) {
+        if (o->stop && *o->stop) { s = AMP_EINTR; break; }
+        s = run_step(u, step);
+    }
     if (o->progress) fputc('\n', stderr);
+    if (s == AMP_EINTR) {
+        run_free(u);
+        s = run_interrupted(u, had_dir);
+        free(u);
+        return s;
+    }
     amp_status srun = s;
     if (s == AMP_ERUN) s = AMP_OK;           /* the logs of a stopped run are complete up to the stop */
     if (!s) s = run_finish(u, srun);

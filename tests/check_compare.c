@@ -47,14 +47,27 @@ START_TEST(plan_pairs)
 {
     amp_run_cfg *r;
     int n;
-    ck_assert_int_eq(amp_compare_plan("fp16-amp,fp8-hybrid", "none,delayed", NULL, 0, "fp32", &r, &n), AMP_OK);
-    /* ref, fp16-amp x none, fp8-hybrid x {none, delayed}; fp16-amp x delayed makes no sense */
+    ck_assert_int_eq(amp_compare_plan("fp16-amp,fp8-hybrid", "none,delayed,current", NULL, 0, "fp32", &r, &n), AMP_OK);
+    /* ref, fp16-amp x none, fp8-hybrid x {none (= delayed), current}; fp16-amp x delayed makes no sense */
     ck_assert_int_eq(n, 4);
     ck_assert(r[0].is_ref);
     ck_assert_str_eq(r[0].name, "ref");
     ck_assert_str_eq(r[1].name, "fp16-amp__none");
-    ck_assert_str_eq(r[2].name, "fp8-hybrid__none");
-    ck_assert_str_eq(r[3].name, "fp8-hybrid__delayed");
+    ck_assert_str_eq(r[2].name, "fp8-hybrid__none__delayed");
+    ck_assert_str_eq(r[3].name, "fp8-hybrid__none__current");
+    ck_assert_str_eq(r[3].loss_scaler, "none");
+    ck_assert_str_eq(r[3].fp8, "current");
+    ck_assert_str_eq(r[1].fp8, "");
+    free(r);
+    /* every pair that is not run is named with its reason */
+    char *dropped = NULL;
+    ck_assert_int_eq(amp_compare_plan_dropped("fp16-amp,fp8-hybrid", "none,delayed,current", NULL, 0, "fp32", &r, &n,
+                                              &dropped), AMP_OK);
+    ck_assert_int_eq(n, 4);
+    ck_assert_ptr_nonnull(dropped);
+    ck_assert_msg(strstr(dropped, "fp16-amp with delayed: not run") && strstr(dropped, "fp16-amp with current: not run") &&
+                  strstr(dropped, "fp8-hybrid with delayed: the same run as fp8-hybrid with none"), "%s", dropped);
+    free(dropped);
     free(r);
     ck_assert_int_eq(amp_compare_plan("fp16-amp", "torch:nosuchkey=1", NULL, 0, "fp32", &r, &n), AMP_EINVAL);
     ck_assert_int_eq(amp_compare_plan("fp17-amp", "none", NULL, 0, "fp32", &r, &n), AMP_EINVAL);
@@ -87,7 +100,8 @@ START_TEST(compare_runs_fair_and_summarised)
     }
     char *s = slurp("cmp/summary.csv");
     static const char head[] = "name,precision,scaler,status,steps,final_loss,max_abs_diff,mean_abs_diff,"
-                               "skipped_steps,mean_flushed_frac_grads,first_divergence_step,tail_mean_loss,tail_diff\n";
+                               "skipped_steps,mean_flushed_frac_grads,first_divergence_step,tail_mean_loss,tail_diff,"
+                               "loss_scaler,fp8_scaling,same_as\n";
     ck_assert_msg(!strncmp(s, head, strlen(head)), "%s", s);
     char *row = strstr(s, "\nfp16-amp__none,");
     ck_assert_msg(row != NULL, "%s", s);
@@ -98,13 +112,13 @@ START_TEST(compare_runs_fair_and_summarised)
     ck_assert(fabs(fin - l[29]) <= 1e-8 * fabs(l[29]));
     ck_assert(fabs(dmax - mx) <= 1e-8 + 1e-7 * mx);
     ck_assert(fabs(dmean - sum / 30) <= 1e-8 + 1e-7 * dmean);
-    /* the last two columns: mean loss of steps 23..29 (the last quarter, 7 steps)
+    /* tail_mean_loss, tail_diff: mean loss of steps 23..29 (the last quarter, 7 steps)
      * and its difference to the reference's */
     double tl = 0, tr = 0, tail, tdiff;
     for (int i = 23; i < 30; i++) tl += l[i] / 7, tr += ref[i] / 7;
     char *eol = strchr(row + 1, '\n'), *c = eol;
     ck_assert(eol != NULL);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 5; k++)   /* then loss_scaler, fp8_scaling, same_as */
         do c--; while (*c != ',');
     ck_assert(sscanf(c, ",%lf,%lf", &tail, &tdiff) == 2);
     ck_assert_msg(fabs(tail - tl) <= 1e-7 * tl && fabs(tdiff - (tl - tr)) <= 1e-7 * tl, "%g %g vs %g %g", tail, tdiff, tl, tl - tr);

@@ -123,7 +123,8 @@ START_TEST(grid_plan)
     const char *g = "{" TRAIN_JSON ", \"precisions\": [\"fp16-amp\", \"fp8-hybrid\"], \"scalers\": [\"none\", \"delayed:margin=1\"],"
                     " \"seeds\": [1, 7], \"vary\": {\"hidden\": [8, 16], \"no-shuffle\": [false, true]}}";
     ck_assert_msg(amp_sweep_parse(g, "g.json", &sw) == AMP_OK, "%s", amp_errmsg());
-    /* per group: ref, fp16-amp__none, fp8-hybrid__none, fp8-hybrid__delayed (fp16-amp x delayed dropped) */
+    /* per group: ref, fp16-amp__none, fp8-hybrid__none__delayed, fp8-hybrid__none__delayed-margin-1
+     * (fp16-amp x delayed dropped) */
     ck_assert_int_eq(sw.ngroups, 8);
     ck_assert_int_eq(sw.nruns, 32);
     ck_assert_str_eq(sw.groups[0].name, "seed1__hidden8__no-shufflefalse");
@@ -131,7 +132,7 @@ START_TEST(grid_plan)
     ck_assert_str_eq(sw.groups[2].name, "seed1__hidden16__no-shufflefalse");
     ck_assert_str_eq(sw.groups[7].name, "seed7__hidden16__no-shuffletrue");
     ck_assert_str_eq(sw.runs[0].name, "seed1__hidden8__no-shufflefalse/ref");
-    ck_assert_str_eq(sw.runs[3].name, "seed1__hidden8__no-shufflefalse/fp8-hybrid__delayed-margin-1");
+    ck_assert_str_eq(sw.runs[3].name, "seed1__hidden8__no-shufflefalse/fp8-hybrid__none__delayed-margin-1");
     ck_assert_str_eq(sw.runs[3].scaler, "delayed:margin=1");
     /* argv of the last group's fp16-amp run: common options without the varied hidden, then
      * the group's options (false flags omitted), then precision/scaler/out */
@@ -206,7 +207,7 @@ START_TEST(mpi_sweep_identical_to_local)
     };
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < 3; c++) {
-            ck_assert_int_eq(sh("%s train " TRAIN_ARGS " --seed %s --precision %s --scaler %s --out alone >/dev/null 2>&1",
+            ck_assert_int_eq(sh("%s train " TRAIN_ARGS " --seed %s --precision %s --scaler %s --force --out alone >/dev/null 2>&1",
                                 bin(), seeds[s], cfg[c].prec, cfg[c].scaler), 0);
             char p[800];
             snprintf(p, sizeof p, "m/seed%s/%s/metrics.csv", seeds[s], cfg[c].name);
@@ -263,7 +264,7 @@ START_TEST(mpi_failed_run_marked)
                             " \"precisions\": [\"bf16-amp\"], \"vary\": {\"batch\": [0, 8]}}");
     ck_assert_int_eq(sh("%s %s sweep grid.json --out m >out 2>err", mpirun(2), bin()), 1);
     char *s = slurp("m/summary.csv");
-    ck_assert_msg(strstr(s, "\nbatch0,,0,ref,fp32,\"none\",failed,,,,,,,,,\n") != NULL, "%s", s);
+    ck_assert_msg(strstr(s, "\nbatch0,,0,ref,fp32,\"none\",failed,,,,,,,,,,\"none\",\"none\",\n") != NULL, "%s", s);
     ck_assert_msg(strstr(s, "\nbatch0,,0,bf16-amp__none,bf16-amp,\"none\",failed,") != NULL, "%s", s);
     ck_assert_msg(strstr(s, "\nbatch8,,8,ref,fp32,\"none\",ok,5,") != NULL, "%s", s);
     ck_assert_msg(strstr(s, "\nbatch8,,8,bf16-amp__none,bf16-amp,\"none\",ok,5,") != NULL, "%s", s);

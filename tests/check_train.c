@@ -367,16 +367,20 @@ START_TEST(test_bad_options)
     }
     fclose(fp);
     expect_bad("--data d.csv", "d.csv:3");
+    /* a label that is not a class number (a pixel of 17 is now just a feature of a CSV of your own) */
     fp = fopen(path, "w");
     for (int k = 0; k < 64; k++) fprintf(fp, "%d,", k == 9 ? 17 : 0);
-    fputs("3\n", fp);
+    fputs("2.5\n", fp);
     fclose(fp);
     expect_bad("--data d.csv", "d.csv:1");
+    /* a row of another width than the first */
     fp = fopen(path, "w");
+    for (int k = 0; k < 64; k++) fprintf(fp, "0,");
+    fputs("3\n", fp);
     for (int k = 0; k < 63; k++) fprintf(fp, "0,");
     fputs("3\n", fp);
     fclose(fp);
-    expect_bad("--data d.csv", "d.csv:1");
+    expect_bad("--data d.csv", "d.csv:2");
 }
 END_TEST
 

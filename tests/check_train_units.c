@@ -85,7 +85,8 @@ START_TEST(test_policy_json)
         { "{\"base\": \"fp64-amp\"}", "fp64-amp" },
         { "{\"gemm\": {\"promote_every\": -1}}", "promote_every" },
         { "[1, 2]", "not a JSON object" },
-        { "{\"roles\": ", "not a JSON object" },
+        { "{\"roles\": ", "bad.json:1:11: not valid JSON (the text ends" },      /* truncated: line and column */
+        { "{\"name\": \"x\",\n \"roles\": ]}", "bad.json:2:11: not valid JSON (unexpected text here)" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(amp_policy_from_json(bad[i].json, "bad.json", &p), AMP_EINVAL);

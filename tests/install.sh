@@ -17,6 +17,9 @@ env -u AMP_SRCDIR -u AMP_DATADIR -u AMPSIM_REPORT_SCRIPTS "$tmp/prefix/bin/ampsi
 env -u AMP_SRCDIR -u AMP_DATADIR -u AMPSIM_REPORT_SCRIPTS "$tmp/prefix/bin/ampsim" report run --quiet >out.log 2>&1 ||
     { cat out.log; echo "install: the installed ampsim cannot report"; exit 1; }
 [ -f run/report/index.html ] || { echo "install: no report/index.html"; exit 1; }
+for g in "$src"/reports/fig*.gp; do   # every figure script, the sweep report's included
+    [ -f "$tmp/prefix/share/ampsim/reports/$(basename "$g")" ] || { echo "install: $(basename "$g") not installed"; exit 1; }
+done
 cat > user.c <<'C'
 #include <stdio.h>
 #include "amp_round.h"

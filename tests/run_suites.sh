@@ -56,6 +56,14 @@ echo "== install"
 sh tests/install.sh "$build" >"$log" 2>&1; rc=$?
 cat "$log"; count install "$rc"
 
+echo "== use"
+sh tests/use.sh "$build" >"$log" 2>&1; rc=$?
+cat "$log"; count use "$rc"
+
+echo "== signals"
+sh tests/signals.sh "$build" >"$log" 2>&1; rc=$?
+cat "$log"; count signals "$rc"
+
 echo "== docs examples"
 sh tests/doc_examples.sh "$build" >"$log" 2>&1; rc=$?
 cat "$log"; count doc_examples "$rc"

@@ -45,7 +45,7 @@ class TestCompare(unittest.TestCase):
         res = at.compare(train, runs=[("fp32", None), ("fp16-amp", "torch"), ("bf16-amp", None),
                                       ("fp8-hybrid", "delayed")], out=out, log_every=2, hist_every=4)
         self.assertEqual(res["errors"], {})
-        names = ["ref", "fp16-amp__torch", "bf16-amp__none", "fp8-hybrid__delayed"]
+        names = ["ref", "fp16-amp__torch", "bf16-amp__none", "fp8-hybrid__none__delayed"]
         self.assertEqual(sorted(inits), sorted(names))
         for n in names[1:]:
             for k, v in inits[n].items():
@@ -83,7 +83,7 @@ class TestCompare(unittest.TestCase):
         self.assertIn("run bf16-amp__none failed", err.getvalue())
         self.assertIn("boom", res["errors"]["bf16-amp__none"])
         with open(os.path.join(out, "summary.csv")) as f:
-            self.assertIn("bf16-amp__none,bf16-amp,\"none\",failed", f.read())
+            self.assertIn("bf16-amp__none,bf16-amp,\"none\",failed,,,,,,,,,,\"none\",\"none\",", f.read())
 
     def test_bad_spec_fails_before_running(self):
         called = []

@@ -23,18 +23,31 @@ _FP8_KINDS = ("delayed", "current", "mx", "block")
 class _RunCfg(ctypes.Structure):
     """Mirror of amp_run_cfg (sim/amp_compare.h)."""
     _fields_ = [("name", ctypes.c_char * 160), ("precision", ctypes.c_char * 64),
-                ("scaler", ctypes.c_char * 256), ("is_ref", ctypes.c_int)]
+                ("scaler", ctypes.c_char * 256), ("loss_scaler", ctypes.c_char * 256),
+                ("fp8", ctypes.c_char * 256), ("is_ref", ctypes.c_int)]
 
 
+_lib.lib.amp_compare_abi_size.restype = ctypes.c_size_t
+_lib.lib.amp_compare_abi_size.argtypes = [ctypes.c_char_p]
+if _lib.lib.amp_compare_abi_size(b"amp_run_cfg") != ctypes.sizeof(_RunCfg):
+    raise ImportError("ampsim.torch: %s: struct amp_run_cfg is %d bytes in the library but %d in the Python "
+                      "mirror; the package and the library come from different versions (rebuild with `make`)"
+                      % (_lib.library_path, _lib.lib.amp_compare_abi_size(b"amp_run_cfg"), ctypes.sizeof(_RunCfg)))
 _lib.lib.amp_compare_summarize.restype = ctypes.c_int
 _lib.lib.amp_compare_summarize.argtypes = [ctypes.c_char_p, ctypes.POINTER(_RunCfg), ctypes.c_int,
                                            ctypes.POINTER(ctypes.c_int), ctypes.c_double]
 
 
-def _run_name(precision, scaler):
-    """The run folder name ``ampsim compare`` uses: PRECISION__SCALER, other
-    characters than [A-Za-z0-9._-] replaced by '-'."""
-    return re.sub(r"[^A-Za-z0-9._-]", "-", "%s__%s" % (precision, scaler))
+def _run_parts(precision, spec, fp8_policy):
+    """(name, loss scaler, FP8 strategy) as ``ampsim compare`` plans a run:
+    PRECISION__SCALER, or PRECISION__LOSSSCALER__FP8STRATEGY for a policy with
+    per-tensor FP8 scaling (whose strategy is delayed unless the SPEC names
+    one); characters other than [A-Za-z0-9._-] become '-'."""
+    is_fp8 = spec.split(":")[0] in _FP8_KINDS
+    loss = "none" if is_fp8 else spec
+    fp8 = (spec if is_fp8 else "delayed") if fp8_policy else ""
+    name = ("%.60s__%.45s__%.45s" % (precision, loss, fp8)) if fp8_policy else ("%.60s__%.90s" % (precision, spec))
+    return re.sub(r"[^A-Za-z0-9._-]", "-", name), loss, fp8
 
 
 class Run:
@@ -112,7 +125,7 @@ def compare(train_fn, runs=(("fp32", None), ("fp16-amp", "none"), ("fp16-amp", "
             raise ValueError("compare: %s is an FP8 strategy but %s has no per-tensor FP8 scaling" % (spec, p.name))
         if spec.split(":")[0] not in _FP8_KINDS:
             LossScaler(spec)                      # a bad SPEC fails before any run
-        name = _run_name(p.name, spec)
+        name = _run_parts(p.name, spec, p.fp8_scaling)[0]
         if all(name != q[0] for q in plan):
             plan.append((name, p, spec, False))
     if not have_ref:
@@ -142,6 +155,9 @@ def compare(train_fn, runs=(("fp32", None), ("fp16-amp", "none"), ("fp16-amp", "
         arr[i].name = name.encode()
         arr[i].precision = p.name.encode()[:63]
         arr[i].scaler = spec.encode()[:255]
+        _, loss, fp8 = _run_parts(p.name, spec, p.fp8_scaling and not is_ref)
+        arr[i].loss_scaler = loss.encode()[:255]
+        arr[i].fp8 = fp8.encode()[:255]
         arr[i].is_ref = int(is_ref)
     st = (ctypes.c_int * len(plan))(*status)
     _lib.check(_lib.lib.amp_compare_summarize(out.encode(), arr, len(plan), st, float(diverge_tol)))
