@@ -24,6 +24,7 @@
 #include "amp_whatif.h"
 #include "amp_train.h"
 #include "amp_bench.h"
+#include "amp_block.h"
 /* analysis/ */
 #include "amp_analyze.h"
 #include "amp_csv.h"

@@ -6,6 +6,7 @@
 #include "round_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const rounding_names[AMP_RND_COUNT] = {
@@ -35,6 +36,18 @@ amp_status amp_rounding_parse(const char *s, amp_rounding *out)
     for (int m = 0; m < AMP_RND_COUNT; m++)
         if (s && !strcmp(s, rounding_names[m])) { *out = (amp_rounding)m; return AMP_OK; }
     return amp_fail(AMP_EINVAL, "unknown rounding mode '%s' (rne, rna, rtz, rup, rdn, rto, sr)", s ? s : "");
+}
+
+int amp_round_opts_text(const amp_round_opts *o, char *buf, size_t len)
+{
+    char bits[24] = "", seed[32] = "";
+    if (o->mode == AMP_RND_SR) {
+        if (o->sr_bits) snprintf(bits, sizeof bits, ":bits=%d", o->sr_bits);
+        snprintf(seed, sizeof seed, ":seed=%llu", (unsigned long long)o->seed);
+    }
+    return snprintf(buf, len, "%s%s%s%s%s%s%s", amp_rounding_name(o->mode), (o->flags & AMP_SATURATE) ? ":saturate" : "",
+                    (o->flags & AMP_FTZ) ? ":ftz" : "", (o->flags & AMP_DAZ) ? ":daz" : "",
+                    (o->flags & AMP_EXACT) ? ":exact" : "", bits, seed);
 }
 
 const char *amp_class_name(amp_class c)
