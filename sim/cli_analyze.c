@@ -60,6 +60,7 @@ static void help(void)
 static void scale_text(const amp_analyze_row *r, char *buf, size_t len)
 {
     if (r->is_block) snprintf(buf, len, "block");
+    else if (!strcmp(r->scale_spec, "1")) snprintf(buf, len, "1");
     else if (r->scale_log2 == floor(r->scale_log2) && strncmp(r->scale_spec, "2^", 2))
         snprintf(buf, len, "%s = 2^%d", r->scale_spec, (int)r->scale_log2);
     else if (strcmp(r->scale_spec, "1") && strncmp(r->scale_spec, "2^", 2))
