@@ -184,13 +184,13 @@ static void block_one(blk_ctx *k, size_t r0, size_t r1, size_t c0, size_t c1)
         amp_round_opts so = amp_round_defaults();
         so.flags = AMP_SATURATE;
         amp_class sc;
-        float sdec = (amax / 6.0f) * k->s_enc;
+        float sdec = amax * (k->s_enc * (1.0f / 6.0f));   /* the recipe's float32 steps, in order */
         float s8 = amp_round1(amp_format_get(AMP_FMT_E4M3), &so, sdec, 0, &sc);
         if (sc == AMP_CLS_SATURATED || s8 == 448.0f) bs->scale_hi++;
         if (s8 < 0x1p-6f) bs->scale_lo++;
         if (s8 > 0) {
             hist_exp(bs, ilogbf(s8));
-            float enc = k->s_enc / s8;
+            float enc = 1.0f / (s8 * k->s_dec);
             mul = enc > FLT_MAX ? FLT_MAX : enc;
             post = (double)s8 * (double)k->s_dec;
             fmul = 1;
@@ -246,8 +246,9 @@ amp_status amp_block_round(const amp_block_spec *b, const amp_round_opts *o, con
             float a = fabsf(x[i]);
             if (a <= FLT_MAX && a > amax) amax = a;
         }
-        float enc = amax > 0 ? 2688.0f / amax : 1.0f;
+        float enc = 2688.0f / amax;
         if (enc > FLT_MAX) enc = FLT_MAX;
+        if (amax == 0 || enc == 0) enc = 1.0f;
         k.s_enc = enc;
         k.s_dec = 1.0f / enc;
         bs->tensor_scale = k.s_dec;
