@@ -64,6 +64,14 @@ AMP_API amp_status amp_block_parse(const char *s, amp_block_spec *out);
 AMP_API amp_status amp_block_round(const amp_block_spec *b, const amp_round_opts *o, const float *x, float *y,
                                    size_t R, size_t C, amp_stats *st, amp_block_stats *bs);
 AMP_API void amp_block_stats_init(amp_block_stats *bs);
+
+/* amp_round_file for a block format (sim/block_file.c): one tensor of `in`
+ * (`tensor` names it in a multi-tensor file; NULL: the only one), seen as
+ * rows x last axis, rounded and written to `out` (.npy with the tensor's
+ * shape, or raw .f32) atomically. float64 input is rounded to float32 (rne)
+ * first. Statistics are added to *st and *bs (either may be NULL). */
+AMP_API amp_status amp_block_round_file(const char *in, const char *tensor, const char *out, const amp_block_spec *b,
+                                        const amp_round_opts *o, amp_stats *st, amp_block_stats *bs);
 /* The median of floor(log2 scale) over the blocks (0 if none), and min/max. */
 AMP_API void amp_block_exp_summary(const amp_block_stats *bs, int *lo, int *median, int *hi);
 

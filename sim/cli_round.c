@@ -4,7 +4,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static void help(void)
 {
@@ -17,7 +16,9 @@ static void help(void)
            "  OUT  .npy (keeps IN's shape) or raw .f32: float32 values of the format;\n"
            "       with --encode the format's bit patterns (uint8 for formats of <= 8 bits,\n"
            "       uint16 for <= 16): .npy ('|u1' / '<u2'), any other name is raw bytes\n"
-           "  --format F      a format name (ampsim formats) or eXmY / eXmYfn / eXmYfnuz\n"
+           "  --format F      a format name (ampsim formats) or eXmY / eXmYfn / eXmYfnuz, or a\n"
+           "                  block-scaled format: mx:ELEM[:block=N][:scale=floor|ceil|rne],\n"
+           "                  nvfp4[:2d], block:ELEM:RxC (blocks along the last axis; float32 out)\n"
            "  --rounding M    rne (default), rna, rtz, rup, rdn, rto, sr\n"
            "  --saturate      overflow and +-inf go to +-max finite\n"
            "  --ftz / --daz   flush subnormal results / read subnormal inputs as zero\n"
@@ -44,6 +45,20 @@ static void print_stats(const char *in, const amp_format *f, const amp_round_opt
     printf("amin_nonzero  %.9g\n", st->amin_nonzero);
     printf("rel_err       %.9g\n", amp_stats_rel_err(st));
     printf("in_normal     %.9g\n", amp_stats_in_normal_range(st));
+}
+
+static void print_block_stats(const amp_block_stats *bs)
+{
+    int lo, med, hi;
+    amp_block_exp_summary(bs, &lo, &med, &hi);
+    printf("blocks        %llu\n", (unsigned long long)bs->blocks);
+    printf("scale_hi      %llu\n", (unsigned long long)bs->scale_hi);
+    printf("scale_lo      %llu\n", (unsigned long long)bs->scale_lo);
+    printf("amax_sat      %llu\n", (unsigned long long)bs->amax_sat);
+    printf("nan_blocks    %llu\n", (unsigned long long)bs->nan_blocks);
+    printf("zero_blocks   %llu\n", (unsigned long long)bs->zero_blocks);
+    printf("scale_exp     %d %d %d\n", lo, med, hi);
+    printf("tensor_scale  %.9g\n", (double)bs->tensor_scale);
 }
 
 static amp_status parse_rounding(const char *v, void *dst) { return amp_rounding_parse(v, dst); }
@@ -75,17 +90,32 @@ int amp_cli_round(int argc, char **argv)
     if (files.n < 2) return amp_cli_usage_error("round", "needs IN and OUT files (try --help)");
     o.flags |= (sat ? AMP_SATURATE : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
     amp_format f;
-    if (amp_format_parse(fmt_name, &f)) return amp_cli_usage_error("round", "--format: %s", amp_errmsg());
+    amp_block_spec bspec;
+    int block = amp_block_is_spec(fmt_name);
+    if (block) {
+        if (amp_block_parse(fmt_name, &bspec)) return amp_cli_usage_error("round", "--format: %s", amp_errmsg());
+        if (encode) return amp_cli_usage_error("round", "--encode: block-scaled formats are written as float32 values");
+        f = bspec.elem;
+    } else if (amp_format_parse(fmt_name, &f)) {
+        return amp_cli_usage_error("round", "--format: %s", amp_errmsg());
+    }
     if (threads) amp_set_threads(threads);
     /* IN may name one tensor of a multi-tensor file: FILE:NAME */
-    char in[4096], *name = NULL;
-    snprintf(in, sizeof in, "%s", files.v[0]);
-    char *colon = strrchr(in, ':');
-    if (colon && colon > strrchr(in, '/') && access(in, F_OK) != 0) { *colon = 0; name = colon + 1; }
+    char in[4096];
+    const char *name;
+    amp_status st = amp_tensor_arg_split(files.v[0], in, sizeof in, &name);
+    if (st) return amp_cli_fail(st);
     amp_stats sts;
     amp_stats_init(&sts);
-    amp_status st = amp_round_file(in, name, files.v[1], &f, &o, encode, stats ? &sts : NULL);
+    amp_block_stats bs;
+    amp_block_stats_init(&bs);
+    if (block) st = amp_block_round_file(in, name, files.v[1], &bspec, &o, stats ? &sts : NULL, &bs);
+    else st = amp_round_file(in, name, files.v[1], &f, &o, encode, stats ? &sts : NULL);
     if (st) return amp_cli_fail(st);
-    if (stats) print_stats(files.v[0], &f, &o, &sts);
+    if (stats) {
+        if (block) snprintf(f.name, sizeof f.name, "%.23s", bspec.name);
+        print_stats(files.v[0], &f, &o, &sts);
+        if (block) print_block_stats(&bs);
+    }
     return 0;
 }

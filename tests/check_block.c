@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint64_t seed = 4242;
 
@@ -327,6 +328,66 @@ START_TEST(specs)
 }
 END_TEST
 
+/* `ampsim round --format BLOCKSPEC` and `ampsim analyze --formats BLOCKSPEC`
+ * give the library's bits and statistics. */
+START_TEST(cli_round_analyze)
+{
+    const char *bin = getenv("AMPSIM");
+    ck_assert_msg(bin != NULL, "set AMPSIM to the ampsim binary");
+    char dir[] = "/tmp/check_block.XXXXXX";
+    ck_assert(mkdtemp(dir) != NULL);
+    enum { R = 20, C = 48 };
+    static float x[R * C], y[R * C];
+    make(x, R, C, 16, 16, 6, 2, 0.5, 77, 1);
+    size_t sh[2] = { R, C };
+    char p[300], cmd[1200];
+    snprintf(p, sizeof p, "%s/x.npy", dir);
+    ck_assert(amp_npy_write_f32(p, x, 2, sh) == AMP_OK);
+    static const char *const cli_specs[] = { "nvfp4:2d", "mx:e4m3:scale=ceil", "block:e5m2:1x8" };
+    for (int k = 0; k < 3; k++) {
+        snprintf(cmd, sizeof cmd, "cd %s && %s round --format %s --rounding sr --seed 9 x.npy y.npy >out 2>err", dir, bin,
+                 cli_specs[k]);
+        ck_assert_msg(system(cmd) == 0, "%s", cmd);
+        amp_tensor_file tf;
+        snprintf(p, sizeof p, "%s/y.npy", dir);
+        ck_assert(amp_tensor_file_open(p, &tf) == AMP_OK && tf.n_tensors == 1 && tf.tensors[0].ndim == 2);
+        amp_tensor_view_to_f32(&tf.tensors[0], 0, R * C, y);
+        amp_tensor_file_close(&tf);
+        amp_block_spec b;
+        ck_assert(amp_block_parse(cli_specs[k], &b) == AMP_OK);
+        amp_round_opts o = amp_round_defaults();
+        o.mode = AMP_RND_SR;
+        o.seed = 9;
+        static float want[R * C];
+        ck_assert(amp_block_round(&b, &o, x, want, R, C, NULL, NULL) == AMP_OK);
+        compare(cli_specs[k], x, want, y, R * C);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s && %s analyze --csv --formats nvfp4,e4m3 x.npy >out 2>err", dir, bin);
+    ck_assert(system(cmd) == 0);
+    char *out;
+    size_t len;
+    snprintf(p, sizeof p, "%s/out", dir);
+    ck_assert(amp_read_file(p, 1 << 20, &out, &len) == AMP_OK);
+    amp_block_spec b;
+    amp_block_stats bs;
+    amp_block_stats_init(&bs);
+    ck_assert(amp_block_parse("nvfp4", &b) == AMP_OK);
+    amp_round_opts o = amp_round_defaults();
+    ck_assert(amp_block_round(&b, &o, x, y, R, C, NULL, &bs) == AMP_OK);
+    char want[200];
+    snprintf(want, sizeof want, "\nx.npy,nvfp4,rne,block,1,0,%d,", R * C);
+    ck_assert_msg(strstr(out, want), "%s", out);
+    snprintf(want, sizeof want, ",%llu,%llu,%llu,", (unsigned long long)bs.blocks, (unsigned long long)bs.scale_hi,
+             (unsigned long long)bs.scale_lo);
+    ck_assert_msg(strstr(out, want) && bs.blocks == 60, "%s in %s", want, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && %s round --format nvfp4 --encode x.npy y.npy 2>err; test $? = 2", dir, bin);
+    ck_assert(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("block");
@@ -336,6 +397,7 @@ static Suite *suite(void)
     tcase_add_test(t, nvfp4_1d_2d);
     tcase_add_test(t, deepseek_blocks);
     tcase_add_test(t, specs);
+    tcase_add_test(t, cli_round_analyze);
     suite_add_tcase(s, t);
     return s;
 }
