@@ -26,6 +26,8 @@ enum {
     AMP_FTZ      = 1u << 1,  /* subnormal results flush to zero */
     AMP_DAZ      = 1u << 2,  /* inputs below the format's min normal read as zero */
     AMP_EXACT    = 1u << 3,  /* use the MPFR reference path (slow) */
+    AMP_SATPROP  = 1u << 4,  /* finite overflow goes to +-max finite, +-inf stays +-inf
+                              * (P3109 SatPropagate; AMP_SATURATE is SatFinite) */
 };
 
 typedef struct amp_round_opts {

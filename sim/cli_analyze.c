@@ -31,7 +31,8 @@ static void help(void)
            "                                  then fewest overflow + saturated, then smallest |k|\n"
            "                   with amax or auto, the unscaled row 1 is added first if missing\n"
            "  --rounding M     rne (default), rna, rtz, rup, rdn, rto, sr\n"
-           "  --saturate       overflow and +-inf go to +-max finite\n"
+           "  --saturate       overflow and +-inf go to +-max finite (P3109 SatFinite)\n"
+           "  --satprop        overflow goes to +-max finite, +-inf stays (P3109 SatPropagate)\n"
            "  --ftz / --daz    flush subnormal results / read subnormal inputs as zero\n"
            "  --sr-bits K      sr: random bits used (1..64); --seed S: sr seed (default 0)\n"
            "  --exact          use the MPFR reference path (slow)\n"
@@ -241,7 +242,7 @@ int amp_cli_analyze(int argc, char **argv)
 {
     amp_analyze_opts o;
     amp_analyze_defaults(&o);
-    int csv = 0, json = 0, threads = 0, sat = 0, ftz = 0, daz = 0, exact = 0;
+    int csv = 0, json = 0, threads = 0, sat = 0, satprop = 0, ftz = 0, daz = 0, exact = 0;
     amp_cli_list files;
     if (amp_cli_list_init(&files, argc)) return amp_cli_fail(AMP_ENOMEM);
     const amp_cli_opt opts[] = {
@@ -249,6 +250,7 @@ int amp_cli_analyze(int argc, char **argv)
         { "--scales", AMP_OPT_FN, &o, 0, 0, parse_scales },
         { "--rounding", AMP_OPT_FN, &o.round.mode, 0, 0, parse_rounding },
         { "--saturate", AMP_OPT_FLAG, &sat, 1, 0, NULL },
+        { "--satprop", AMP_OPT_FLAG, &satprop, 1, 0, NULL },
         { "--ftz", AMP_OPT_FLAG, &ftz, 1, 0, NULL },
         { "--daz", AMP_OPT_FLAG, &daz, 1, 0, NULL },
         { "--exact", AMP_OPT_FLAG, &exact, 1, 0, NULL },
@@ -266,7 +268,7 @@ int amp_cli_analyze(int argc, char **argv)
     if (!rc && !nfiles) rc = amp_cli_usage_error("analyze", "needs at least one INPUT (try --help)");
     if (rc) { amp_cli_list_free(&files); return rc; }
     if (threads) amp_set_threads(threads);
-    o.round.flags |= (sat ? AMP_SATURATE : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
+    o.round.flags |= (sat ? AMP_SATURATE : 0) | (satprop ? AMP_SATPROP : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
 
     amp_analyze_row *rows = NULL;
     size_t n_rows = 0;

@@ -20,7 +20,8 @@ static void help(void)
            "                  block-scaled format: mx:ELEM[:block=N][:scale=floor|ceil|rne],\n"
            "                  nvfp4[:2d], block:ELEM:RxC (blocks along the last axis; float32 out)\n"
            "  --rounding M    rne (default), rna, rtz, rup, rdn, rto, sr\n"
-           "  --saturate      overflow and +-inf go to +-max finite\n"
+           "  --saturate      overflow and +-inf go to +-max finite (P3109 SatFinite)\n"
+           "  --satprop       overflow goes to +-max finite, +-inf stays (P3109 SatPropagate)\n"
            "  --ftz / --daz   flush subnormal results / read subnormal inputs as zero\n"
            "  --sr-bits K     sr: random bits used (1..64; default all discarded bits)\n"
            "  --seed S        sr: generator seed (default 0); element i uses index i\n"
@@ -36,8 +37,8 @@ static void print_stats(const char *in, const amp_format *f, const amp_round_opt
 {
     printf("input         %s\n", in);
     printf("format        %s\n", f->name);
-    printf("rounding      %s%s%s%s\n", amp_rounding_name(o->mode), (o->flags & AMP_SATURATE) ? " saturate" : "",
-           (o->flags & AMP_FTZ) ? " ftz" : "", (o->flags & AMP_DAZ) ? " daz" : "");
+    printf("rounding      %s%s%s%s%s\n", amp_rounding_name(o->mode), (o->flags & AMP_SATURATE) ? " saturate" : "",
+           (o->flags & AMP_SATPROP) ? " satprop" : "", (o->flags & AMP_FTZ) ? " ftz" : "", (o->flags & AMP_DAZ) ? " daz" : "");
     printf("n             %llu\n", (unsigned long long)st->n);
     for (int c = 0; c < AMP_CLS_COUNT; c++)
         printf("%-13s %llu\n", amp_class_name((amp_class)c), (unsigned long long)st->cls[c]);
@@ -67,13 +68,14 @@ int amp_cli_round(int argc, char **argv)
 {
     const char *fmt_name = NULL;
     amp_round_opts o = amp_round_defaults();
-    int encode = 0, stats = 0, sat = 0, ftz = 0, daz = 0, exact = 0, threads = 0;
+    int encode = 0, stats = 0, sat = 0, satprop = 0, ftz = 0, daz = 0, exact = 0, threads = 0;
     const char *pos[2];
     amp_cli_list files = { pos, 0, 2 };
     const amp_cli_opt opts[] = {
         { "--format", AMP_OPT_STR, &fmt_name, 0, 0, NULL },
         { "--rounding", AMP_OPT_FN, &o.mode, 0, 0, parse_rounding },
         { "--saturate", AMP_OPT_FLAG, &sat, 1, 0, NULL },
+        { "--satprop", AMP_OPT_FLAG, &satprop, 1, 0, NULL },
         { "--ftz", AMP_OPT_FLAG, &ftz, 1, 0, NULL },
         { "--daz", AMP_OPT_FLAG, &daz, 1, 0, NULL },
         { "--exact", AMP_OPT_FLAG, &exact, 1, 0, NULL },
@@ -88,7 +90,7 @@ int amp_cli_round(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     if (!fmt_name) return amp_cli_usage_error("round", "--format is required (try --help)");
     if (files.n < 2) return amp_cli_usage_error("round", "needs IN and OUT files (try --help)");
-    o.flags |= (sat ? AMP_SATURATE : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
+    o.flags |= (sat ? AMP_SATURATE : 0) | (satprop ? AMP_SATPROP : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
     amp_format f;
     amp_block_spec bspec;
     int block = amp_block_is_spec(fmt_name);
