@@ -176,22 +176,6 @@ double amp_analyze_rel_err_all(const amp_analyze_row *r)
 }
 
 /* ---- the streamed passes ------------------------------------------------------ */
-void an_chunk(const amp_tensor_view *v, size_t first, size_t m, float *buf32, double *x64, const float **x32)
-{
-    *x32 = NULL;
-    if (v->dtype == AMP_DT_F64) {
-        amp_tensor_view_to_f64(v, first, m, x64);
-        return;
-    }
-    const unsigned char *p = (const unsigned char *)v->data + first * amp_dtype_size(v->dtype);
-    if (v->dtype == AMP_DT_F32 && ((uintptr_t)p & 3) == 0) {
-        *x32 = (const float *)(const void *)p;   /* aligned: straight from the mapping */
-    } else {
-        amp_tensor_view_to_f32(v, first, m, buf32);
-        *x32 = buf32;
-    }
-}
-
 amp_status an_scan(const amp_tensor_view *v, an_hist *h, double *amax)
 {
     float *b32 = malloc(AN_CHUNK * sizeof *b32);
