@@ -161,13 +161,14 @@ amp_status amp_npz_parse(const char *path, const void *buf, size_t len, amp_tens
     if (!ms) return amp_fail(AMP_ENOMEM, "%s: out of memory", path);
     const unsigned char *p = b + doff, *end = b + doff + dsize;
     uint64_t total = 0;
+    int deflated = 0;
     for (uint64_t i = 0; i < count && !st; i++) {
         st = read_entry(path, b, len, &p, end, &ms[i]);
-        if (!st && ms[i].method == 8) total += ms[i].usize;
+        if (!st && ms[i].method == 8) total += ms[i].usize, deflated = 1;
     }
     unsigned char *ar = NULL;
     amp_tensor_view *v = NULL;
-    if (!st && total && !(ar = malloc(total))) st = amp_fail(AMP_ENOMEM, "%s: out of memory for %llu bytes", path, (unsigned long long)total);
+    if (!st && deflated && !(ar = malloc(total ? total : 1))) st = amp_fail(AMP_ENOMEM, "%s: out of memory for %llu bytes", path, (unsigned long long)total);
     if (!st && !(v = calloc(count ? count : 1, sizeof *v))) st = amp_fail(AMP_ENOMEM, "%s: out of memory", path);
     uint64_t at = 0;
     for (uint64_t i = 0; i < count && !st; i++) {
