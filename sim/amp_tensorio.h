@@ -75,11 +75,14 @@ AMP_API amp_status amp_npy_parse(const char *path, const void *buf, size_t len, 
 AMP_API amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len,
                                          amp_tensor_view **tensors, int *n, int *n_skipped, char skipped[256]);
 /* .npz (numpy.savez, savez_compressed): every member a .npy, stored or
- * deflated; views named after the members without ".npy", pointing into buf
- * (stored) or into *arena (deflated; malloc'ed, free() it; NULL if none).
- * *tensors is malloc'ed (free() it). */
+ * deflated; views of the float members named after the members without
+ * ".npy", pointing into buf (stored) or into *arena (deflated; malloc'ed,
+ * free() it; NULL if none). *tensors is malloc'ed (free() it; NULL when
+ * *n == 0). Members of integer, bool or other non-float dtypes are checked
+ * like the others and left out: *n_skipped of them, the first named in
+ * skipped ("name.npy (<i8)"); both may be NULL. */
 AMP_API amp_status amp_npz_parse(const char *path, const void *buf, size_t len, amp_tensor_view **tensors, int *n,
-                                 void **arena);
+                                 void **arena, int *n_skipped, char skipped[256]);
 AMP_API amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtype dt,
                                  amp_tensor_view *v);
 

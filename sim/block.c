@@ -198,7 +198,7 @@ static void block_one(blk_ctx *k, size_t r0, size_t r1, size_t c0, size_t c1)
     } else {
         float s = amax / (float)b->elem.max_finite;
         if (s < FLT_MIN) bs->scale_lo++;
-        hist_exp(bs, ilogbf(s));
+        if (s > 0) hist_exp(bs, ilogbf(s));
         mul = s;                 /* DeepSeek: x / s in float32 */
         post = s;
         fmul = 2;

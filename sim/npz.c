@@ -147,9 +147,32 @@ static uint32_t crc_of(const unsigned char *p, uint64_t n)
     return (uint32_t)c;
 }
 
-amp_status amp_npz_parse(const char *path, const void *buf, size_t len, amp_tensor_view **tensors, int *n,
-                         void **arena)
+/* 1 if the .npy member's dtype is an integer, bool or other non-float kind
+ * ('descr' of kind i, u, b, c, U, S, O, V...): such members are left out. */
+static int non_float_member(const unsigned char *d, uint64_t len, char *descr, size_t cap)
 {
+    size_t n = len < 512 ? (size_t)len : 512;
+    const unsigned char *k = NULL;
+    for (size_t i = 0; i + 9 < n && !k; i++)
+        if (!memcmp(d + i, "'descr':", 8)) k = d + i + 8;
+    if (!k) return 0;
+    while (k < d + n && *k == ' ') k++;
+    if (k + 3 >= d + n || (*k != '\'' && *k != '"')) return 0;
+    const unsigned char *q = k + 1, *e = memchr(q, *k, (size_t)(d + n - q));
+    if (!e || e - q < 2 || (size_t)(e - q) >= cap) return 0;
+    memcpy(descr, q, (size_t)(e - q));
+    descr[e - q] = 0;
+    char kind = (*q == '<' || *q == '>' || *q == '|' || *q == '=') ? (char)q[1] : (char)q[0];
+    return kind != 'f';
+}
+
+amp_status amp_npz_parse(const char *path, const void *buf, size_t len, amp_tensor_view **tensors, int *n,
+                         void **arena, int *n_skipped, char skipped[256])
+{
+    int skip_local;
+    if (!n_skipped) n_skipped = &skip_local;
+    *n_skipped = 0;
+    if (skipped) skipped[0] = 0;
     const unsigned char *b = buf;
     *tensors = NULL;
     *n = 0;
@@ -171,6 +194,7 @@ amp_status amp_npz_parse(const char *path, const void *buf, size_t len, amp_tens
     if (!st && deflated && !(ar = malloc(total ? total : 1))) st = amp_fail(AMP_ENOMEM, "%s: out of memory for %llu bytes", path, (unsigned long long)total);
     if (!st && !(v = calloc(count ? count : 1, sizeof *v))) st = amp_fail(AMP_ENOMEM, "%s: out of memory", path);
     uint64_t at = 0;
+    int nt = 0;
     for (uint64_t i = 0; i < count && !st; i++) {
         member *m = &ms[i];
         const unsigned char *data = b + m->data;
@@ -182,18 +206,25 @@ amp_status amp_npz_parse(const char *path, const void *buf, size_t len, amp_tens
         if (crc_of(data, m->usize) != m->crc) { st = amp_fail(AMP_EFORMAT, "%s: member '%s': CRC-32 mismatch", path, m->name); break; }
         size_t nl = strlen(m->name);
         if (nl < 5 || strcmp(m->name + nl - 4, ".npy")) { st = amp_fail(AMP_EFORMAT, "%s: member '%s' is not a .npy", path, m->name); break; }
-        char mp[4400];
-        snprintf(mp, sizeof mp, "%s:%s", path, m->name);
-        if ((st = amp_npy_parse(mp, data, (size_t)m->usize, &v[i]))) break;
-        m->name[nl - 4] = 0;
-        snprintf(v[i].name, sizeof v[i].name, "%s", m->name);
         for (uint64_t j = 0; j < i; j++)
-            if (!strcmp(v[j].name, v[i].name)) { st = amp_fail(AMP_EFORMAT, "%s: member '%s.npy' appears twice", path, m->name); break; }
+            if (!strcmp(ms[j].name, m->name)) { st = amp_fail(AMP_EFORMAT, "%s: member '%s' appears twice", path, m->name); break; }
+        if (st) break;
+        char mp[4400], descr[32];
+        snprintf(mp, sizeof mp, "%s:%s", path, m->name);
+        if ((st = amp_npy_parse(mp, data, (size_t)m->usize, &v[nt]))) {
+            if (!non_float_member(data, m->usize, descr, sizeof descr)) break;
+            st = AMP_OK;                          /* an integer/bool/... member: left out */
+            if (!(*n_skipped)++ && skipped) snprintf(skipped, 256, "%.200s (%s)", m->name, descr);
+            continue;
+        }
+        snprintf(v[nt].name, sizeof v[nt].name, "%.*s", (int)(nl - 4), m->name);
+        nt++;
     }
     free(ms);
     if (st) { free(ar); free(v); return st; }
+    if (!nt) { free(v); v = NULL; }
     *tensors = v;
-    *n = (int)count;
+    *n = nt;
     *arena = ar;
     return AMP_OK;
 }

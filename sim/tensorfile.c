@@ -98,7 +98,8 @@ amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf)
     if (k == K_SAFETENSORS) {
         st = amp_safetensors_parse(path, map, len, &tf->tensors, &tf->n_tensors, &tf->n_skipped, tf->skipped);
     } else if (k == K_NPZ) {
-        st = amp_npz_parse(path, map ? map : "", len, &tf->tensors, &tf->n_tensors, &tf->arena);
+        st = amp_npz_parse(path, map ? map : "", len, &tf->tensors, &tf->n_tensors, &tf->arena, &tf->n_skipped,
+                           tf->skipped);
     } else {
         tf->tensors = calloc(1, sizeof *tf->tensors);
         if (!tf->tensors) st = amp_fail(AMP_ENOMEM, "%s: out of memory", path);

@@ -54,7 +54,7 @@ START_TEST(numpy_files)
         amp_tensor_view *v;
         int n;
         void *arena;
-        ck_assert_msg(amp_npz_parse(names[k], buf, len, &v, &n, &arena) == AMP_OK, "%s", amp_errmsg());
+        ck_assert_msg(amp_npz_parse(names[k], buf, len, &v, &n, &arena, NULL, NULL) == AMP_OK, "%s", amp_errmsg());
         check_arrays(v, n);
         ck_assert(k == 0 ? arena == NULL : arena != NULL);   /* stored: views into the file */
         if (k == 0) ck_assert((const char *)v[0].data > buf && (const char *)v[0].data < buf + len);
@@ -79,7 +79,7 @@ static amp_status parse(const char *buf, size_t len)
     amp_tensor_view *v = NULL;
     int n = 0;
     void *arena = NULL;
-    amp_status st = amp_npz_parse("x.npz", buf, len, &v, &n, &arena);
+    amp_status st = amp_npz_parse("x.npz", buf, len, &v, &n, &arena, NULL, NULL);
     if (st) ck_assert(v == NULL && arena == NULL && !strncmp(amp_errmsg(), "x.npz", 5));
     free(v);
     free(arena);
@@ -117,10 +117,30 @@ START_TEST(broken_files)
         char *cd2 = memmem(cd + 4, len - (size_t)(cd + 4 - c), "PK\x01\x02", 4);
         ck_assert(cd2 && !memcmp(cd2 + 46, "h.npy", 5));
         cd2[46] = 'w';
-        ck_assert(parse(c, len) == AMP_EFORMAT && strstr(amp_errmsg(), "appears twice"));
+        ck_assert_msg(parse(c, len) == AMP_EFORMAT && strstr(amp_errmsg(), "appears twice"), "%s", amp_errmsg());
         free(c);
         free(buf);
     }
+}
+END_TEST
+
+START_TEST(non_float_members_left_out)
+{
+    size_t len;
+    char *buf = fixture("npz_mixed.npz", &len);   /* labels int64, x float32, mask bool */
+    amp_tensor_view *v;
+    int n, ns;
+    void *arena;
+    char skipped[256];
+    ck_assert_msg(amp_npz_parse("m.npz", buf, len, &v, &n, &arena, &ns, skipped) == AMP_OK, "%s", amp_errmsg());
+    ck_assert(n == 1 && ns == 2 && !strcmp(v[0].name, "x"));
+    ck_assert_str_eq(skipped, "labels.npy (<i8)");
+    float x[2];
+    amp_tensor_view_to_f32(&v[0], 0, 2, x);
+    ck_assert(x[0] == 0.5f && x[1] == -1.5f);
+    free(v);
+    free(arena);
+    free(buf);
 }
 END_TEST
 
@@ -130,6 +150,7 @@ int main(void)
     TCase *t = tcase_create("npz");
     tcase_add_test(t, numpy_files);
     tcase_add_test(t, broken_files);
+    tcase_add_test(t, non_float_members_left_out);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -14,7 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     amp_tensor_view *v = NULL;
     int n = 0;
     void *arena = NULL;
-    amp_status st = amp_npz_parse("fuzz.npz", data, size, &v, &n, &arena);
+    int ns = 0;
+    char skipped[256];
+    amp_status st = amp_npz_parse("fuzz.npz", data, size, &v, &n, &arena, &ns, skipped);
     if (st) {
         AMP_ASSERT(st == AMP_EFORMAT || st == AMP_ENOMEM);
         AMP_ASSERT(!strncmp(amp_errmsg(), "fuzz.npz", 8));

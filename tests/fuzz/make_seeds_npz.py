@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the extra seeds of tests/fuzz/corpus_npz with numpy itself (the two
-fixtures of tests/ref are copied in as stored.npz and deflated.npz): one
+fixtures of tests/ref are copied in as stored.npz, deflated.npz, mixed.npz): one
 member of each kind, a truncated file, a CRC error, a non-zip and a zip whose
 member is not a .npy. Run: /usr/bin/python3 tests/fuzz/make_seeds_npz.py"""
 import io, os, shutil, zipfile
@@ -9,7 +9,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 D = os.path.join(HERE, "corpus_npz")
 os.makedirs(D, exist_ok=True)
-for n in ("stored", "deflated"):
+for n in ("stored", "deflated", "mixed"):
     shutil.copy(os.path.join(HERE, "..", "ref", "npz_%s.npz" % n), os.path.join(D, n + ".npz"))
 
 def save(name, data):
