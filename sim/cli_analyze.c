@@ -116,6 +116,34 @@ static void print_table(const amp_analyze_row *rows, size_t n)
     }
 }
 
+/* The block-scale statistics of the block-format rows, as a second table. */
+static void print_block_table(const amp_analyze_row *rows, size_t n)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= rows[i].is_block;
+    if (!any) return;
+    size_t wt = 6, wf = 6;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].is_block) {
+            if (strlen(rows[i].tensor) > wt) wt = strlen(rows[i].tensor);
+            if (strlen(rows[i].format) > wf) wf = strlen(rows[i].format);
+        }
+    printf("\n%-*s  %-*s  %10s  %8s  %8s  %13s  %10s  %11s  %19s  %12s\n", (int)wt, "tensor", (int)wf, "format", "blocks",
+           "scale_hi", "scale_lo", "amax_sat_frac", "nan_blocks", "zero_blocks", "scale_exp lo/med/hi", "tensor_scale");
+    for (size_t i = 0; i < n; i++) {
+        const amp_analyze_row *r = &rows[i];
+        if (!r->is_block) continue;
+        int lo, med, hi;
+        amp_block_exp_summary(&r->bs, &lo, &med, &hi);
+        char e[48];
+        snprintf(e, sizeof e, "%d/%d/%d", lo, med, hi);
+        printf("%-*s  %-*s  %10llu  %8llu  %8llu  %13.4f  %10llu  %11llu  %19s  %12.6g\n", (int)wt, r->tensor, (int)wf,
+               r->format, (unsigned long long)r->bs.blocks, (unsigned long long)r->bs.scale_hi,
+               (unsigned long long)r->bs.scale_lo, r->bs.blocks ? (double)r->bs.amax_sat / (double)r->bs.blocks : 0.0,
+               (unsigned long long)r->bs.nan_blocks, (unsigned long long)r->bs.zero_blocks, e, (double)r->bs.tensor_scale);
+    }
+}
+
 /* A number, or for inf/NaN the string "inf", "-inf", "nan" (JSON has no such numbers). */
 static void add_num(cJSON *o, const char *key, double v)
 {
@@ -287,6 +315,7 @@ int amp_cli_analyze(int argc, char **argv)
         if (print_json(rows, n_rows)) { free(rows); return amp_cli_fail(amp_fail(AMP_ENOMEM, "out of memory")); }
     } else {
         print_table(rows, n_rows);
+        print_block_table(rows, n_rows);
     }
     free(rows);
     if (fflush(stdout) != 0) return amp_cli_fail(amp_fail(AMP_EIO, "stdout: write failed"));
