@@ -236,9 +236,7 @@ amp_status amp_block_round(const amp_block_spec *b, const amp_round_opts *o, con
     amp_block_stats tmp;
     if (!bs) bs = &tmp;
     blk_ctx k = { .b = b, .o = *o, .x = x, .y = y, .C = C, .st = st, .bs = bs, .s_enc = 1, .s_dec = 1 };
-    k.o.flags |= AMP_SATURATE;
-    k.o.flags &= ~(unsigned)AMP_EXACT;
-    if (o->flags & AMP_EXACT) k.o.flags |= AMP_EXACT;
+    k.o.flags |= AMP_SATURATE;       /* the specifications clamp the elements */
     if (b->kind == AMP_BLK_NVFP4) {
         /* the tensor scale: S_enc = 6 * 448 / amax in float32 (finite values) */
         float amax = 0;
