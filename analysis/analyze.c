@@ -1,26 +1,20 @@
-/* `ampsim analyze`, the library part: every (format, scale) of a tensor in one
- * streamed pass, and the exact choice of the auto power-of-two scale
- * (see amp_analyze.h for the contracts). */
+/* `ampsim analyze`, the library part: every (format, scale) of a tensor in
+ * streamed passes with the row's cast options, the data-dependent scales
+ * (amax, auto: analyze_auto.c), block-scaled formats, and the CSV rows (see
+ * amp_analyze.h for the contracts). */
 #include "amp_base.h"
 #include "amp_format.h"
 #include "amp_round.h"
 #include "amp_tensorio.h"
+#include "amp_block.h"
 #include "amp_analyze.h"
+#include "analyze_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Elements per streamed chunk: a multiple of the rounding drivers' fixed
- * chunk (2^16), so statistics merge in the same order however the tensor is
- * cut, and large enough that each call keeps every thread busy. */
-#define AN_CHUNK ((size_t)1 << 20)
-
-/* Signed binade histogram: binade b of |x| (floor(log2|x|), -1074..1023) at
- * index b + HOFF; sign 0 positive, 1 negative. Zero, inf, NaN not counted. */
-#define HOFF 1100
-#define HBINS 2200
 
 void amp_analyze_defaults(amp_analyze_opts *o)
 {
@@ -28,7 +22,23 @@ void amp_analyze_defaults(amp_analyze_opts *o)
     static const amp_format_id def[] = { AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3, AMP_FMT_E5M2 };
     for (size_t i = 0; i < sizeof def / sizeof def[0]; i++) o->formats[o->n_formats++] = *amp_format_get(def[i]);
     o->n_scales = 1;
-    o->scales[0] = 1.0f;
+    o->scales[0] = (amp_scale_choice){ .kind = AMP_SCALE_FIXED, .value = 1.0f, .spec = "1" };
+    o->round = amp_round_defaults();
+}
+
+amp_status amp_analyze_set_cast(amp_analyze_opts *o, const amp_round_opts *ro)
+{
+    amp_status st = amp_round_check_opts(amp_format_get(AMP_FMT_FP16), ro);
+    if (st) return st;
+    o->round = *ro;
+    return AMP_OK;
+}
+
+size_t amp_analyze_row_at(const amp_analyze_row *rows, size_t i, char *buf, size_t len, double *nums)
+{
+    if (nums) amp_analyze_row_nums(&rows[i], nums);
+    int n = amp_analyze_csv_row(&rows[i], buf, len);
+    return n < 0 ? 0 : (size_t)n;
 }
 
 /* Splits a comma list into items; calls fn on each (non-empty). */
@@ -56,10 +66,17 @@ static amp_status add_format(const char *name, void *ctx)
     amp_analyze_opts *o = ctx;
     if (o->n_formats == AMP_ANALYZE_MAX_FORMATS)
         return amp_fail(AMP_EINVAL, "--formats: more than %d formats", AMP_ANALYZE_MAX_FORMATS);
-    amp_format f;
-    amp_status st = amp_format_parse(name, &f);
-    if (st) return st;
-    o->formats[o->n_formats++] = f;
+    int i = o->n_formats;
+    amp_status st;
+    memset(&o->blocks[i], 0, sizeof o->blocks[i]);
+    o->is_block[i] = amp_block_is_spec(name);
+    if (o->is_block[i]) {
+        if ((st = amp_block_parse(name, &o->blocks[i]))) return st;
+        o->formats[i] = o->blocks[i].elem;
+    } else if ((st = amp_format_parse(name, &o->formats[i]))) {
+        return st;
+    }
+    o->n_formats++;
     return AMP_OK;
 }
 
@@ -69,56 +86,146 @@ amp_status amp_analyze_parse_formats(const char *list, amp_analyze_opts *o)
     return for_each_item(list, "format", add_format, o);
 }
 
+/* "2^k" (k an integer, 2^k a float32) or a positive float32 number. */
+static int parse_fixed(const char *s, float *out)
+{
+    char *end;
+    if (!strncmp(s, "2^", 2)) {
+        long k = strtol(s + 2, &end, 10);
+        if (end == s + 2 || *end || k < -149 || k > 127) return -1;
+        *out = ldexpf(1.0f, (int)k);
+        return 0;
+    }
+    double d = strtod(s, &end);
+    if (end == s || *end || !(d > 0) || !isfinite(d) || (float)d == 0 || isinf((float)d)) return -1;
+    *out = (float)d;
+    return 0;
+}
+
+static amp_status parse_amax(const char *s, amp_scale_choice *c)
+{
+    c->kind = AMP_SCALE_AMAX;
+    const char *p = s + 4;
+    while (*p) {
+        char *end;
+        if (!strncmp(p, ":pow2", 5) && (p[5] == 0 || p[5] == ':')) { c->pow2 = 1; p += 5; continue; }
+        if (!strncmp(p, ":margin=", 8)) {
+            long m = strtol(p + 8, &end, 10);
+            if (end == p + 8 || (*end && *end != ':') || m < -127 || m > 127)
+                return amp_fail(AMP_EINVAL, "--scales: '%s': margin must be an integer in -127..127", s);
+            c->margin = (int)m;
+            p = end;
+            continue;
+        }
+        return amp_fail(AMP_EINVAL, "--scales: '%s': amax takes :margin=M and :pow2", s);
+    }
+    return AMP_OK;
+}
+
 static amp_status add_scale(const char *s, void *ctx)
 {
     amp_analyze_opts *o = ctx;
-    if (!strcmp(s, "auto")) { o->auto_scale = 1; return AMP_OK; }
-    char *end;
-    double d = strtod(s, &end);
-    if (*end || !(d > 0) || !isfinite(d) || (float)d == 0 || isinf((float)d))
-        return amp_fail(AMP_EINVAL, "--scales: '%s' is not a positive float32 scale (or 'auto')", s);
     if (o->n_scales == AMP_ANALYZE_MAX_SCALES)
         return amp_fail(AMP_EINVAL, "--scales: more than %d scales", AMP_ANALYZE_MAX_SCALES);
-    o->scales[o->n_scales++] = (float)d;
+    amp_scale_choice c = { .kind = AMP_SCALE_FIXED };
+    if (strlen(s) >= sizeof c.spec) return amp_fail(AMP_EINVAL, "--scales: '%.40s' too long", s);
+    snprintf(c.spec, sizeof c.spec, "%s", s);
+    amp_status st = AMP_OK;
+    if (!strcmp(s, "auto")) c.kind = AMP_SCALE_AUTO;
+    else if (!strcmp(s, "auto:count")) c.kind = AMP_SCALE_AUTO_COUNT;
+    else if (!strncmp(s, "amax", 4) && (s[4] == 0 || s[4] == ':')) st = parse_amax(s, &c);
+    else if (parse_fixed(s, &c.value))
+        return amp_fail(AMP_EINVAL, "--scales: '%s' is not a positive float32 scale, 2^k, auto, auto:count or "
+                        "amax[:margin=M][:pow2]", s);
+    if (st) return st;
+    o->scales[o->n_scales++] = c;
     return AMP_OK;
 }
 
 amp_status amp_analyze_parse_scales(const char *list, amp_analyze_opts *o)
 {
     o->n_scales = 0;
-    o->auto_scale = 0;
     amp_status st = for_each_item(list, "scale", add_scale, o);
     if (st) return st;
-    if (o->auto_scale) {
-        int have1 = 0;
-        for (int i = 0; i < o->n_scales; i++) have1 |= o->scales[i] == 1.0f;
-        if (!have1) {
-            if (o->n_scales == AMP_ANALYZE_MAX_SCALES)
-                return amp_fail(AMP_EINVAL, "--scales: more than %d scales", AMP_ANALYZE_MAX_SCALES);
-            memmove(o->scales + 1, o->scales, (size_t)o->n_scales * sizeof o->scales[0]);
-            o->scales[0] = 1.0f;
-            o->n_scales++;
-        }
+    int have1 = 0, data = 0;
+    for (int i = 0; i < o->n_scales; i++) {
+        have1 |= o->scales[i].kind == AMP_SCALE_FIXED && o->scales[i].value == 1.0f;
+        data |= o->scales[i].kind != AMP_SCALE_FIXED;
+    }
+    if (data && !have1) {
+        if (o->n_scales == AMP_ANALYZE_MAX_SCALES)
+            return amp_fail(AMP_EINVAL, "--scales: more than %d scales", AMP_ANALYZE_MAX_SCALES);
+        memmove(o->scales + 1, o->scales, (size_t)o->n_scales * sizeof o->scales[0]);
+        o->scales[0] = (amp_scale_choice){ .kind = AMP_SCALE_FIXED, .value = 1.0f, .spec = "1" };
+        o->n_scales++;
     }
     return AMP_OK;
 }
 
-uint64_t amp_analyze_lost(const amp_stats *st)
+/* ---- error measures --------------------------------------------------------- */
+static uint64_t nonzero_finite(const amp_stats *s)
 {
-    return st->cls[AMP_CLS_FLUSHED] + st->cls[AMP_CLS_OVERFLOW] + st->cls[AMP_CLS_SATURATED];
+    return s->n - s->cls[AMP_CLS_NAN_IN] - s->cls[AMP_CLS_INF_IN] - s->cls[AMP_CLS_ZERO_IN];
 }
 
-/* ---- the streamed pass ---------------------------------------------------- */
-typedef struct job {
-    const amp_format *f;
-    float scale;
-    amp_stats st;
-} job;
+uint64_t amp_analyze_lost(const amp_analyze_row *r)
+{
+    const amp_stats *s = &r->st;
+    return s->cls[AMP_CLS_FLUSHED] + s->cls[AMP_CLS_OVERFLOW] + s->cls[AMP_CLS_SATURATED] + r->invalid;
+}
 
-typedef struct bufs {
-    float *x32, *xs32, *y;
-    double *x64, *xs64;
-} bufs;
+double amp_analyze_lost_frac(const amp_analyze_row *r)
+{
+    uint64_t nz = nonzero_finite(&r->st);
+    return nz ? (double)amp_analyze_lost(r) / (double)nz : 0.0;
+}
+
+double amp_analyze_rel_err_finite(const amp_analyze_row *r) { return amp_stats_rel_err(&r->st); }
+
+double amp_analyze_rel_err_all(const amp_analyze_row *r)
+{
+    const amp_stats *s = &r->st;
+    double extra = (double)(s->cls[AMP_CLS_OVERFLOW] + r->invalid);
+    double n = (double)s->n_rel + extra;
+    return n > 0 ? sqrt((s->sum_rel_sq + extra) / n) : 0.0;
+}
+
+/* ---- the streamed passes ------------------------------------------------------ */
+amp_status an_scan(const amp_tensor_view *v, an_hist *h, double *amax)
+{
+    float *b32 = malloc(AN_CHUNK * sizeof *b32);
+    double *x64 = malloc(AN_CHUNK * sizeof *x64);
+    if (!b32 || !x64) { free(b32); free(x64); return amp_fail(AMP_ENOMEM, "analyze: out of memory"); }
+    double am = 0;
+    for (size_t first = 0; first < v->n; first += AN_CHUNK) {
+        size_t m = v->n - first < AN_CHUNK ? v->n - first : AN_CHUNK;
+        const float *x32;
+        an_chunk(v, first, m, b32, x64, &x32);
+        for (size_t i = 0; i < m; i++) {
+            double x = x32 ? (double)x32[i] : x64[i], a = fabs(x);
+            if (a > am) am = a;                  /* NaN compares false */
+            if (!h || !(a > 0) || a == INFINITY) continue;
+            (*h)[signbit(x) ? 1 : 0][ilogb(x) + AN_HOFF]++;
+        }
+    }
+    free(b32);
+    free(x64);
+    if (amax) *amax = am;
+    return AMP_OK;
+}
+
+/* Negative nonzero finite values of x[0..m) (double if x64 else float). */
+static uint64_t count_neg(const float *x32, const double *x64, size_t m)
+{
+    uint64_t c = 0;
+    for (size_t i = 0; i < m; i++) {
+        double x = x64 ? x64[i] : (double)x32[i];
+        c += x < 0 && x > -INFINITY;
+    }
+    return c;
+}
+
+typedef struct bufs { float *x32, *xs32, *y; double *x64, *xs64; } bufs;
 
 static void bufs_free(bufs *b)
 {
@@ -126,190 +233,82 @@ static void bufs_free(bufs *b)
     memset(b, 0, sizeof *b);
 }
 
-static amp_status bufs_alloc(bufs *b, int is64)
+static amp_status bufs_alloc(bufs *b)
 {
-    memset(b, 0, sizeof *b);
     b->y = malloc(AN_CHUNK * sizeof(float));
     b->xs32 = malloc(AN_CHUNK * sizeof(float));
     b->xs64 = malloc(AN_CHUNK * sizeof(double));
-    if (is64) b->x64 = malloc(AN_CHUNK * sizeof(double));
-    else b->x32 = malloc(AN_CHUNK * sizeof(float));
-    if (!b->y || !b->xs32 || !b->xs64 || (is64 ? !b->x64 : !b->x32)) {
+    b->x64 = malloc(AN_CHUNK * sizeof(double));
+    b->x32 = malloc(AN_CHUNK * sizeof(float));
+    if (!b->y || !b->xs32 || !b->xs64 || !b->x64 || !b->x32) {
         bufs_free(b);
         return amp_fail(AMP_ENOMEM, "analyze: out of memory");
     }
     return AMP_OK;
 }
 
-static void hist_f32(const float *x, size_t n, uint64_t (*h)[HBINS])
+/* Scales chunk x (float32 x32 or double x64) by s into b: float32 when the
+ * product is exact for the whole chunk, else the double product. Returns 1 if
+ * the scaled chunk is in b->xs64. */
+static int scale_chunk(bufs *b, const float *x32, const double *x64, size_t m, float s)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u = amp_f2u(x[i]), a = u & 0x7fffffffu, e = a >> 23;
-        int b;
-        if (a == 0 || e == 0xff) continue;
-        if (e) b = (int)e - 127;
-        else b = -149 + 31 - __builtin_clz(a);
-        h[u >> 31][b + HOFF]++;
+    if (x64) {
+        for (size_t i = 0; i < m; i++) b->xs64[i] = x64[i] * (double)s;
+        return 1;
     }
+    int exact = 1;
+    #pragma omp simd reduction(&:exact)
+    for (size_t i = 0; i < m; i++) {
+        double d = (double)x32[i] * (double)s;
+        float f = (float)d;
+        b->xs32[i] = f;
+        exact &= ((double)f == d) | (d != d);
+    }
+    if (exact) return 0;
+    for (size_t i = 0; i < m; i++) b->xs64[i] = (double)x32[i] * (double)s;   /* exact: 24 x 24 bits */
+    return 1;
 }
 
-static void hist_f64(const double *x, size_t n, uint64_t (*h)[HBINS])
+/* Rounds every job over the whole tensor with options ro; jobs sorted by
+ * scale, so the scaled chunk is made once per scale. */
+static amp_status run_pass(const amp_tensor_view *v, const amp_round_opts *ro, an_job *jobs, int nj)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (x[i] == 0 || !isfinite(x[i])) continue;
-        h[signbit(x[i]) ? 1 : 0][ilogb(x[i]) + HOFF]++;
-    }
-}
-
-/* Rounds every job over the whole tensor (jobs sorted so equal scales are
- * adjacent: the scaled chunk is made once per scale). If h is non-NULL the
- * signed binade histogram of the unscaled tensor is added to it. */
-static amp_status run_pass(const amp_tensor_view *v, job *jobs, int nj, uint64_t (*h)[HBINS])
-{
-    int is64 = v->dtype == AMP_DT_F64;
-    bufs b;
-    amp_status st = bufs_alloc(&b, is64);
+    bufs b = { 0 };
+    amp_status st = bufs_alloc(&b);
     if (st) return st;
-    amp_round_opts o = amp_round_defaults();
+    amp_round_opts o = *ro;
     for (size_t first = 0; first < v->n && !st; first += AN_CHUNK) {
         size_t m = v->n - first < AN_CHUNK ? v->n - first : AN_CHUNK;
-        const float *x32 = NULL;
-        if (is64) {
-            amp_tensor_view_to_f64(v, first, m, b.x64);
-            if (h) hist_f64(b.x64, m, h);
-        } else {
-            const unsigned char *p = (const unsigned char *)v->data + first * 4;
-            if (v->dtype == AMP_DT_F32 && ((uintptr_t)p & 3) == 0) {
-                x32 = (const float *)(const void *)p;   /* aligned: round straight from the mapping */
-            } else {
-                amp_tensor_view_to_f32(v, first, m, b.x32);
-                x32 = b.x32;
-            }
-            if (h) hist_f32(x32, m, h);
-        }
-        o.index0 = first;
-        float have_scale = 0;    /* the scale whose chunk is in xs32/xs64 */
-        int scaled64 = 0;
+        const float *x32;
+        an_chunk(v, first, m, b.x32, b.x64, &x32);
+        const double *x64 = x32 ? NULL : b.x64;
+        o.index0 = ro->index0 + first;
+        float have = 0;          /* the scale whose chunk is in xs32/xs64 */
+        int sc64 = 0;
         for (int j = 0; j < nj && !st; j++) {
             float s = jobs[j].scale;
-            if (s == 1.0f) {
-                st = is64 ? amp_round_f64(jobs[j].f, &o, b.x64, b.y, m, &jobs[j].st)
-                          : amp_round_f32(jobs[j].f, &o, x32, b.y, m, &jobs[j].st);
-                continue;
+            const float *in32 = x32;
+            const double *in64 = x64;
+            if (s != 1.0f) {
+                if (s != have) { have = s; sc64 = scale_chunk(&b, x32, x64, m, s); }
+                in32 = sc64 ? NULL : b.xs32;
+                in64 = sc64 ? b.xs64 : NULL;
             }
-            if (s != have_scale) {
-                have_scale = s;
-                scaled64 = 1;
-                if (is64) {
-                    for (size_t i = 0; i < m; i++) b.xs64[i] = b.x64[i] * (double)s;
-                } else {
-                    /* The float32 product is used when it is exact for the whole
-                     * chunk; otherwise the exact double product (24 x 24 bits). */
-                    int exact = 1;
-                    #pragma omp simd reduction(&:exact)
-                    for (size_t i = 0; i < m; i++) {
-                        double d = (double)x32[i] * (double)s;
-                        float f = (float)d;
-                        b.xs32[i] = f;
-                        exact &= ((double)f == d) | (d != d);
-                    }
-                    if (exact) scaled64 = 0;
-                    else for (size_t i = 0; i < m; i++) b.xs64[i] = (double)x32[i] * (double)s;
-                }
+            st = in64 ? amp_round_f64(jobs[j].f, &o, in64, b.y, m, &jobs[j].st)
+                      : amp_round_f32(jobs[j].f, &o, in32, b.y, m, &jobs[j].st);
+            if (!jobs[j].f->is_signed) {
+                uint64_t neg = count_neg(in32, in64, m);
+                jobs[j].invalid += neg;
+                jobs[j].st.cls[AMP_CLS_OVERFLOW] -= neg;
             }
-            st = scaled64 ? amp_round_f64(jobs[j].f, &o, b.xs64, b.y, m, &jobs[j].st)
-                          : amp_round_f32(jobs[j].f, &o, b.xs32, b.y, m, &jobs[j].st);
         }
     }
     bufs_free(&b);
     return st;
 }
 
-static int cmp_job_scale(const void *a, const void *b)
-{
-    float x = ((const job *)a)->scale, y = ((const job *)b)->scale;
-    return x < y ? -1 : x > y;
-}
-
-/* ---- auto scale -------------------------------------------------------------
- * For format f and shift k, a value in binade b lands in binade B = b + k. The
- * class is monotone in |x| under rne (flushed near zero, overflow/saturated at
- * the top), so the classes of the binade's end points 2^B and (2-2^-52) 2^B
- * bound what its values do: all lost if both ends are lost the same way, none
- * if neither end is. Summing gives lo <= true <= hi for every k. */
-typedef struct key { uint64_t lost, ovf; int k; } key;
-
-static int key_cmp(key a, key b)
-{
-    if (a.lost != b.lost) return a.lost < b.lost ? -1 : 1;
-    if (a.ovf != b.ovf) return a.ovf < b.ovf ? -1 : 1;
-    int ak = abs(a.k), bk = abs(b.k);
-    if (ak != bk) return ak < bk ? -1 : 1;
-    return (a.k > b.k) - (a.k < b.k);
-}
-
-static int is_lost(amp_class c) { return c == AMP_CLS_FLUSHED || c == AMP_CLS_OVERFLOW || c == AMP_CLS_SATURATED; }
-static int is_ovf(amp_class c) { return c == AMP_CLS_OVERFLOW || c == AMP_CLS_SATURATED; }
-
-#define NK (AMP_ANALYZE_KMAX - AMP_ANALYZE_KMIN + 1)
-
-/* Candidates for f: every k whose lower-bound key is not above the smallest
- * upper-bound key. Writes them to cand (at most NK) and returns how many. */
-static int auto_candidates(const amp_format *f, uint64_t (*h)[HBINS], int *cand)
-{
-    amp_round_opts o = amp_round_defaults();
-    int bmin = HBINS, bmax = -1;
-    for (int s = 0; s < 2; s++)
-        for (int i = 0; i < HBINS; i++)
-            if (h[s][i]) { if (i < bmin) bmin = i; if (i > bmax) bmax = i; }
-    key lo[NK], hi[NK];
-    for (int ki = 0; ki < NK; ki++) {
-        lo[ki] = hi[ki] = (key){ 0, 0, AMP_ANALYZE_KMIN + ki };
-    }
-    if (bmax >= 0) {
-        /* class of each end point, per sign and destination binade */
-        int blo = bmin - HOFF + AMP_ANALYZE_KMIN, bhi = bmax - HOFF + AMP_ANALYZE_KMAX;
-        int nb = bhi - blo + 1;
-        unsigned char *ce = malloc((size_t)nb * 4);
-        if (!ce) return -1;
-        for (int s = 0; s < 2; s++)
-            for (int B = blo; B <= bhi; B++) {
-                double a = ldexp(1.0, B), z = ldexp(0x1.fffffffffffffp0, B);
-                amp_class c0, c1;
-                amp_round1(f, &o, s ? -a : a, 0, &c0);
-                amp_round1(f, &o, s ? -z : z, 0, &c1);
-                ce[(size_t)(B - blo) * 4 + (size_t)s * 2] = (unsigned char)c0;
-                ce[(size_t)(B - blo) * 4 + (size_t)s * 2 + 1] = (unsigned char)c1;
-            }
-        for (int ki = 0; ki < NK; ki++) {
-            int k = AMP_ANALYZE_KMIN + ki;
-            for (int s = 0; s < 2; s++)
-                for (int i = bmin; i <= bmax; i++) {
-                    uint64_t c = h[s][i];
-                    if (!c) continue;
-                    int B = i - HOFF + k;
-                    amp_class c0 = ce[(size_t)(B - blo) * 4 + (size_t)s * 2];
-                    amp_class c1 = ce[(size_t)(B - blo) * 4 + (size_t)s * 2 + 1];
-                    int both_same_lost = (c0 == AMP_CLS_FLUSHED && c1 == AMP_CLS_FLUSHED) || (is_ovf(c0) && is_ovf(c1));
-                    if (both_same_lost) lo[ki].lost += c;
-                    if (is_lost(c0) || is_lost(c1)) hi[ki].lost += c;
-                    if (is_ovf(c0) && is_ovf(c1)) lo[ki].ovf += c;
-                    if (is_ovf(c0) || is_ovf(c1)) hi[ki].ovf += c;
-                }
-        }
-        free(ce);
-    }
-    key u = hi[0];
-    for (int ki = 1; ki < NK; ki++)
-        if (key_cmp(hi[ki], u) < 0) u = hi[ki];
-    int nc = 0;
-    for (int ki = 0; ki < NK; ki++)
-        if (key_cmp(lo[ki], u) <= 0) cand[nc++] = AMP_ANALYZE_KMIN + ki;
-    return nc;
-}
-
-static amp_status push_row(amp_analyze_row **rows, size_t *n_rows, size_t *cap, const amp_tensor_view *v,
-                           const amp_format *f, float scale, int is_auto, int k, const amp_stats *st)
+/* ---- rows ----------------------------------------------------------------------- */
+static amp_status push_row(amp_analyze_row **rows, size_t *n_rows, size_t *cap, amp_analyze_row **out)
 {
     if (*n_rows == *cap) {
         size_t nc = *cap ? *cap * 2 : 16;
@@ -318,250 +317,197 @@ static amp_status push_row(amp_analyze_row **rows, size_t *n_rows, size_t *cap, 
         *rows = nr;
         *cap = nc;
     }
-    amp_analyze_row *r = &(*rows)[(*n_rows)++];
-    memset(r, 0, sizeof *r);
-    snprintf(r->tensor, sizeof r->tensor, "%s", v->name);
-    snprintf(r->format, sizeof r->format, "%s", f->name);
-    r->scale = scale;
-    r->is_auto = is_auto;
-    r->scale_log2 = k;
-    r->st = *st;
+    *out = &(*rows)[(*n_rows)++];
+    memset(*out, 0, sizeof **out);
     return AMP_OK;
 }
 
-/* Largest positive double that f (rne) flushes, and smallest that overflows or
- * saturates, by bisection on the bit patterns (the classes are monotone in
- * |x|): 0 if nothing flushes, +inf if nothing overflows. */
-static void lost_thresholds(const amp_format *f, double *fl_max, double *ov_min)
+/* The amax scale of f: TE's current scaling (see amp_analyze.h). */
+static float amax_scale(const amp_format *f, const amp_scale_choice *c, double amax)
 {
-    amp_round_opts o = amp_round_defaults();
-    amp_class c;
-    uint64_t lo = 1, hi = 0x7fefffffffffffffULL;   /* smallest / largest positive finite */
-    amp_round1(f, &o, amp_u2d(lo), 0, &c);
-    if (c != AMP_CLS_FLUSHED) {
-        *fl_max = 0;
-    } else {                                         /* invariant: lo flushed */
-        uint64_t a = lo, b = hi;
-        while (b - a > 1) {
-            uint64_t m = a + (b - a) / 2;
-            amp_round1(f, &o, amp_u2d(m), 0, &c);
-            if (c == AMP_CLS_FLUSHED) a = m; else b = m;
-        }
-        *fl_max = amp_u2d(a);
-    }
-    amp_round1(f, &o, amp_u2d(hi), 0, &c);
-    if (!is_ovf(c)) {
-        *ov_min = INFINITY;
-    } else {                                         /* invariant: b overflows */
-        uint64_t a = lo, b = hi;
-        while (b - a > 1) {
-            uint64_t m = a + (b - a) / 2;
-            amp_round1(f, &o, amp_u2d(m), 0, &c);
-            if (is_ovf(c)) b = m; else a = m;
-        }
-        *ov_min = amp_u2d(b);
-    }
+    float a = (float)amax;
+    if (!(a > 0) || !isfinite(a)) return 1.0f;
+    float num = (float)ldexp(f->max_finite, -c->margin);
+    float s = num / a;
+    if (isinf(s)) s = FLT_MAX;
+    if (s == 0) s = 0x1p-149f;
+    if (c->pow2) s = ldexpf(1.0f, ilogbf(s));
+    return s;
 }
 
-/* For each candidate job (format formats[cf[j]], scale 2^k), counts the values
- * whose scaled image would be lost, into st.cls[FLUSHED] and st.cls[OVERFLOW]
- * (overflow + saturated), from the thresholds: x*2^k is exact, so
- * |x| <= fl_max*2^-k flushes and |x| >= ov_min*2^-k overflows; an unsigned
- * format loses every negative nonzero finite value (to NaN). */
-static amp_status count_pass(const amp_tensor_view *v, job *cj, const int *cf, int nc, const amp_format *formats)
+static amp_status block_row(const amp_tensor_view *v, const amp_analyze_opts *o, int fi, amp_analyze_row *r)
 {
-    double *x = malloc(AN_CHUNK * sizeof *x);
-    double *tf = malloc((size_t)(nc ? nc : 1) * 2 * sizeof *tf);
-    if (!x || !tf) { free(x); free(tf); return amp_fail(AMP_ENOMEM, "analyze: out of memory"); }
-    int last = -1;
-    double flm = 0, ovm = 0;
-    for (int j = 0; j < nc; j++) {
-        if (cf[j] != last) { lost_thresholds(&formats[cf[j]], &flm, &ovm); last = cf[j]; }
-        int k = ilogbf(cj[j].scale);
-        tf[2 * j] = ldexp(flm, -k);
-        tf[2 * j + 1] = ldexp(ovm, -k);
-    }
-    int is64 = v->dtype == AMP_DT_F64;
-    for (size_t first = 0; first < v->n; first += AN_CHUNK) {
-        size_t m = v->n - first < AN_CHUNK ? v->n - first : AN_CHUNK;
-        const float *x32 = NULL;
-        if (is64) {
-            amp_tensor_view_to_f64(v, first, m, x);
-        } else {
-            const unsigned char *p = (const unsigned char *)v->data + first * 4;
-            if (v->dtype == AMP_DT_F32 && ((uintptr_t)p & 3) == 0) {
-                x32 = (const float *)(const void *)p;
-            } else {
-                amp_tensor_view_to_f32(v, first, m, (float *)x);
-                x32 = (const float *)x;
-            }
+    float *x = malloc((v->n ? v->n : 1) * sizeof *x);
+    if (!x) return amp_fail(AMP_ENOMEM, "analyze: out of memory for %zu values", v->n);
+    if (v->dtype == AMP_DT_F64) {   /* block formats take float32 input: rne into float32 first */
+        amp_round_opts d = amp_round_defaults();
+        double tmp[1024];
+        for (size_t i = 0; i < v->n; i += 1024) {
+            size_t m = v->n - i < 1024 ? v->n - i : 1024;
+            amp_tensor_view_to_f64(v, i, m, tmp);
+            amp_round_f64(amp_format_get(AMP_FMT_FP32), &d, tmp, x + i, m, NULL);
         }
-        for (int j = 0; j < nc; j++) {
-            double lo = tf[2 * j], hi = tf[2 * j + 1];
-            int uns = !formats[cf[j]].is_signed;
-            uint64_t fl = 0, ov = 0;
-            if (is64) {
-                #pragma omp parallel for simd reduction(+:fl, ov) num_threads(amp_get_threads())
-                for (size_t i = 0; i < m; i++) {
-                    double a = fabs(x[i]);
-                    int fin = a < INFINITY, nz = a > 0;
-                    int o = (fin & (a >= hi)) | (uns & nz & fin & (x[i] < 0));
-                    fl += (uint64_t)(nz & (a <= lo) & !o);
-                    ov += (uint64_t)o;
-                }
-            } else {
-                /* For a float32 |x|: |x| <= lo iff |x| <= the largest float <= lo,
-                 * |x| >= hi iff |x| >= the smallest float >= hi (inf: never). */
-                float lof = (float)lo, hif = (float)hi;
-                if ((double)lof > lo) lof = nextafterf(lof, 0);
-                if ((double)hif < hi) hif = nextafterf(hif, INFINITY);
-                #pragma omp parallel for simd reduction(+:fl, ov) num_threads(amp_get_threads())
-                for (size_t i = 0; i < m; i++) {
-                    float a = fabsf(x32[i]);
-                    int fin = a < INFINITY, nz = a > 0;
-                    int o = (fin & (a >= hif)) | (uns & nz & fin & (x32[i] < 0));
-                    fl += (uint64_t)(nz & (a <= lof) & !o);
-                    ov += (uint64_t)o;
-                }
-            }
-            cj[j].st.cls[AMP_CLS_FLUSHED] += fl;
-            cj[j].st.cls[AMP_CLS_OVERFLOW] += ov;
-        }
+    } else {
+        amp_tensor_view_to_f32(v, 0, v->n, x);
     }
+    size_t C = v->ndim ? v->shape[v->ndim - 1] : 1, R = C ? v->n / C : 0;
+    amp_stats_init(&r->st);
+    amp_block_stats_init(&r->bs);
+    amp_status st = amp_block_round(&o->blocks[fi], &o->round, x, x, R, C, &r->st, &r->bs);
     free(x);
-    free(tf);
-    return AMP_OK;
+    r->is_block = 1;
+    r->scale = 1.0f;
+    snprintf(r->scale_spec, sizeof r->scale_spec, "block");
+    snprintf(r->format, sizeof r->format, "%s", o->blocks[fi].name);
+    return st;
 }
 
 amp_status amp_analyze_view(const amp_tensor_view *v, const amp_analyze_opts *o, amp_analyze_row **rows,
                             size_t *n_rows)
 {
-    int nf = o->n_formats, ns = o->n_scales;
+    int nf = o->n_formats, ns = o->n_scales, need_scan = 0, need_hist = 0;
     if (nf < 1 || ns < 1) return amp_fail(AMP_EINVAL, "analyze: no formats or no scales");
-    job *jobs = calloc((size_t)nf * (size_t)ns, sizeof *jobs);
-    int *jobidx = calloc((size_t)nf * (size_t)ns, sizeof *jobidx);   /* (format, scale) -> job */
-    uint64_t (*h)[HBINS] = o->auto_scale ? calloc(2, sizeof *h) : NULL;
-    job *cj = NULL, *autoj = NULL;   /* auto: candidates; the chosen scale per format */
-    int *cf = NULL, *cand = NULL, ncj = 0;
-    amp_status st = AMP_OK;
-    if (!jobs || !jobidx || (o->auto_scale && !h)) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
-    for (int s = 0, j = 0; s < ns; s++)
-        for (int fi = 0; fi < nf; fi++, j++) {
-            jobs[j].f = &o->formats[fi];
-            jobs[j].scale = o->scales[s];
-            amp_stats_init(&jobs[j].st);
-        }
-    /* stable: sort by scale, remembering where each (format, scale) went */
-    {
-        int nj = nf * ns;
-        for (int j = 0; j < nj; j++) jobs[j].st.n = (uint64_t)j;   /* tag, reset below */
-        qsort(jobs, (size_t)nj, sizeof *jobs, cmp_job_scale);
-        for (int j = 0; j < nj; j++) {
-            jobidx[jobs[j].st.n] = j;
-            jobs[j].st.n = 0;
+    amp_status st = amp_round_check_opts(&o->formats[0], &o->round);
+    if (st) return st;
+    for (int s = 0; s < ns; s++) {
+        need_scan |= o->scales[s].kind != AMP_SCALE_FIXED;
+        need_hist |= o->scales[s].kind == AMP_SCALE_AUTO || o->scales[s].kind == AMP_SCALE_AUTO_COUNT;
+    }
+    an_job *jobs = calloc((size_t)nf * (size_t)ns, sizeof *jobs);
+    int *order = calloc((size_t)nf * (size_t)ns, sizeof *order);
+    an_hist *h = need_hist ? calloc(1, sizeof *h) : NULL;
+    double amax = 0;
+    if (!jobs || !order || (need_hist && !h)) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
+    if (need_scan && (st = an_scan(v, h, &amax))) goto out;
+    int nj = 0;
+    for (int fi = 0; fi < nf; fi++) {
+        if (o->is_block[fi]) continue;
+        for (int s = 0; s < ns; s++) {
+            const amp_scale_choice *c = &o->scales[s];
+            float sc = c->value;
+            if (c->kind == AMP_SCALE_AMAX) sc = amax_scale(&o->formats[fi], c, amax);
+            if (c->kind == AMP_SCALE_AUTO || c->kind == AMP_SCALE_AUTO_COUNT) {
+                int k;
+                if ((st = an_auto_k(v, &o->formats[fi], &o->round, c->kind == AMP_SCALE_AUTO_COUNT, (const an_hist *)h, &k)))
+                    goto out;
+                sc = ldexpf(1.0f, k);
+            }
+            jobs[nj] = (an_job){ .f = &o->formats[fi], .scale = sc };
+            amp_stats_init(&jobs[nj].st);
+            order[nj] = nj;
+            nj++;
         }
     }
-    if ((st = run_pass(v, jobs, nf * ns, h))) goto out;
-
-    if (o->auto_scale) {
-        cand = malloc((size_t)nf * NK * sizeof *cand);
-        cf = malloc((size_t)nf * NK * sizeof *cf);
-        cj = calloc((size_t)nf * NK, sizeof *cj);
-        if (!cand || !cf || !cj) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
-        for (int fi = 0; fi < nf; fi++) {
-            int nc = auto_candidates(&o->formats[fi], h, cand + fi * NK);
-            if (nc < 0) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
-            for (int c = 0; c < nc; c++) {
-                cj[ncj].f = &o->formats[fi];
-                cj[ncj].scale = ldexpf(1.0f, cand[fi * NK + c]);
-                amp_stats_init(&cj[ncj].st);
-                cf[ncj++] = fi;
-            }
+    /* sort by scale (insertion: stable, and nj is small) so equal scales are adjacent */
+    an_job *sorted = malloc((size_t)(nj ? nj : 1) * sizeof *sorted);
+    if (!sorted) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
+    for (int i = 1; i < nj; i++)
+        for (int j = i; j > 0 && jobs[order[j - 1]].scale > jobs[order[j]].scale; j--) {
+            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
         }
-        /* Exact lost/overflow counts of every candidate by threshold compares
-         * (one light pass), then one real rounding pass per format at its
-         * chosen k: that pass's statistics are the auto row. */
-        if ((st = count_pass(v, cj, cf, ncj, o->formats))) goto out;
-        autoj = calloc((size_t)nf, sizeof *autoj);
-        if (!autoj) { st = amp_fail(AMP_ENOMEM, "analyze: out of memory"); goto out; }
-        int nreal = 0;
-        for (int fi = 0; fi < nf; fi++) {
-            int best = -1;
-            key bk = { 0, 0, 0 };
-            for (int j = 0; j < ncj; j++) {
-                if (cf[j] != fi) continue;
-                key kk = { cj[j].st.cls[AMP_CLS_FLUSHED], cj[j].st.cls[AMP_CLS_OVERFLOW], ilogbf(cj[j].scale) };
-                kk.lost += kk.ovf;
-                if (best < 0 || key_cmp(kk, bk) < 0) { best = j; bk = kk; }
-            }
-            AMP_ASSERT(best >= 0);
-            autoj[fi].f = &o->formats[fi];
-            autoj[fi].scale = cj[best].scale;
-            amp_stats_init(&autoj[fi].st);
-            int reuse = -1;         /* k = 0: the unscaled row already has the statistics */
-            for (int s = 0; s < ns; s++)
-                if (o->scales[s] == 1.0f && autoj[fi].scale == 1.0f) reuse = s;
-            if (reuse >= 0) autoj[fi].st = jobs[jobidx[reuse * nf + fi]].st;
-            else cj[nreal++] = autoj[fi];   /* cj is free now: the real rounding pass */
-        }
-        if ((st = run_pass(v, cj, nreal, NULL))) goto out;
-        for (int fi = 0, j = 0; fi < nf; fi++)
-            if (j < nreal && cj[j].f == autoj[fi].f) autoj[fi].st = cj[j++].st;
-    }
+    for (int i = 0; i < nj; i++) sorted[i] = jobs[order[i]];
+    st = run_pass(v, &o->round, sorted, nj);
+    for (int i = 0; i < nj; i++) jobs[order[i]] = sorted[i];
+    free(sorted);
+    if (st) goto out;
 
     size_t cap = *n_rows;   /* realloc grows from the current size */
-    int one = ns - 1;       /* the auto row follows the first scale-1 row (else the last row) */
-    for (int s = ns - 1; s >= 0; s--)
-        if (o->scales[s] == 1.0f) one = s;
-    for (int fi = 0; fi < nf && !st; fi++)
-        for (int s = 0; s < ns && !st; s++) {
-            const job *jb = &jobs[jobidx[s * nf + fi]];
-            st = push_row(rows, n_rows, &cap, v, &o->formats[fi], o->scales[s], 0, 0, &jb->st);
-            if (!st && o->auto_scale && s == one) {
-                const job *a = &autoj[fi];
-                st = push_row(rows, n_rows, &cap, v, &o->formats[fi], a->scale, 1, ilogbf(a->scale), &a->st);
+    char cast[64];
+    amp_round_opts_text(&o->round, cast, sizeof cast);
+    for (int fi = 0, j = 0; fi < nf && !st; fi++) {
+        if (o->is_block[fi]) {
+            amp_analyze_row *r;
+            if (!(st = push_row(rows, n_rows, &cap, &r))) {
+                snprintf(r->tensor, sizeof r->tensor, "%s", v->name);
+                snprintf(r->cast, sizeof r->cast, "%s", cast);
+                st = block_row(v, o, fi, r);
             }
+            continue;
         }
+        for (int s = 0; s < ns && !st; s++, j++) {
+            amp_analyze_row *r;
+            if ((st = push_row(rows, n_rows, &cap, &r))) break;
+            const amp_scale_choice *c = &o->scales[s];
+            snprintf(r->tensor, sizeof r->tensor, "%s", v->name);
+            snprintf(r->format, sizeof r->format, "%s", o->formats[fi].name);
+            snprintf(r->scale_spec, sizeof r->scale_spec, "%s", c->spec);
+            snprintf(r->cast, sizeof r->cast, "%s", cast);
+            r->scale = jobs[j].scale;
+            r->scale_log2 = log2((double)jobs[j].scale);
+            r->is_auto = c->kind == AMP_SCALE_AUTO || c->kind == AMP_SCALE_AUTO_COUNT;
+            r->st = jobs[j].st;
+            r->invalid = jobs[j].invalid;
+        }
+    }
 out:
     free(jobs);
-    free(jobidx);
+    free(order);
     free(h);
-    free(cj);
-    free(cf);
-    free(cand);
-    free(autoj);
     return st;
 }
 
 /* ---- CSV -------------------------------------------------------------------- */
 const char *amp_analyze_csv_header(void)
 {
-    return "tensor,format,scale,n,zero_in,flushed,subnormal,saturated,overflow,nan,amax,amin_nonzero,rel_err,"
-           "in_normal_range";
+    return "tensor,format,cast,scale_spec,scale,scale_log2,n,zero_in,flushed,subnormal,saturated,overflow,invalid,"
+           "nan,lost,lost_frac,amax,amin_nonzero,rel_err_finite,rel_err_all,in_normal_range,"
+           "blocks,scale_hi,scale_lo,amax_sat_frac,scale_exp_min,scale_exp_median,scale_exp_max";
+}
+
+static void csv_quote(const char *in, char *out, size_t len)
+{
+    if (!strpbrk(in, ",\"\n\r")) { snprintf(out, len, "%s", in); return; }
+    size_t k = 0;
+    out[k++] = '"';
+    for (const char *p = in; *p && k < len - 3; p++) {
+        if (*p == '"') out[k++] = '"';
+        out[k++] = *p;
+    }
+    out[k++] = '"';
+    out[k] = 0;
+}
+
+void amp_analyze_row_nums(const amp_analyze_row *r, double v[AMP_ANALYZE_NUMS])
+{
+    const amp_stats *s = &r->st;
+    const double u[] = { (double)r->scale, r->scale_log2, (double)s->n, (double)s->cls[AMP_CLS_ZERO_IN],
+                         (double)s->cls[AMP_CLS_FLUSHED], (double)s->cls[AMP_CLS_SUBNORMAL],
+                         (double)s->cls[AMP_CLS_SATURATED], (double)s->cls[AMP_CLS_OVERFLOW], (double)r->invalid,
+                         (double)s->cls[AMP_CLS_NAN_IN], (double)amp_analyze_lost(r), amp_analyze_lost_frac(r),
+                         s->amax, s->amin_nonzero, amp_analyze_rel_err_finite(r), amp_analyze_rel_err_all(r),
+                         amp_stats_in_normal_range(s) };
+    _Static_assert(sizeof u / sizeof u[0] + 7 == AMP_ANALYZE_NUMS, "the numeric columns");
+    memcpy(v, u, sizeof u);
+    double *b = v + sizeof u / sizeof u[0];
+    for (int i = 0; i < 7; i++) b[i] = NAN;
+    if (!r->is_block) return;
+    int lo, med, hi;
+    amp_block_exp_summary(&r->bs, &lo, &med, &hi);
+    b[0] = (double)r->bs.blocks;
+    b[1] = (double)r->bs.scale_hi;
+    b[2] = (double)r->bs.scale_lo;
+    b[3] = r->bs.blocks ? (double)r->bs.amax_sat / (double)r->bs.blocks : 0.0;
+    b[4] = lo;
+    b[5] = med;
+    b[6] = hi;
 }
 
 int amp_analyze_csv_row(const amp_analyze_row *r, char *buf, size_t len)
 {
+    /* per numeric column: 'i' a count (an integer), 'g' a number (%.9g) */
+    static const char kind[AMP_ANALYZE_NUMS + 1] = "ggiiiiiiiiiggggggiiigiii";
     char name[600];
-    if (strpbrk(r->tensor, ",\"\n\r")) {
-        size_t k = 0;
-        name[k++] = '"';
-        for (const char *p = r->tensor; *p && k < sizeof name - 3; p++) {
-            if (*p == '"') name[k++] = '"';
-            name[k++] = *p;
-        }
-        name[k++] = '"';
-        name[k] = 0;
-    } else {
-        snprintf(name, sizeof name, "%s", r->tensor);
+    double v[AMP_ANALYZE_NUMS];
+    csv_quote(r->tensor, name, sizeof name);
+    amp_analyze_row_nums(r, v);
+    int k = snprintf(buf, len, "%s,%s,%s,%s", name, r->format, r->cast, r->scale_spec);
+    for (int i = 0; i < AMP_ANALYZE_NUMS && k >= 0; i++) {
+        size_t at = (size_t)k < len ? (size_t)k : len;
+        k += isnan(v[i]) && i >= AMP_ANALYZE_NUMS - 7 ? snprintf(buf + at, len - at, ",")
+           : kind[i] == 'i' ? snprintf(buf + at, len - at, ",%.0f", v[i])
+           : snprintf(buf + at, len - at, ",%.9g", v[i]);
     }
-    const amp_stats *s = &r->st;
-    return snprintf(buf, len, "%s,%s,%.9g,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.9g,%.9g,%.9g,%.9g", name, r->format,
-                    (double)r->scale, (unsigned long long)s->n, (unsigned long long)s->cls[AMP_CLS_ZERO_IN],
-                    (unsigned long long)s->cls[AMP_CLS_FLUSHED], (unsigned long long)s->cls[AMP_CLS_SUBNORMAL],
-                    (unsigned long long)s->cls[AMP_CLS_SATURATED], (unsigned long long)s->cls[AMP_CLS_OVERFLOW],
-                    (unsigned long long)s->cls[AMP_CLS_NAN_IN], s->amax, s->amin_nonzero, amp_stats_rel_err(s),
-                    amp_stats_in_normal_range(s));
+    return k;
 }
 
 size_t amp_analyze_abi_size(const char *type)

@@ -13,6 +13,9 @@ typedef enum amp_nan {
     AMP_NAN_ALLONES,  /* S.1..1.1..1 only (OCP e4m3 "fn") */
     AMP_NAN_NEGZERO,  /* the -0 pattern 1000..0 only (FNUZ) */
     AMP_NAN_E8M0,     /* 0xFF of the unsigned MX scale format */
+    AMP_NAN_P3109,    /* IEEE P3109 binary8: one NaN (0x80 signed, 0xFF unsigned), no -0,
+                       * inf at 0x7F/0xFF (signed) or 0xFE (unsigned); with no mantissa
+                       * bits (p1) ties go to the even code */
 } amp_nan;
 
 typedef enum amp_format_id {

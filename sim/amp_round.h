@@ -26,6 +26,8 @@ enum {
     AMP_FTZ      = 1u << 1,  /* subnormal results flush to zero */
     AMP_DAZ      = 1u << 2,  /* inputs below the format's min normal read as zero */
     AMP_EXACT    = 1u << 3,  /* use the MPFR reference path (slow) */
+    AMP_SATPROP  = 1u << 4,  /* finite overflow goes to +-max finite, +-inf stays +-inf
+                              * (P3109 SatPropagate; AMP_SATURATE is SatFinite) */
 };
 
 typedef struct amp_round_opts {
@@ -41,6 +43,11 @@ typedef struct amp_round_opts {
 AMP_API amp_round_opts amp_round_defaults(void);
 AMP_API const char *amp_rounding_name(amp_rounding m);
 AMP_API amp_status amp_rounding_parse(const char *s, amp_rounding *out);
+/* The options as one word, e.g. "rne", "rtz:saturate:ftz", "sr:bits=8:seed=3"
+ * (sr always names its seed). Returns what snprintf returns. */
+/* AMP_OK if o is valid for f (mode, sr bits, flags), else AMP_EINVAL with a message. */
+AMP_API amp_status amp_round_check_opts(const amp_format *f, const amp_round_opts *o);
+AMP_API int amp_round_opts_text(const amp_round_opts *o, char *buf, size_t len);
 
 /* Classification: exactly one class per value, the first that applies. */
 typedef enum amp_class {

@@ -42,14 +42,27 @@ typedef struct amp_tensor_file {
     amp_tensor_view *tensors;  /* in file order (safetensors: by data offset) */
     int n_skipped;             /* safetensors: integer/bool tensors left out */
     char skipped[256];         /* the first of them, "name (I64)" */
+    void *arena;               /* .npz: the inflated members (NULL if none) */
 } amp_tensor_file;
 
 /* Opens and validates a tensor file; the kind is chosen by extension
- * (.npy, .safetensors, .f32, .f64; case-insensitive). On failure *tf is left
+ * (.npy, .npz, .safetensors, .f32, .f64; case-insensitive). On failure *tf is left
  * closed (nothing to release) and the message names the file.
  * Close with amp_tensor_file_close (safe to call twice). */
 AMP_API amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf);
 AMP_API void amp_tensor_file_close(amp_tensor_file *tf);
+
+/* An input argument "FILE:NAME" names one tensor of FILE: when arg is not an
+ * existing path and has a ':' after its last '/', path = the part before the
+ * last ':' and *name points at the part after (inside arg); otherwise path =
+ * arg and *name = NULL. AMP_EINVAL if the path does not fit in cap. */
+AMP_API amp_status amp_tensor_arg_split(const char *arg, char *path, size_t cap, const char **name);
+/* The tensor files of a folder (.npy, .npz, .safetensors, .f32, .f64; not
+ * recursive; hidden files left out), as "dir/file", sorted by name. *paths is
+ * malloc'ed (free with amp_tensor_dir_free); AMP_EIO if the folder cannot be
+ * read. */
+AMP_API amp_status amp_tensor_dir_list(const char *dir, char ***paths, int *n);
+AMP_API void amp_tensor_dir_free(char **paths, int n);
 
 /* The parsers behind amp_tensor_file_open, on a file's bytes in memory
  * (what the fuzz harnesses drive). `path` only names the file in messages.
@@ -61,6 +74,15 @@ AMP_API void amp_tensor_file_close(amp_tensor_file *tf);
 AMP_API amp_status amp_npy_parse(const char *path, const void *buf, size_t len, amp_tensor_view *v);
 AMP_API amp_status amp_safetensors_parse(const char *path, const void *buf, size_t len,
                                          amp_tensor_view **tensors, int *n, int *n_skipped, char skipped[256]);
+/* .npz (numpy.savez, savez_compressed): every member a .npy, stored or
+ * deflated; views of the float members named after the members without
+ * ".npy", pointing into buf (stored) or into *arena (deflated; malloc'ed,
+ * free() it; NULL if none). *tensors is malloc'ed (free() it; NULL when
+ * *n == 0). Members of integer, bool or other non-float dtypes are checked
+ * like the others and left out: *n_skipped of them, the first named in
+ * skipped ("name.npy (<i8)"); both may be NULL. */
+AMP_API amp_status amp_npz_parse(const char *path, const void *buf, size_t len, amp_tensor_view **tensors, int *n,
+                                 void **arena, int *n_skipped, char skipped[256]);
 AMP_API amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtype dt,
                                  amp_tensor_view *v);
 

@@ -24,6 +24,8 @@
 #include "amp_whatif.h"
 #include "amp_train.h"
 #include "amp_bench.h"
+#include "amp_block.h"
+#include "amp_castcheck.h"
 /* analysis/ */
 #include "amp_analyze.h"
 #include "amp_csv.h"

@@ -10,6 +10,7 @@
 int amp_cli_formats(int argc, char **argv);
 int amp_cli_round(int argc, char **argv);
 int amp_cli_analyze(int argc, char **argv);
+int amp_cli_check_cast(int argc, char **argv);
 int amp_cli_train(int argc, char **argv);
 int amp_cli_compare(int argc, char **argv);
 int amp_cli_scaler_replay(int argc, char **argv);

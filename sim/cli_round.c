@@ -4,7 +4,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static void help(void)
 {
@@ -17,9 +16,12 @@ static void help(void)
            "  OUT  .npy (keeps IN's shape) or raw .f32: float32 values of the format;\n"
            "       with --encode the format's bit patterns (uint8 for formats of <= 8 bits,\n"
            "       uint16 for <= 16): .npy ('|u1' / '<u2'), any other name is raw bytes\n"
-           "  --format F      a format name (ampsim formats) or eXmY / eXmYfn / eXmYfnuz\n"
+           "  --format F      a format name (ampsim formats) or eXmY / eXmYfn / eXmYfnuz, or a\n"
+           "                  block-scaled format: mx:ELEM[:block=N][:scale=floor|ceil|rne],\n"
+           "                  nvfp4[:2d], block:ELEM:RxC (blocks along the last axis; float32 out)\n"
            "  --rounding M    rne (default), rna, rtz, rup, rdn, rto, sr\n"
-           "  --saturate      overflow and +-inf go to +-max finite\n"
+           "  --saturate      overflow and +-inf go to +-max finite (P3109 SatFinite)\n"
+           "  --satprop       overflow goes to +-max finite, +-inf stays (P3109 SatPropagate)\n"
            "  --ftz / --daz   flush subnormal results / read subnormal inputs as zero\n"
            "  --sr-bits K     sr: random bits used (1..64; default all discarded bits)\n"
            "  --seed S        sr: generator seed (default 0); element i uses index i\n"
@@ -35,8 +37,8 @@ static void print_stats(const char *in, const amp_format *f, const amp_round_opt
 {
     printf("input         %s\n", in);
     printf("format        %s\n", f->name);
-    printf("rounding      %s%s%s%s\n", amp_rounding_name(o->mode), (o->flags & AMP_SATURATE) ? " saturate" : "",
-           (o->flags & AMP_FTZ) ? " ftz" : "", (o->flags & AMP_DAZ) ? " daz" : "");
+    printf("rounding      %s%s%s%s%s\n", amp_rounding_name(o->mode), (o->flags & AMP_SATURATE) ? " saturate" : "",
+           (o->flags & AMP_SATPROP) ? " satprop" : "", (o->flags & AMP_FTZ) ? " ftz" : "", (o->flags & AMP_DAZ) ? " daz" : "");
     printf("n             %llu\n", (unsigned long long)st->n);
     for (int c = 0; c < AMP_CLS_COUNT; c++)
         printf("%-13s %llu\n", amp_class_name((amp_class)c), (unsigned long long)st->cls[c]);
@@ -46,19 +48,34 @@ static void print_stats(const char *in, const amp_format *f, const amp_round_opt
     printf("in_normal     %.9g\n", amp_stats_in_normal_range(st));
 }
 
+static void print_block_stats(const amp_block_stats *bs)
+{
+    int lo, med, hi;
+    amp_block_exp_summary(bs, &lo, &med, &hi);
+    printf("blocks        %llu\n", (unsigned long long)bs->blocks);
+    printf("scale_hi      %llu\n", (unsigned long long)bs->scale_hi);
+    printf("scale_lo      %llu\n", (unsigned long long)bs->scale_lo);
+    printf("amax_sat      %llu\n", (unsigned long long)bs->amax_sat);
+    printf("nan_blocks    %llu\n", (unsigned long long)bs->nan_blocks);
+    printf("zero_blocks   %llu\n", (unsigned long long)bs->zero_blocks);
+    printf("scale_exp     %d %d %d\n", lo, med, hi);
+    printf("tensor_scale  %.9g\n", (double)bs->tensor_scale);
+}
+
 static amp_status parse_rounding(const char *v, void *dst) { return amp_rounding_parse(v, dst); }
 
 int amp_cli_round(int argc, char **argv)
 {
     const char *fmt_name = NULL;
     amp_round_opts o = amp_round_defaults();
-    int encode = 0, stats = 0, sat = 0, ftz = 0, daz = 0, exact = 0, threads = 0;
+    int encode = 0, stats = 0, sat = 0, satprop = 0, ftz = 0, daz = 0, exact = 0, threads = 0;
     const char *pos[2];
     amp_cli_list files = { pos, 0, 2 };
     const amp_cli_opt opts[] = {
         { "--format", AMP_OPT_STR, &fmt_name, 0, 0, NULL },
         { "--rounding", AMP_OPT_FN, &o.mode, 0, 0, parse_rounding },
         { "--saturate", AMP_OPT_FLAG, &sat, 1, 0, NULL },
+        { "--satprop", AMP_OPT_FLAG, &satprop, 1, 0, NULL },
         { "--ftz", AMP_OPT_FLAG, &ftz, 1, 0, NULL },
         { "--daz", AMP_OPT_FLAG, &daz, 1, 0, NULL },
         { "--exact", AMP_OPT_FLAG, &exact, 1, 0, NULL },
@@ -73,19 +90,34 @@ int amp_cli_round(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     if (!fmt_name) return amp_cli_usage_error("round", "--format is required (try --help)");
     if (files.n < 2) return amp_cli_usage_error("round", "needs IN and OUT files (try --help)");
-    o.flags |= (sat ? AMP_SATURATE : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
+    o.flags |= (sat ? AMP_SATURATE : 0) | (satprop ? AMP_SATPROP : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
     amp_format f;
-    if (amp_format_parse(fmt_name, &f)) return amp_cli_usage_error("round", "--format: %s", amp_errmsg());
+    amp_block_spec bspec;
+    int block = amp_block_is_spec(fmt_name);
+    if (block) {
+        if (amp_block_parse(fmt_name, &bspec)) return amp_cli_usage_error("round", "--format: %s", amp_errmsg());
+        if (encode) return amp_cli_usage_error("round", "--encode: block-scaled formats are written as float32 values");
+        f = bspec.elem;
+    } else if (amp_format_parse(fmt_name, &f)) {
+        return amp_cli_usage_error("round", "--format: %s", amp_errmsg());
+    }
     if (threads) amp_set_threads(threads);
     /* IN may name one tensor of a multi-tensor file: FILE:NAME */
-    char in[4096], *name = NULL;
-    snprintf(in, sizeof in, "%s", files.v[0]);
-    char *colon = strrchr(in, ':');
-    if (colon && colon > strrchr(in, '/') && access(in, F_OK) != 0) { *colon = 0; name = colon + 1; }
+    char in[4096];
+    const char *name;
+    amp_status st = amp_tensor_arg_split(files.v[0], in, sizeof in, &name);
+    if (st) return amp_cli_fail(st);
     amp_stats sts;
     amp_stats_init(&sts);
-    amp_status st = amp_round_file(in, name, files.v[1], &f, &o, encode, stats ? &sts : NULL);
+    amp_block_stats bs;
+    amp_block_stats_init(&bs);
+    if (block) st = amp_block_round_file(in, name, files.v[1], &bspec, &o, stats ? &sts : NULL, &bs);
+    else st = amp_round_file(in, name, files.v[1], &f, &o, encode, stats ? &sts : NULL);
     if (st) return amp_cli_fail(st);
-    if (stats) print_stats(files.v[0], &f, &o, &sts);
+    if (stats) {
+        if (block) snprintf(f.name, sizeof f.name, "%.23s", bspec.name);
+        print_stats(files.v[0], &f, &o, &sts);
+        if (block) print_block_stats(&bs);
+    }
     return 0;
 }

@@ -26,6 +26,12 @@ float amp_decode1(const amp_format *f, uint32_t bits)
     case AMP_NAN_E8M0:
         if (bits == 0xff) return NAN;
         break;
+    case AMP_NAN_P3109: {
+        uint32_t top = (1u << (E + M)) - 1;    /* all ones below the sign (signed), or all bits */
+        if (f->is_signed ? bits == 1u << (E + M) : bits == top) return NAN;
+        if (f->is_signed ? (bits & top) == top : bits == top - 1) return neg ? -INFINITY : INFINITY;
+        break;
+    }
     case AMP_NAN_NONE:
         break;
     }
@@ -44,6 +50,7 @@ static int64_t nan_pattern(const amp_format *f, int neg)
     case AMP_NAN_ALLONES: return sign | ((1u << (E + M)) - 1);
     case AMP_NAN_NEGZERO: return 1u << (E + M);
     case AMP_NAN_E8M0: return 0xff;
+    case AMP_NAN_P3109: return f->is_signed ? 1u << (E + M) : (1u << (E + M)) - 1;
     case AMP_NAN_NONE: return -1;
     }
     return -1;
@@ -57,6 +64,8 @@ int64_t amp_encode1(const amp_format *f, float x)
     uint32_t sign = f->is_signed ? (uint32_t)neg << (E + M) : 0;
     if (isnan(x)) return nan_pattern(f, neg && f->is_signed && f->nan == AMP_NAN_IEEE);
     if (neg && !f->is_signed) return -1;
+    if (isinf(x) && f->nan == AMP_NAN_P3109)
+        return f->is_signed ? (int64_t)(sign | ((1u << (E + M)) - 1)) : (int64_t)((1u << (E + M)) - 2);
     if (isinf(x)) return f->has_inf ? (int64_t)(sign | (((1u << E) - 1) << M)) : -1;
     if (x == 0) {
         if (!f->has_subnormals) return -1;

@@ -68,6 +68,11 @@ static const struct { const char *alias; amp_format_id id; } aliases[] = {
     { "float8_e4m3fnuz", AMP_FMT_E4M3FNUZ }, { "float8_e5m2fnuz", AMP_FMT_E5M2FNUZ },
     { "fp6e3m2", AMP_FMT_E3M2 }, { "fp6e2m3", AMP_FMT_E2M3 }, { "fp4", AMP_FMT_E2M1 },
     { "fp4e2m1", AMP_FMT_E2M1 }, { "e8m0fnu", AMP_FMT_E8M0 },
+    { "p3109_k8p1se", AMP_FMT_B8P1 }, { "p3109_k8p2se", AMP_FMT_B8P2 }, { "p3109_k8p3se", AMP_FMT_B8P3 },
+    { "p3109_k8p4se", AMP_FMT_B8P4 }, { "p3109_k8p5se", AMP_FMT_B8P5 }, { "p3109_k8p6se", AMP_FMT_B8P6 },
+    { "p3109_k8p7se", AMP_FMT_B8P7 }, { "p3109_k8p1ue", AMP_FMT_B8P1U }, { "p3109_k8p2ue", AMP_FMT_B8P2U },
+    { "p3109_k8p3ue", AMP_FMT_B8P3U }, { "p3109_k8p4ue", AMP_FMT_B8P4U }, { "p3109_k8p5ue", AMP_FMT_B8P5U },
+    { "p3109_k8p6ue", AMP_FMT_B8P6U }, { "p3109_k8p7ue", AMP_FMT_B8P7U },
 };
 
 /* Custom eXmY (IEEE-like), eXmYfn (OCP-style: no inf, NaN S.1..1.1..1) and
@@ -134,6 +139,7 @@ const char *amp_nan_name(amp_nan nan)
     case AMP_NAN_ALLONES: return "s.1..1.1..1";
     case AMP_NAN_NEGZERO: return "0x80..0";
     case AMP_NAN_E8M0: return "0xff";
+    case AMP_NAN_P3109: return "p3109";
     }
     return "?";
 }

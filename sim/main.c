@@ -8,6 +8,7 @@
 /* Subcommands live in their own files; one not linked in is reported, not a crash. */
 #pragma weak amp_cli_round
 #pragma weak amp_cli_analyze
+#pragma weak amp_cli_check_cast
 #pragma weak amp_cli_train
 #pragma weak amp_cli_compare
 #pragma weak amp_cli_scaler_replay
@@ -23,6 +24,7 @@ static const struct {
     { "formats", amp_cli_formats, "list the format table" },
     { "round", amp_cli_round, "round a tensor file into a format" },
     { "analyze", amp_cli_analyze, "what each format and scale does to tensors in files" },
+    { "check-cast", amp_cli_check_cast, "judge another library's casts against exact rounding" },
     { "train", amp_cli_train, "train a model in an emulated precision policy" },
     { "compare", amp_cli_compare, "train an FP32 reference and each (precision, scaler)" },
     { "sweep", amp_cli_sweep, "run a grid of configurations (under mpirun: over the ranks)" },
@@ -60,6 +62,10 @@ int main(int argc, char **argv)
     if (simd_from_env()) return 2;
     if (amp_cli_is_help(argv[1]) || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
     if (!strcmp(argv[1], "--version")) { printf("ampsim %s\n", amp_version()); return 0; }
+    /* the long commands take SIGINT/SIGTERM from the start (they poll the flag) */
+    if (!strcmp(argv[1], "train") || !strcmp(argv[1], "compare") || !strcmp(argv[1], "sweep") ||
+        !strcmp(argv[1], "report"))
+        amp_cli_catch_signals();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) {
             if (!commands[i].fn) {

@@ -11,6 +11,11 @@
 #define AMP_CHUNK ((size_t)1 << 16)
 
 amp_status amp_round_check_opts(const amp_format *f, const amp_round_opts *o);
+/* P3109 formats without mantissa bits break ties by the code: even code wins.
+ * amp_round_by_code says whether f does; amp_round_code_odd whether the code
+ * of the value mag (0 or a power of two of f) is odd. */
+static inline int amp_round_by_code(const amp_format *f) { return f->mbits == 0 && f->nan == AMP_NAN_P3109; }
+int amp_round_code_odd(const amp_format *f, double mag);
 /* The result and class of an overflowing finite value of sign neg. */
 float amp_round_overflow(const amp_format *f, const amp_round_opts *o, int neg, amp_class *cls);
 /* Widens st's range of histogram bins in use to take [lo, hi]. */

@@ -11,7 +11,9 @@
  *  - formats without subnormals (e8m0): the exponent is unbounded both ways;
  *    a result below min normal becomes min normal (class flushed), as there is
  *    no zero to flush to.
- * rne/rtz/rup/rdn are MPFR's RNDN/RNDZ/RNDU/RNDD. rna, rto and sr take both
+ * rne/rtz/rup/rdn are MPFR's RNDN/RNDZ/RNDU/RNDD (rne of a P3109 format
+ * without mantissa bits, whose ties go to the even code, as rna below). rna,
+ * rto and sr take both
  * neighbours lo (RNDZ) and hi (RNDA) from MPFR and choose: rna by an exact
  * comparison of 2|x| with |lo| + |hi|, rto the neighbour whose last bit
  * (integer significand at the quantum q = |hi| - |lo|) is odd, sr with exactly
@@ -110,11 +112,15 @@ float amp_round1_mpfr(const amp_format *f, const amp_round_opts *o, double x, ui
     mpfr_t y, lo, hi, s, d;
     mpfr_inits2(p, y, lo, hi, (mpfr_ptr)0);
     double r;                                    /* |result|, exact */
+    int by_code = amp_round_by_code(f);
     switch (o->mode) {
-    case AMP_RND_NE: mpfr_round_fmt(f, y, x, MPFR_RNDN); break;
     case AMP_RND_TZ: mpfr_round_fmt(f, y, x, MPFR_RNDZ); break;
     case AMP_RND_UP: mpfr_round_fmt(f, y, x, MPFR_RNDU); break;
     case AMP_RND_DN: mpfr_round_fmt(f, y, x, MPFR_RNDD); break;
+    case AMP_RND_NE:
+        if (!by_code) { mpfr_round_fmt(f, y, x, MPFR_RNDN); break; }
+        /* ties to the even code, from both neighbours: */
+        /* fall through */
     case AMP_RND_NA:
     case AMP_RND_TO:
     case AMP_RND_SR: {
@@ -131,14 +137,17 @@ float amp_round1_mpfr(const amp_format *f, const amp_round_opts *o, double x, ui
         double qd = mpfr_get_d(hi, MPFR_RNDN) - mpfr_get_d(lo, MPFR_RNDN);   /* exact: one quantum */
         double ax = fabs(x);
         int up = 0;
-        if (o->mode == AMP_RND_NA) {
+        if (o->mode == AMP_RND_NA || o->mode == AMP_RND_NE) {
             mpfr_inits2(p + 2, s, (mpfr_ptr)0);
             AMP_ASSERT(mpfr_add(s, lo, hi, MPFR_RNDN) == 0);
             mpfr_init2(d, 64);
             mpfr_set_d(d, ax, MPFR_RNDN);
             mpfr_mul_2ui(d, d, 1, MPFR_RNDN);    /* 2|x|, exact */
-            up = mpfr_cmp(d, s) >= 0;
+            int c = mpfr_cmp(d, s);
+            up = o->mode == AMP_RND_NA ? c >= 0 : c > 0 || (c == 0 && amp_round_code_odd(f, mpfr_get_d(lo, MPFR_RNDN)));
             mpfr_clears(s, d, (mpfr_ptr)0);
+        } else if (o->mode == AMP_RND_TO && by_code) {
+            up = !amp_round_code_odd(f, mpfr_get_d(lo, MPFR_RNDN));   /* lo's code even: take hi */
         } else if (o->mode == AMP_RND_TO) {
             double k = mpfr_get_d(lo, MPFR_RNDN) / qd;   /* integer significand of lo */
             up = fmod(k, 2.0) == 0.0;                     /* lo even: take hi */

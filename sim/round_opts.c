@@ -6,6 +6,7 @@
 #include "round_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const rounding_names[AMP_RND_COUNT] = {
@@ -37,6 +38,24 @@ amp_status amp_rounding_parse(const char *s, amp_rounding *out)
     return amp_fail(AMP_EINVAL, "unknown rounding mode '%s' (rne, rna, rtz, rup, rdn, rto, sr)", s ? s : "");
 }
 
+int amp_round_code_odd(const amp_format *f, double mag)
+{
+    return mag != 0 && ((ilogb(mag) + f->bias) & 1);
+}
+
+int amp_round_opts_text(const amp_round_opts *o, char *buf, size_t len)
+{
+    char bits[24] = "", seed[32] = "";
+    if (o->mode == AMP_RND_SR) {
+        if (o->sr_bits) snprintf(bits, sizeof bits, ":bits=%d", o->sr_bits);
+        snprintf(seed, sizeof seed, ":seed=%llu", (unsigned long long)o->seed);
+    }
+    return snprintf(buf, len, "%s%s%s%s%s%s%s%s", amp_rounding_name(o->mode), (o->flags & AMP_SATURATE) ? ":saturate" : "",
+                    (o->flags & AMP_SATPROP) ? ":satprop" : "",
+                    (o->flags & AMP_FTZ) ? ":ftz" : "", (o->flags & AMP_DAZ) ? ":daz" : "",
+                    (o->flags & AMP_EXACT) ? ":exact" : "", bits, seed);
+}
+
 const char *amp_class_name(amp_class c)
 {
     return (c >= 0 && c < AMP_CLS_COUNT) ? class_names[c] : "?";
@@ -47,7 +66,7 @@ amp_status amp_round_check_opts(const amp_format *f, const amp_round_opts *o)
     if (!f || !o) return amp_fail(AMP_EINVAL, "null format or options");
     if (o->mode < 0 || o->mode >= AMP_RND_COUNT) return amp_fail(AMP_EINVAL, "bad rounding mode %d", (int)o->mode);
     if (o->sr_bits < 0 || o->sr_bits > 64) return amp_fail(AMP_EINVAL, "--sr-bits must be 1..64 (got %d)", o->sr_bits);
-    if (o->flags & ~(unsigned)(AMP_SATURATE | AMP_FTZ | AMP_DAZ | AMP_EXACT))
+    if (o->flags & ~(unsigned)(AMP_SATURATE | AMP_FTZ | AMP_DAZ | AMP_EXACT | AMP_SATPROP))
         return amp_fail(AMP_EINVAL, "unknown rounding flags 0x%x", o->flags);
     return AMP_OK;
 }
@@ -60,7 +79,7 @@ float amp_round_overflow(const amp_format *f, const amp_round_opts *o, int neg, 
     int toward_zero = m == AMP_RND_TZ || m == AMP_RND_TO || (m == AMP_RND_DN && !neg) ||
                       (m == AMP_RND_UP && neg);
     if (!f->is_signed && neg) { *cls = AMP_CLS_OVERFLOW; return NAN; }
-    if ((o->flags & AMP_SATURATE) || toward_zero || (!f->has_inf && f->nan == AMP_NAN_NONE)) {
+    if ((o->flags & (AMP_SATURATE | AMP_SATPROP)) || toward_zero || (!f->has_inf && f->nan == AMP_NAN_NONE)) {
         *cls = AMP_CLS_SATURATED;
         return (float)(neg ? -f->max_finite : f->max_finite);
     }

@@ -82,12 +82,17 @@ float amp_round1(const amp_format *f, const amp_round_opts *o, double x, uint64_
     int inexact = round_bit || sticky;
     int up = 0;
     switch (o->mode) {
-    case AMP_RND_NE: up = round_bit && (sticky || (kept & 1)); break;
+    case AMP_RND_NE:
+        up = round_bit && (sticky || (amp_round_by_code(f) ? amp_round_code_odd(f, ldexp((double)kept, qe)) : (int)(kept & 1)));
+        break;
     case AMP_RND_NA: up = round_bit; break;
     case AMP_RND_TZ: break;
     case AMP_RND_UP: up = inexact && !neg; break;
     case AMP_RND_DN: up = inexact && neg; break;
-    case AMP_RND_TO: if (inexact) kept |= 1; break;
+    case AMP_RND_TO:
+        if (inexact && amp_round_by_code(f)) up = !amp_round_code_odd(f, ldexp((double)kept, qe));
+        else if (inexact) kept |= 1;
+        break;
     case AMP_RND_SR:
         if (inexact) {
             /* P(up) = rem / 2^sh, drawn with K random bits: T = floor(rem * 2^(K-sh)),

@@ -5,6 +5,7 @@
 #include "amp_round.h"
 #include "amp_tensorio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,13 +32,14 @@ amp_status amp_raw_parse(const char *path, const void *buf, size_t len, amp_dtyp
     return AMP_OK;
 }
 
-typedef enum { K_NPY, K_SAFETENSORS, K_F32, K_F64, K_UNKNOWN } file_kind;
+typedef enum { K_NPY, K_NPZ, K_SAFETENSORS, K_F32, K_F64, K_UNKNOWN } file_kind;
 
 static file_kind kind_of(const char *path)
 {
     const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
     if (!dot || (slash && dot < slash)) return K_UNKNOWN;
     if (!strcasecmp(dot, ".npy")) return K_NPY;
+    if (!strcasecmp(dot, ".npz")) return K_NPZ;
     if (!strcasecmp(dot, ".safetensors")) return K_SAFETENSORS;
     if (!strcasecmp(dot, ".f32")) return K_F32;
     if (!strcasecmp(dot, ".f64")) return K_F64;
@@ -48,6 +50,8 @@ void amp_tensor_file_close(amp_tensor_file *tf)
 {
     if (tf->map && tf->map_len) munmap(tf->map, tf->map_len);
     free(tf->tensors);
+    free(tf->arena);
+    tf->arena = NULL;
     tf->map = NULL;
     tf->map_len = 0;
     tf->tensors = NULL;
@@ -59,7 +63,7 @@ amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf)
     memset(tf, 0, sizeof *tf);
     file_kind k = kind_of(path);
     if (k == K_UNKNOWN)
-        return amp_fail(AMP_EINVAL, "%s: unknown tensor file type (expected .npy, .safetensors, .f32 or .f64)", path);
+        return amp_fail(AMP_EINVAL, "%s: unknown tensor file type (expected .npy, .npz, .safetensors, .f32 or .f64)", path);
     if (strlen(path) >= sizeof tf->path) return amp_fail(AMP_EINVAL, "%s: path too long", path);
     snprintf(tf->path, sizeof tf->path, "%s", path);
 
@@ -93,6 +97,9 @@ amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf)
     amp_status st;
     if (k == K_SAFETENSORS) {
         st = amp_safetensors_parse(path, map, len, &tf->tensors, &tf->n_tensors, &tf->n_skipped, tf->skipped);
+    } else if (k == K_NPZ) {
+        st = amp_npz_parse(path, map ? map : "", len, &tf->tensors, &tf->n_tensors, &tf->arena, &tf->n_skipped,
+                           tf->skipped);
     } else {
         tf->tensors = calloc(1, sizeof *tf->tensors);
         if (!tf->tensors) st = amp_fail(AMP_ENOMEM, "%s: out of memory", path);
@@ -102,6 +109,57 @@ amp_status amp_tensor_file_open(const char *path, amp_tensor_file *tf)
     }
     if (st) amp_tensor_file_close(tf);
     return st;
+}
+
+amp_status amp_tensor_arg_split(const char *arg, char *path, size_t cap, const char **name)
+{
+    *name = NULL;
+    if (strlen(arg) >= cap) return amp_fail(AMP_EINVAL, "%.200s...: path too long", arg);
+    snprintf(path, cap, "%s", arg);
+    const char *colon = strrchr(arg, ':'), *slash = strrchr(arg, '/');
+    if (colon && (!slash || colon > slash) && access(arg, F_OK) != 0) {
+        path[colon - arg] = 0;
+        *name = colon + 1;
+    }
+    return AMP_OK;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+void amp_tensor_dir_free(char **paths, int n)
+{
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+}
+
+amp_status amp_tensor_dir_list(const char *dir, char ***paths, int *n)
+{
+    *paths = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return amp_fail(AMP_EIO, "%s: cannot read folder: %s", dir, strerror(errno));
+    char **v = NULL;
+    int cnt = 0, cap = 0;
+    amp_status st = AMP_OK;
+    struct dirent *e;
+    while (!st && (e = readdir(d))) {
+        if (e->d_name[0] == '.' || kind_of(e->d_name) == K_UNKNOWN) continue;
+        if (cnt == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", dir); break; }
+            v = nv;
+        }
+        size_t l = strlen(dir) + strlen(e->d_name) + 2;
+        if (!(v[cnt] = malloc(l))) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", dir); break; }
+        snprintf(v[cnt++], l, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    if (st) { amp_tensor_dir_free(v, cnt); return st; }
+    if (cnt) qsort(v, (size_t)cnt, sizeof *v, cmp_str);
+    *paths = v;
+    *n = cnt;
+    return AMP_OK;
 }
 
 /* ---- view conversion (exact widening) ------------------------------------ */

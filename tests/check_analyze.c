@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,17 +67,26 @@ static void make_tensor(float *x, size_t n, int lo, int hi, const amp_format *f,
     }
 }
 
-/* Expected statistics of format f on x*s (exact product), from MPFR. */
-static void expected_stats(const amp_format *f, const float *x, size_t n, float s, amp_stats *st)
+/* Expected statistics of format f on x*s (exact product) under options o,
+ * from MPFR; negative inputs of an unsigned format counted in exp_invalid. */
+static uint64_t exp_invalid;   /* set by expected_stats: negative nonzero finite inputs of an unsigned format */
+
+static void expected_stats_o(const amp_format *f, const amp_round_opts *o, const float *x, size_t n, float s,
+                             amp_stats *st)
 {
-    amp_round_opts o = amp_round_defaults();
     amp_stats_init(st);
+    exp_invalid = 0;
     for (size_t i = 0; i < n; i++) {
         double v = (double)x[i] * (double)s;
         amp_class c;
-        float y = amp_round1_mpfr(f, &o, v, i, &c);
+        float y = amp_round1_mpfr(f, o, v, i, &c);
         st->n++;
-        st->cls[c]++;
+        if (!f->is_signed && v < 0 && isfinite(v)) {
+            ck_assert(c == AMP_CLS_OVERFLOW && isnan(y));   /* the rounding core's class; analyze says invalid */
+            exp_invalid++;
+        } else {
+            st->cls[c]++;
+        }
         if (isnan(v)) continue;
         if (fabs(v) > st->amax) st->amax = fabs(v);
         if (isinf(v) || v == 0) continue;
@@ -87,6 +97,12 @@ static void expected_stats(const amp_format *f, const float *x, size_t n, float 
             st->n_rel++;
         }
     }
+}
+
+static void expected_stats(const amp_format *f, const float *x, size_t n, float s, amp_stats *st)
+{
+    amp_round_opts o = amp_round_defaults();
+    expected_stats_o(f, &o, x, n, s, st);
 }
 
 static void compare_stats(const char *what, const amp_stats *want, const amp_stats *got)
@@ -131,7 +147,7 @@ START_TEST(every_format_against_mpfr)
     o.n_formats = 1;
     o.formats[0] = *f;
     o.n_scales = NSCALES;
-    memcpy(o.scales, scales, sizeof scales);
+    for (int s = 0; s < NSCALES; s++) o.scales[s] = (amp_scale_choice){ .kind = AMP_SCALE_FIXED, .value = scales[s] };
     amp_tensor_view v = view_f32(x, N, "t");
     amp_analyze_row *rows = NULL;
     size_t nr = 0;
@@ -146,6 +162,8 @@ START_TEST(every_format_against_mpfr)
         ck_assert_str_eq(rows[s].tensor, "t");
         ck_assert(rows[s].scale == scales[s] && !rows[s].is_auto);
         compare_stats(what, &want, &rows[s].st);
+        ck_assert_msg(rows[s].invalid == exp_invalid, "%s: invalid %llu vs %llu", what,
+                      (unsigned long long)rows[s].invalid, (unsigned long long)exp_invalid);
     }
     /* the same values as a float64 tensor give the same rows (doubles of
      * float32 values times float32 scales: the products are exact either way) */
@@ -215,26 +233,53 @@ START_TEST(counts_by_construction)
 END_TEST
 
 /* ---- auto scale against brute force -------------------------------------------- */
-static int brute_best(const amp_format *f, const double *x, size_t n, uint64_t *lost_out, uint64_t *ovf_out)
+/* Per k, through the MPFR reference: out of range (overflow or saturated),
+ * flushed and normal counts; the two rules' choices written out from the
+ * definitions of amp_analyze.h. */
+typedef struct bkey { int64_t c[3]; int k; } bkey;
+
+static int bkey_less(const bkey *a, const bkey *b)
 {
-    amp_round_opts o = amp_round_defaults();
-    int best = 0;
-    uint64_t bl = UINT64_MAX, bo = UINT64_MAX;
+    for (int i = 0; i < 3; i++)
+        if (a->c[i] != b->c[i]) return a->c[i] < b->c[i];
+    if (abs(a->k) != abs(b->k)) return abs(a->k) < abs(b->k);
+    return a->k < b->k;
+}
+
+static void brute_best(const amp_format *f, const amp_round_opts *o, const double *x, size_t n, int *k_auto,
+                       int *k_count)
+{
+    bkey ba = { { INT64_MAX, 0, 0 }, 0 }, bc = { { INT64_MAX, 0, 0 }, 0 };
+    amp_round_opts od = *o;
+    if (od.mode == AMP_RND_SR) od.mode = AMP_RND_NE;
     for (int k = AMP_ANALYZE_KMIN; k <= AMP_ANALYZE_KMAX; k++) {
-        uint64_t lost = 0, ovf = 0;
+        int64_t out = 0, fl = 0, nor = 0;
         for (size_t i = 0; i < n; i++) {
             amp_class c;
-            amp_round1_mpfr(f, &o, x[i] * ldexp(1.0, k), i, &c);
-            lost += c == AMP_CLS_FLUSHED || c == AMP_CLS_OVERFLOW || c == AMP_CLS_SATURATED;
-            ovf += c == AMP_CLS_OVERFLOW || c == AMP_CLS_SATURATED;
+            amp_round1_mpfr(f, &od, x[i] * ldexp(1.0, k), i, &c);
+            if (!f->is_signed && x[i] < 0) continue;            /* invalid whatever k */
+            out += c == AMP_CLS_OVERFLOW || c == AMP_CLS_SATURATED;
+            fl += c == AMP_CLS_FLUSHED;
+            nor += c == AMP_CLS_EXACT || c == AMP_CLS_ROUNDED;
         }
-        int better = lost < bl || (lost == bl && (ovf < bo || (ovf == bo && (abs(k) < abs(best) ||
-                                                                              (abs(k) == abs(best) && k < best)))));
-        if (better) { best = k; bl = lost; bo = ovf; }
+        bkey ka = { { out, fl, -nor }, k }, kc = { { fl + out, out, 0 }, k };
+        if (bkey_less(&ka, &ba)) ba = ka;
+        if (bkey_less(&kc, &bc)) bc = kc;
     }
-    *lost_out = bl;
-    *ovf_out = bo;
-    return best;
+    *k_auto = ba.k;
+    *k_count = bc.k;
+}
+
+static amp_round_opts cast_set(int i)
+{
+    amp_round_opts o = amp_round_defaults();
+    switch (i) {
+    case 1: o.flags = AMP_SATURATE; break;
+    case 2: o.mode = AMP_RND_TZ; break;
+    case 3: o.flags = AMP_FTZ | AMP_DAZ; break;
+    case 4: o.mode = AMP_RND_UP; o.flags = AMP_FTZ; break;
+    }
+    return o;
 }
 
 START_TEST(auto_scale_brute_force)
@@ -245,7 +290,7 @@ START_TEST(auto_scale_brute_force)
     float x[NMAX];
     double xd[NMAX];
     const int N = quick ? 40 : NMAX;
-    for (int t = 0; t < 5; t++) {
+    for (int t = 0; t < 6; t++) {
         switch (t) {
         case 0: make_tensor(x, N, -140, 100, f, 1, 100 + (uint64_t)_i); break;     /* wide */
         case 1: make_tensor(x, N, -30, -12, f, 0, 200 + (uint64_t)_i); break;      /* gradient-like */
@@ -254,33 +299,41 @@ START_TEST(auto_scale_brute_force)
             break;
         case 3: for (int i = 0; i < N; i++) x[i] = i % 2 ? 0.0f : NAN; break;     /* nothing to scale */
         case 4: make_tensor(x, N, 20, 22, f, 0, 300 + (uint64_t)_i); for (int i = 0; i < N; i++) x[i] = -fabsf(x[i]); break;
+        case 5: make_tensor(x, N, -2, 60, f, 0, 400 + (uint64_t)_i); break;       /* too wide for 8 bits */
         }
         for (int i = 0; i < N; i++) xd[i] = x[i];
-        uint64_t bl, bo;
-        int bk = brute_best(f, xd, N, &bl, &bo);
-        amp_analyze_opts o;
-        amp_analyze_defaults(&o);
-        o.n_formats = 1;
-        o.formats[0] = *f;
-        ck_assert(amp_analyze_parse_scales("auto", &o) == AMP_OK);
-        amp_tensor_view v = view_f32(x, N, "a");
-        if (t == 2) {   /* also through a float64 view */
-            v.dtype = AMP_DT_F64;
-            v.data = xd;
+        for (int oi = 0; oi < 5; oi++) {
+            amp_round_opts ro = cast_set(oi);
+            int ka, kc;
+            brute_best(f, &ro, xd, N, &ka, &kc);
+            amp_analyze_opts o;
+            amp_analyze_defaults(&o);
+            o.n_formats = 1;
+            o.formats[0] = *f;
+            o.round = ro;
+            ck_assert(amp_analyze_parse_scales("auto,auto:count", &o) == AMP_OK);
+            amp_tensor_view v = view_f32(x, N, "a");
+            if (t == 2) {   /* also through a float64 view */
+                v.dtype = AMP_DT_F64;
+                v.data = xd;
+            }
+            amp_analyze_row *r = NULL;
+            size_t n = 0;
+            ck_assert_msg(amp_analyze_view(&v, &o, &r, &n) == AMP_OK, "%s", amp_errmsg());
+            ck_assert_int_eq((int)n, 3);
+            ck_assert(!r[0].is_auto && r[0].scale == 1.0f && r[1].is_auto && r[2].is_auto);
+            ck_assert_str_eq(r[1].scale_spec, "auto");
+            ck_assert_str_eq(r[2].scale_spec, "auto:count");
+            ck_assert_msg(r[1].scale_log2 == ka && r[2].scale_log2 == kc,
+                          "%s tensor %d cast %d: auto k=%g auto:count k=%g, brute force %d and %d", f->name, t, oi,
+                          r[1].scale_log2, r[2].scale_log2, ka, kc);
+            ck_assert(r[1].scale == ldexpf(1.0f, ka) && r[2].scale == ldexpf(1.0f, kc));
+            amp_stats want;
+            expected_stats_o(f, &ro, x, N, r[1].scale, &want);
+            compare_stats("auto row", &want, &r[1].st);
+            ck_assert(r[1].invalid == exp_invalid);
+            free(r);
         }
-        amp_analyze_row *r = NULL;
-        size_t n = 0;
-        ck_assert_msg(amp_analyze_view(&v, &o, &r, &n) == AMP_OK, "%s", amp_errmsg());
-        ck_assert_int_eq((int)n, 2);
-        ck_assert(!r[0].is_auto && r[0].scale == 1.0f && r[1].is_auto);
-        uint64_t lost = amp_analyze_lost(&r[1].st);
-        ck_assert_msg(r[1].scale_log2 == bk && lost == bl, "%s tensor %d: auto k=%d lost=%llu, brute force k=%d lost=%llu",
-                      f->name, t, r[1].scale_log2, (unsigned long long)lost, bk, (unsigned long long)bl);
-        ck_assert(r[1].scale == ldexpf(1.0f, bk));
-        amp_stats want;
-        expected_stats(f, x, N, r[1].scale, &want);
-        compare_stats("auto row", &want, &r[1].st);
-        free(r);
     }
 }
 END_TEST
@@ -334,14 +387,33 @@ START_TEST(options_and_csv)
     ck_assert(amp_analyze_parse_scales("1e-50", &o) == AMP_EINVAL);
     ck_assert(amp_analyze_parse_scales("2x", &o) == AMP_EINVAL);
     ck_assert(amp_analyze_parse_scales("1024,auto", &o) == AMP_OK);
-    ck_assert(o.auto_scale && o.n_scales == 2 && o.scales[0] == 1.0f && o.scales[1] == 1024.0f);
-    ck_assert_str_eq(amp_analyze_csv_header(), "tensor,format,scale,n,zero_in,flushed,subnormal,saturated,overflow,nan,"
-                                               "amax,amin_nonzero,rel_err,in_normal_range");
+    ck_assert(o.n_scales == 3 && o.scales[0].value == 1.0f && o.scales[1].value == 1024.0f &&
+              o.scales[2].kind == AMP_SCALE_AUTO);
+    /* 2^k, as the table prints scales */
+    ck_assert(amp_analyze_parse_scales("2^6,2^-149,2^127", &o) == AMP_OK);
+    ck_assert(o.n_scales == 3 && o.scales[0].value == 64.0f && o.scales[1].value == 0x1p-149f &&
+              o.scales[2].value == 0x1p127f && !strcmp(o.scales[0].spec, "2^6"));
+    ck_assert(amp_analyze_parse_scales("2^128", &o) == AMP_EINVAL);
+    ck_assert(amp_analyze_parse_scales("2^", &o) == AMP_EINVAL);
+    ck_assert(amp_analyze_parse_scales("2^1.5", &o) == AMP_EINVAL);
+    ck_assert(amp_analyze_parse_scales("amax:margin=2:pow2,auto:count", &o) == AMP_OK);
+    ck_assert(o.n_scales == 3 && o.scales[1].kind == AMP_SCALE_AMAX && o.scales[1].margin == 2 && o.scales[1].pow2 &&
+              o.scales[2].kind == AMP_SCALE_AUTO_COUNT);
+    ck_assert(amp_analyze_parse_scales("amax:margin=x", &o) == AMP_EINVAL);
+    ck_assert(amp_analyze_parse_scales("amax:pow3", &o) == AMP_EINVAL);
+    ck_assert(amp_analyze_parse_scales("auto:cont", &o) == AMP_EINVAL);
+    ck_assert_str_eq(amp_analyze_csv_header(),
+                     "tensor,format,cast,scale_spec,scale,scale_log2,n,zero_in,flushed,subnormal,saturated,overflow,"
+                     "invalid,nan,lost,lost_frac,amax,amin_nonzero,rel_err_finite,rel_err_all,in_normal_range,"
+                     "blocks,scale_hi,scale_lo,amax_sat_frac,scale_exp_min,scale_exp_median,scale_exp_max");
     amp_analyze_row r;
     memset(&r, 0, sizeof r);
     snprintf(r.tensor, sizeof r.tensor, "a,\"b\"");
     snprintf(r.format, sizeof r.format, "fp16");
+    snprintf(r.cast, sizeof r.cast, "rne");
+    snprintf(r.scale_spec, sizeof r.scale_spec, "0.5");
     r.scale = 0.5f;
+    r.scale_log2 = -1;
     amp_stats_init(&r.st);
     r.st.n = 4;
     r.st.cls[AMP_CLS_ZERO_IN] = 1;
@@ -349,9 +421,190 @@ START_TEST(options_and_csv)
     r.st.cls[AMP_CLS_EXACT] = 1;
     r.st.amax = 2;
     r.st.amin_nonzero = 0.25;
-    char buf[512];
+    r.st.sum_rel_sq = 2;
+    r.st.n_rel = 3;
+    char buf[1024];
     amp_analyze_csv_row(&r, buf, sizeof buf);
-    ck_assert_str_eq(buf, "\"a,\"\"b\"\"\",fp16,0.5,4,1,2,0,0,0,0,2,0.25,0,0.333333333");
+    ck_assert_str_eq(buf, "\"a,\"\"b\"\"\",fp16,rne,0.5,0.5,-1,4,1,2,0,0,0,0,0,2,0.666666667,2,0.25,0.816496581,"
+                          "0.816496581,0.333333333,,,,,,,");
+    /* rel_err_all: an overflow and an invalid value count 1 each */
+    r.st.cls[AMP_CLS_OVERFLOW] = 1;
+    r.st.n = 6;
+    r.invalid = 1;
+    ck_assert(fabs(amp_analyze_rel_err_all(&r) - sqrt(4.0 / 5.0)) < 1e-15);
+    ck_assert(amp_analyze_rel_err_finite(&r) == sqrt(2.0 / 3.0));
+    ck_assert(amp_analyze_lost(&r) == 4 && amp_analyze_lost_frac(&r) == 0.8);
+}
+END_TEST
+
+/* ---- the findings of a first-time user, one check each ------------------------- */
+static amp_analyze_row *analyze1(const float *x, size_t n, const char *formats, const char *scale_list,
+                                 const amp_round_opts *ro, size_t *nr)
+{
+    amp_analyze_opts o;
+    amp_analyze_defaults(&o);
+    ck_assert(amp_analyze_parse_formats(formats, &o) == AMP_OK);
+    ck_assert(amp_analyze_parse_scales(scale_list, &o) == AMP_OK);
+    if (ro) o.round = *ro;
+    amp_tensor_view v = view_f32(x, n, "t");
+    amp_analyze_row *r = NULL;
+    *nr = 0;
+    ck_assert_msg(amp_analyze_view(&v, &o, &r, nr) == AMP_OK, "%s", amp_errmsg());
+    return r;
+}
+
+START_TEST(auto_never_overflows)
+{
+    /* one large value and many small ones: losing the large one to NaN flushes
+     * nothing at k = 3, so the count rule takes it; auto must not */
+    float x[41];
+    x[0] = 1e6f;
+    for (int i = 1; i < 41; i++) x[i] = 0x1p-12f * (1 + (float)i / 64);
+    size_t n;
+    amp_analyze_row *r = analyze1(x, 41, "e4m3", "auto,auto:count", NULL, &n);
+    ck_assert(n == 3);
+    ck_assert_msg(r[1].st.cls[AMP_CLS_OVERFLOW] == 0 && r[1].st.cls[AMP_CLS_SATURATED] == 0, "auto overflowed");
+    /* 1e6 * 2^-11 = 488.3 is past e4m3's overflow threshold 464, 1e6 * 2^-12 = 244.1 is not */
+    ck_assert(r[1].scale_log2 == -12 && r[1].st.cls[AMP_CLS_FLUSHED] == 40);
+    ck_assert(r[2].st.cls[AMP_CLS_OVERFLOW] == 1 && r[2].st.cls[AMP_CLS_FLUSHED] == 0);
+    free(r);
+}
+END_TEST
+
+START_TEST(auto_prefers_normal_range)
+{
+    /* a bias gradient below fp16's subnormals (amax 3.6e-8): the count rule
+     * stops at the first k that flushes nothing, where the values are
+     * subnormal; auto moves every value into the normal range */
+    float x[200];
+    for (int i = 0; i < 200; i++) x[i] = (float)(3.6e-8 * (0.05 + 0.95 * urand(9000 + (uint64_t)i))) * (i & 1 ? -1 : 1);
+    size_t n;
+    amp_analyze_row *r = analyze1(x, 200, "fp16", "auto,auto:count", NULL, &n);
+    ck_assert(n == 3);
+    ck_assert(amp_stats_in_normal_range(&r[0].st) == 0 && amp_analyze_rel_err_finite(&r[0]) > 1e-3);
+    ck_assert_msg(amp_stats_in_normal_range(&r[1].st) == 1.0, "auto k=%g in_normal %g", r[1].scale_log2,
+                  amp_stats_in_normal_range(&r[1].st));
+    ck_assert(amp_analyze_rel_err_finite(&r[1]) < 1e-3);
+    ck_assert(r[2].st.cls[AMP_CLS_FLUSHED] == 0 && r[2].st.cls[AMP_CLS_SUBNORMAL] > 0 && r[2].scale_log2 < r[1].scale_log2);
+    /* the smallest |k| that makes them all normal: min|x| * 2^k >= 2^-14 */
+    double amin = r[0].st.amin_nonzero;
+    int k = (int)r[1].scale_log2;
+    ck_assert(ldexp(amin, k) >= 0x1p-14 * (1 - 0x1p-11) && ldexp(amin, k - 1) < 0x1p-14 * (1 - 0x1p-12));
+    free(r);
+}
+END_TEST
+
+START_TEST(cast_options_in_rows)
+{
+    float x[300];
+    make_tensor(x, 300, -30, 20, amp_format_get(AMP_FMT_E4M3), 1, 77);
+    static const unsigned flags[] = { AMP_SATURATE, AMP_FTZ, AMP_DAZ, AMP_SATURATE | AMP_FTZ | AMP_DAZ };
+    static const char *const texts[] = { "rtz:saturate", "rtz:ftz", "rtz:daz", "rtz:saturate:ftz:daz" };
+    for (int i = 0; i < 4; i++) {
+        amp_round_opts ro = amp_round_defaults();
+        ro.mode = AMP_RND_TZ;
+        ro.flags = flags[i];
+        size_t n;
+        amp_analyze_row *r = analyze1(x, 300, "e4m3,fp16", "1,2^-3", &ro, &n);
+        ck_assert(n == 4);
+        for (size_t j = 0; j < n; j++) {
+            ck_assert_str_eq(r[j].cast, texts[i]);
+            amp_stats want;
+            expected_stats_o(j < 2 ? amp_format_get(AMP_FMT_E4M3) : amp_format_get(AMP_FMT_FP16), &ro, x, 300, r[j].scale,
+                             &want);
+            compare_stats(texts[i], &want, &r[j].st);
+        }
+        free(r);
+    }
+    /* sr: the seed is in the row and changes the rounding */
+    amp_round_opts ro = amp_round_defaults();
+    ro.mode = AMP_RND_SR;
+    ro.seed = 5;
+    ro.sr_bits = 8;
+    size_t n;
+    amp_analyze_row *r = analyze1(x, 300, "e4m3", "1", &ro, &n);
+    ck_assert_str_eq(r[0].cast, "sr:bits=8:seed=5");
+    amp_stats want;
+    expected_stats_o(amp_format_get(AMP_FMT_E4M3), &ro, x, 300, 1.0f, &want);
+    compare_stats("sr", &want, &r[0].st);
+    free(r);
+}
+END_TEST
+
+START_TEST(lost_values_show)
+{
+    /* 926 of 1699 values overflow e4m3: rel_err_finite stays small, rel_err_all
+     * and lost_frac do not */
+    float x[1699];
+    for (int i = 0; i < 1699; i++) x[i] = i < 926 ? 1000.0f + (float)i : 1.0f + (float)i / 4096;
+    size_t n;
+    amp_analyze_row *r = analyze1(x, 1699, "e4m3", "1", NULL, &n);
+    ck_assert(r[0].st.cls[AMP_CLS_OVERFLOW] == 926 && amp_analyze_lost(&r[0]) == 926);
+    ck_assert(amp_analyze_lost_frac(&r[0]) == 926.0 / 1699.0);
+    ck_assert(amp_analyze_rel_err_finite(&r[0]) < 0.05);
+    double want = sqrt((r[0].st.sum_rel_sq + 926) / 1699.0);
+    ck_assert(fabs(amp_analyze_rel_err_all(&r[0]) - want) < 1e-12 && want > 0.7);
+    free(r);
+}
+END_TEST
+
+START_TEST(rows_say_their_scale)
+{
+    /* --scales 64,auto where auto picks 64: the rows differ in scale_spec */
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = 5.0f + (float)i / 16;   /* e4m3: 2^6 keeps 9*64 = 576 > 448? */
+    size_t n;
+    amp_analyze_row *r = analyze1(x, 64, "fp16", "64,auto", NULL, &n);
+    ck_assert(n == 3);
+    ck_assert_str_eq(r[0].scale_spec, "1");
+    ck_assert_str_eq(r[1].scale_spec, "64");
+    ck_assert_str_eq(r[2].scale_spec, "auto");
+    char a[1024], b[1024];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            amp_analyze_csv_row(&r[i], a, sizeof a);
+            amp_analyze_csv_row(&r[j], b, sizeof b);
+            ck_assert_msg(strcmp(a, b), "two identical rows: %s", a);
+        }
+    free(r);
+    /* 2^6 and 64 are the same scale */
+    r = analyze1(x, 64, "e4m3", "2^6,64", NULL, &n);
+    ck_assert(n == 2 && r[0].scale == 64.0f && r[0].scale_log2 == 6 && !memcmp(&r[0].st, &r[1].st, sizeof r[0].st));
+    free(r);
+}
+END_TEST
+
+START_TEST(e8m0_negatives_invalid)
+{
+    float x[6] = { 1, -2, -0.0f, 4, -INFINITY, 1e38f };
+    size_t n;
+    amp_analyze_row *r = analyze1(x, 6, "e8m0", "1", NULL, &n);
+    ck_assert(r[0].invalid == 1 && r[0].st.cls[AMP_CLS_OVERFLOW] == 0 && r[0].st.cls[AMP_CLS_INF_IN] == 1);
+    ck_assert(r[0].st.cls[AMP_CLS_ZERO_IN] == 1 && amp_analyze_lost(&r[0]) == 1);
+    free(r);
+}
+END_TEST
+
+START_TEST(amax_scale_current_scaling)
+{
+    /* scale = float32(max * 2^-m) / float32(amax), in float32; pow2 rounds down */
+    float x[5] = { 0.3f, -3.3f, 1e-3f, 2.0f, NAN };
+    size_t n;
+    amp_analyze_row *r = analyze1(x, 5, "e4m3,e5m2", "amax,amax:margin=1,amax:margin=1:pow2", NULL, &n);
+    ck_assert(n == 8);
+    volatile float am = 3.3f, m448 = 448.0f, m224 = 224.0f, m57344 = 57344.0f;
+    ck_assert(r[1].scale == m448 / am && r[2].scale == m224 / am);
+    ck_assert(r[3].scale == 64.0f);   /* 224 / 3.3 = 67.9 -> 64 */
+    ck_assert(r[5].scale == m57344 / am);
+    ck_assert_str_eq(r[3].scale_spec, "amax:margin=1:pow2");
+    /* the amax element lands on max finite (rne) */
+    ck_assert(r[1].st.amax <= 448.0001 && r[1].st.cls[AMP_CLS_OVERFLOW] == 0);
+    free(r);
+    /* all zeros: scale 1 */
+    float z[3] = { 0, 0, -0.0f };
+    r = analyze1(z, 3, "e4m3", "amax", NULL, &n);
+    ck_assert(n == 2 && r[1].scale == 1.0f);
+    free(r);
 }
 END_TEST
 
@@ -381,13 +634,21 @@ START_TEST(cli_analyze)
 
     ck_assert_int_eq(run("analyze --csv g.npy m.safetensors"), 0);
     char *out = slurp("out");
-    static const char head[] = "tensor,format,scale,n,zero_in,flushed,subnormal,saturated,overflow,nan,amax,"
-                               "amin_nonzero,rel_err,in_normal_range\n";
-    ck_assert_msg(!strncmp(out, head, sizeof head - 1), "%s", out);
+    char head[600];
+    snprintf(head, sizeof head, "%s\n", amp_analyze_csv_header());
+    ck_assert_msg(!strncmp(out, head, strlen(head)), "%s", out);
+    ck_assert(strstr(head, ",rel_err_finite,rel_err_all,") && !strstr(head, ",rel_err,"));
     ck_assert_int_eq(count_lines(out), 1 + 3 * 4);
-    ck_assert(strstr(out, "\ng.npy,fp16,1,5,1,1,0,0,1,0,70000,"));
-    ck_assert(strstr(out, "\nfc1.weight,e4m3,1,5,1,1,0,0,1,0,"));
-    ck_assert(strstr(out, "\nfc2.bias,e5m2,1,2,0,1,0,0,0,0,1,9.99999972e-10,"));
+    ck_assert(strstr(out, "\ng.npy,fp16,rne,1,1,0,5,1,1,0,0,1,0,0,2,0.5,70000,"));
+    ck_assert(strstr(out, "\nfc1.weight,e4m3,rne,1,1,0,5,1,1,0,0,1,0,0,2,0.5,"));
+    ck_assert(strstr(out, "\nfc2.bias,e5m2,rne,1,1,0,2,0,1,0,0,0,0,0,1,0.5,1,9.99999972e-10,"));
+    free(out);
+
+    /* FILE:NAME picks one tensor; the cast options reach the rows */
+    ck_assert_int_eq(run("analyze --csv --formats e4m3 --saturate --rounding rtz m.safetensors:fc1.weight"), 0);
+    out = slurp("out");
+    ck_assert_int_eq(count_lines(out), 2);
+    ck_assert_msg(strstr(out, "\nfc1.weight,e4m3,rtz:saturate,1,1,0,5,1,1,0,1,0,0,0,2,0.5,"), "%s", out);
     free(out);
 
     ck_assert_int_eq(run("analyze --json --formats e4m3 --scales auto g.npy"), 0);
@@ -396,20 +657,75 @@ START_TEST(cli_analyze)
     ck_assert_msg(j && cJSON_IsArray(j) && cJSON_GetArraySize(j) == 2, "%s", out);
     cJSON *a = cJSON_GetArrayItem(j, 1);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(a, "auto")));
-    /* e4m3: 70000 needs k <= -8; then 1e-9 and 0.1*2^-8 flush (2 lost), while
-     * k = 0 loses 1e-9 and 70000 (2 lost, one an overflow): k = -8 wins on overflows */
+    ck_assert_str_eq(cJSON_GetObjectItem(a, "scale_spec")->valuestring, "auto");
+    /* e4m3: 70000 needs k <= -8 not to overflow; then 1e-9 and 0.1*2^-8 flush */
     ck_assert(cJSON_GetObjectItem(a, "scale_log2")->valuedouble == -8);
     ck_assert(cJSON_GetObjectItem(a, "flushed")->valuedouble == 2);
     ck_assert(cJSON_GetObjectItem(a, "overflow")->valuedouble == 0);
     cJSON_Delete(j);
     free(out);
 
+    /* JSON: inf as a string */
+    float xi[3] = { INFINITY, 1, 2 };
+    size_t s3[1] = { 3 };
+    snprintf(p, sizeof p, "%s/inf.npy", tmpdir);
+    ck_assert(amp_npy_write_f32(p, xi, 1, s3) == AMP_OK);
+    ck_assert_int_eq(run("analyze --json --formats fp16 inf.npy"), 0);
+    out = slurp("out");
+    j = cJSON_Parse(out);
+    ck_assert_msg(j && cJSON_IsArray(j), "%s", out);
+    a = cJSON_GetArrayItem(j, 0);
+    ck_assert(cJSON_IsString(cJSON_GetObjectItem(a, "amax")) && !strcmp(cJSON_GetObjectItem(a, "amax")->valuestring, "inf"));
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(a, "amin_nonzero")));
+    cJSON_Delete(j);
+    free(out);
+
     ck_assert_int_eq(run("analyze --formats fp16 g.npy"), 0);
     out = slurp("out");
     ck_assert(!strncmp(out, "tensor ", 7) && strstr(out, "in_normal_range\n") && count_lines(out) == 2);
+    ck_assert(strstr(out, "rel_err_finite"));
+    free(out);
+
+    /* a folder: every tensor file in it, sorted by name */
+    ck_assert_int_eq(run("analyze --csv --formats bf16 ."), 0);
+    out = slurp("out");
+    ck_assert_int_eq(count_lines(out), 1 + 4);
+    char *g = strstr(out, "\ng.npy,"), *i = strstr(out, "\ninf.npy,"), *f = strstr(out, "\nfc1.weight,");
+    ck_assert(g && i && f && g < i && i < f);
     free(out);
 
     ck_assert_int_eq(run("analyze --help"), 0);
+    out = slurp("out");
+    ck_assert(strstr(out, "rel_err_finite RMS relative error over the\nnonzero finite inputs whose result is finite"));
+    free(out);
+}
+END_TEST
+
+START_TEST(cli_analyze_npz)
+{
+    /* numpy's own savez and savez_compressed (tests/ref/make_npz.py) */
+    const char *src = getenv("AMP_SRCDIR");
+    ck_assert_msg(src != NULL, "set AMP_SRCDIR");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "analyze --csv --formats fp32,e4m3 %s/tests/ref/npz_stored.npz %s/tests/ref/npz_deflated.npz",
+             src, src);
+    ck_assert_int_eq(run(cmd), 0);
+    char *out = slurp("out");
+    ck_assert_int_eq(count_lines(out), 1 + 2 * 3 * 2);
+    /* w = arange(12)/4 - 1: one zero, amax 1.75; h: float16 65504 overflows e4m3; d: 1e300 overflows fp32 */
+    const char *want[] = { "\nw,fp32,rne,1,1,0,12,1,0,0,0,0,0,0,0,0,1.75,0.25,0,0,1,",
+                           "\nh,e4m3,rne,1,1,0,4,0,1,0,0,1,0,0,2,0.5,65504,",
+                           "\nd,fp32,rne,1,1,0,3,0,0,0,0,1,0,0,1,0.333333333,1e+300,0.1," };
+    for (int k = 0; k < 3; k++) {
+        char *a = strstr(out, want[k]);
+        ck_assert_msg(a && strstr(a + 1, want[k]), "%s: not twice in\n%s", want[k], out);
+    }
+    free(out);
+    snprintf(cmd, sizeof cmd, "analyze --csv --formats fp16 %s/tests/ref/npz_deflated.npz:h", src);
+    ck_assert_int_eq(run(cmd), 0);
+    out = slurp("out");
+    ck_assert(count_lines(out) == 2 && strstr(out, "\nh,fp16,rne,1,1,0,4,0,0,1,0,0,0,0,0,0,65504,"));
+    free(out);
 }
 END_TEST
 
@@ -421,7 +737,12 @@ START_TEST(cli_analyze_errors)
         { "analyze --formats fp99 g.npy", "fp99" },
         { "analyze --scales -1 g.npy", "-1" },
         { "analyze --csv --json g.npy", "exclude" },
-        { "analyze", "needs at least one FILE" },
+        { "analyze", "needs at least one INPUT" },
+        { "analyze --scales 2^x g.npy", "2^x" },
+        { "analyze --rounding rnx g.npy", "rnx" },
+        { "analyze m.safetensors:nope", "no float tensor named 'nope'" },
+        { "analyze --formats mx:e4m3:block=0 g.npy", "block=N" },
+        { "analyze empty", "folder holds no tensor file" },
         { "analyze --frobnicate g.npy", "--frobnicate" },
         { "analyze g.txt", "g.txt: unknown tensor file type" },
         { "analyze g.npy i4.npy", "i4.npy: dtype '<i4' not supported" },
@@ -435,6 +756,11 @@ START_TEST(cli_analyze_errors)
     ck_assert(amp_write_file_atomic(p, "\x93NUMPY\x01", 7) == AMP_OK);
     snprintf(p, sizeof p, "%s/g.txt", tmpdir);
     ck_assert(amp_write_file_atomic(p, "1", 1) == AMP_OK);
+    amp_st_entry e[1] = { { .name = "a", .ndim = 1, .shape = { 2 }, .data = x } };
+    snprintf(p, sizeof p, "%s/m.safetensors", tmpdir);
+    ck_assert(amp_safetensors_write_f32(p, e, 1) == AMP_OK);
+    snprintf(p, sizeof p, "%s/empty", tmpdir);
+    ck_assert(mkdir(p, 0700) == 0);
     snprintf(p, sizeof p, "%s/i4.npy", tmpdir);
     char i4[256];
     size_t hl;
@@ -462,12 +788,20 @@ static Suite *suite(void)
     tcase_add_loop_test(t, auto_scale_brute_force, 0, N_FMT);
     tcase_add_test(t, threads_chunks_alignment);
     tcase_add_test(t, options_and_csv);
+    tcase_add_test(t, auto_never_overflows);
+    tcase_add_test(t, auto_prefers_normal_range);
+    tcase_add_test(t, cast_options_in_rows);
+    tcase_add_test(t, lost_values_show);
+    tcase_add_test(t, rows_say_their_scale);
+    tcase_add_test(t, e8m0_negatives_invalid);
+    tcase_add_test(t, amax_scale_current_scaling);
     suite_add_tcase(s, t);
     TCase *c = tcase_create("cli");
     tcase_add_checked_fixture(c, cli_setup, cli_teardown);
     tcase_set_timeout(c, 60);
     tcase_add_test(c, cli_analyze);
     tcase_add_test(c, cli_analyze_errors);
+    tcase_add_test(c, cli_analyze_npz);
     suite_add_tcase(s, c);
     return s;
 }

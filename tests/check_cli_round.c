@@ -404,6 +404,39 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* A file of several tensors: FILE:NAME picks one (safetensors and npz), a bare
+ * FILE is refused with the names' syntax in the message. */
+START_TEST(named_tensor)
+{
+    float a[3] = { 1.1f, -2.2f, 3.3f }, b[2] = { 1e6f, 0.3f };
+    amp_st_entry e[2] = { { .name = "w.a", .ndim = 1, .shape = { 3 }, .data = a },
+                          { .name = "w.b", .ndim = 1, .shape = { 2 }, .data = b } };
+    char p[600];
+    tpath(p, sizeof p, "m.safetensors");
+    ck_assert(amp_safetensors_write_f32(p, e, 2) == AMP_OK);
+    ck_assert_int_eq(run("round --format e4m3 --saturate m.safetensors:w.b out.npy"), 0);
+    amp_tensor_file tf;
+    tpath(p, sizeof p, "out.npy");
+    ck_assert(amp_tensor_file_open(p, &tf) == AMP_OK && tf.tensors[0].n == 2);
+    float y[2];
+    amp_tensor_view_to_f32(&tf.tensors[0], 0, 2, y);
+    amp_tensor_file_close(&tf);
+    amp_round_opts o = amp_round_defaults();
+    o.flags = AMP_SATURATE;
+    for (int i = 0; i < 2; i++) ck_assert(same_float(y[i], amp_round1_mpfr(amp_format_get(AMP_FMT_E4M3), &o, b[i], 0, NULL)));
+    ck_assert(y[0] == 448.0f);
+    ck_assert_int_eq(run("round --format e4m3 m.safetensors out2.npy"), 2);
+    size_t len;
+    char *err = slurp("err", &len);
+    ck_assert_msg(strstr(err, "m.safetensors: holds 2 tensors; name one as FILE:NAME"), "%s", err);
+    free(err);
+    ck_assert_int_eq(run("round --format e4m3 m.safetensors:w.c out2.npy"), 2);
+    err = slurp("err", &len);
+    ck_assert_msg(strstr(err, "no float tensor named 'w.c'"), "%s", err);
+    free(err);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cli_round");
@@ -416,6 +449,7 @@ static Suite *suite(void)
     tcase_add_test(t, encode_and_stats);
     tcase_add_test(t, sr_chunking_and_threads);
     tcase_add_test(t, bad_input);
+    tcase_add_test(t, named_tensor);
     suite_add_tcase(s, t);
     return s;
 }

@@ -38,11 +38,30 @@ static want_fmt want_table(int i)
         { "e2m3", 6, 2, 3, 1, 7.5, 0, 0, 0, AMP_NAN_NONE, 1, 1, 1, 2 },
         { "e2m1", 4, 2, 1, 1, 6, 0, 0, 0, AMP_NAN_NONE, 1, 1, 1, 2 },
         { "e8m0", 8, 8, 0, 127, 0, 0, 0, 0, AMP_NAN_E8M0, 0, 0, 0, 127 },
+        /* IEEE P3109 binary8pP (interim report, extended domain): signed E = 8-P,
+         * bias 2^(7-P), max finite = code 0x7E; unsigned E = 9-P, bias 2^(8-P),
+         * max finite = code 0xFD */
+        { "binary8p1", 8, 7, 0, 64, 0x1p62, 0, 0, 1, AMP_NAN_P3109, 0, 1, 1, 62 },
+        { "binary8p2", 8, 6, 1, 32, 0x1p31, 0, 0, 1, AMP_NAN_P3109, 0, 1, 1, 31 },
+        { "binary8p3", 8, 5, 2, 16, 49152, 0, 0, 1, AMP_NAN_P3109, 0, 1, 1, 15 },
+        { "binary8p4", 8, 4, 3, 8, 224, 0, 0, 1, AMP_NAN_P3109, 0, 1, 1, 7 },
+        { "binary8p5", 8, 3, 4, 4, 15, 0, 0, 1, AMP_NAN_P3109, 0, 1, 1, 3 },
+        { "binary8p6", 8, 2, 5, 2, 3.875, 0, 0, 1, AMP_NAN_P3109, 0, 1, 1, 1 },
+        { "binary8p7", 8, 1, 6, 1, 1.96875, 0, 0, 1, AMP_NAN_P3109, 0, 1, 1, 0 },
+        { "binary8p1u", 8, 8, 0, 128, 0x1p125, 0, 0, 1, AMP_NAN_P3109, 0, 1, 0, 125 },
+        { "binary8p2u", 8, 7, 1, 64, 0x1.8p62, 0, 0, 1, AMP_NAN_P3109, 0, 1, 0, 62 },
+        { "binary8p3u", 8, 6, 2, 32, 0x1.4p31, 0, 0, 1, AMP_NAN_P3109, 0, 1, 0, 31 },
+        { "binary8p4u", 8, 5, 3, 16, 53248, 0, 0, 1, AMP_NAN_P3109, 0, 1, 0, 15 },
+        { "binary8p5u", 8, 4, 4, 8, 232, 0, 0, 1, AMP_NAN_P3109, 0, 1, 0, 7 },
+        { "binary8p6u", 8, 3, 5, 4, 15.25, 0, 0, 1, AMP_NAN_P3109, 0, 1, 0, 3 },
+        { "binary8p7u", 8, 2, 6, 2, 3.90625, 0, 0, 1, AMP_NAN_P3109, 0, 1, 0, 1 },
     };
     /* min subnormal column of the table in docs/numerics.md; min normal = 2^(1-bias)
      * (e8m0: its smallest value 2^-127, no subnormals) */
-    const int minsub_exp[] = { -149, -136, -24, -133, -9, -16, -10, -17, -4, -3, -1, -127 };
-    const int minnorm_exp[] = { -126, -126, -14, -126, -6, -14, -7, -15, -2, 0, 0, -127 };
+    const int minsub_exp[] = { -149, -136, -24, -133, -9, -16, -10, -17, -4, -3, -1, -127,
+                               -63, -32, -17, -10, -7, -6, -6, -127, -64, -33, -18, -11, -8, -7 };
+    const int minnorm_exp[] = { -126, -126, -14, -126, -6, -14, -7, -15, -2, 0, 0, -127,
+                                -63, -31, -15, -7, -3, -1, 0, -127, -63, -31, -15, -7, -3, -1 };
     want_fmt w = rows[i];
     if (!strcmp(w.name, "tf32")) w.max_finite = (2 - P2(-10)) * P2(127);
     if (!strcmp(w.name, "bf16")) w.max_finite = (2 - P2(-7)) * P2(127);
@@ -51,7 +70,7 @@ static want_fmt want_table(int i)
     w.min_subnormal = P2(minsub_exp[i]);
     return w;
 }
-#define N_ROWS 12
+#define N_ROWS 26
 
 static void check_fmt(const amp_format *f, const want_fmt *w)
 {

@@ -71,9 +71,31 @@ static inline double rt_pattern_value(const amp_format *f, uint32_t bits)
     if (f->nan == AMP_NAN_IEEE && field == fmax) return NAN;
     if (f->nan == AMP_NAN_ALLONES && field == fmax && man == (1u << M) - 1) return NAN;
     if (f->nan == AMP_NAN_NEGZERO && neg && field == 0 && man == 0) return NAN;
+    /* P3109: NaN at 0x80, +-inf at all ones below the sign */
+    if (f->nan == AMP_NAN_P3109 && ((neg && field == 0 && man == 0) || (field == fmax && man == (1u << M) - 1)))
+        return NAN;
     double v = field == 0 ? ldexp((double)man, 1 - f->bias - M)
                           : ldexp((double)(man | (1u << M)), (int)field - f->bias - M);
     return neg ? -v : v;
+}
+
+/* Value of a P3109 binary8 pattern from the interim report's layout: signed,
+ * 0x80 NaN, 0x7F/0xFF +-inf; unsigned (no sign bit), 0xFF NaN, 0xFE +inf;
+ * otherwise exponent field e and trailing bits m give m 2^(1-bias-M) (e = 0)
+ * or (2^M + m) 2^(e-bias-M). */
+static inline double rt_p3109_value(const amp_format *f, uint32_t bits)
+{
+    int M = f->mbits, E = f->ebits;
+    if (f->is_signed) {
+        if (bits == 0x80) return NAN;
+        if ((bits & 0x7f) == 0x7f) return bits & 0x80 ? -INFINITY : INFINITY;
+    } else {
+        if (bits == 0xff) return NAN;
+        if (bits == 0xfe) return INFINITY;
+    }
+    uint32_t man = bits & ((1u << M) - 1), field = (bits >> M) & ((1u << E) - 1);
+    double v = field == 0 ? ldexp((double)man, 1 - f->bias - M) : ldexp((double)(man | (1u << M)), (int)field - f->bias - M);
+    return f->is_signed && (bits & 0x80) ? -v : v;
 }
 
 static int rt_cmp_double(const void *a, const void *b)
@@ -141,6 +163,7 @@ static inline float rt_zero(const amp_format *f, int neg)
 
 /* Reference result of rounding x into g's format with a deterministic mode.
  * *hint carries the last grid index between calls (monotone sweeps are O(1)). */
+#define M0(f) ((f)->mbits == 0)
 static inline float rt_grid_round(const rt_grid *g, amp_rounding m, unsigned fl, double x, size_t *hint)
 {
     const amp_format *f = g->f;
@@ -165,6 +188,8 @@ static inline float rt_grid_round(const rt_grid *g, amp_rounding m, unsigned fl,
         } else {
             double q = hi - lo;                /* exact: one quantum of lo's binade */
             int lo_even = fmod(lo / q, 2.0) == 0.0;
+            if (f->nan == AMP_NAN_P3109 && M0(f))   /* no mantissa bits: the even code (exponent field) */
+                lo_even = lo == 0 || ((ilogb(lo) + f->bias) & 1) == 0;
             int away = 0;
             switch (m) {
             case AMP_RND_NE: away = 2 * a > lo + hi || (2 * a == lo + hi && !lo_even); break;

@@ -1,4 +1,5 @@
 """What each format and scale does to tensors (``ampsim analyze``)."""
+import csv
 import ctypes
 import math
 
@@ -6,59 +7,85 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib, check, encode_str
-from ._round import Format, Stats
+from ._round import Format
+from ._round import _opts as _round_opts
 
 __all__ = ["analyze"]
 
 _DTYPES = {np.dtype(np.float16): _lib.AMP_DT_F16, np.dtype(np.float32): _lib.AMP_DT_F32,
            np.dtype(np.float64): _lib.AMP_DT_F64}
-COLUMNS = tuple(lib.amp_analyze_csv_header().decode().split(",")) + ("auto", "scale_log2")
+_CSV_COLUMNS = tuple(lib.amp_analyze_csv_header().decode().split(","))
+COLUMNS = _CSV_COLUMNS + ("auto",)
+_STR_COLUMNS = ("tensor", "format", "cast", "scale_spec")
+_INT_COLUMNS = ("n", "zero_in", "flushed", "subnormal", "saturated", "overflow", "invalid", "nan", "lost",
+                "blocks", "scale_hi", "scale_lo")
+_OPTS_SIZE = lib.amp_analyze_abi_size(b"amp_analyze_opts")
 
 
 def _scale_text(s):
     if isinstance(s, str):
-        if s != "auto":
-            raise ValueError("scale %r: a scale is a positive number (or 'auto')" % s)
+        if not s or "," in s:
+            raise ValueError("scale %r: a number, '2^k', 'auto', 'auto:count' or 'amax[:margin=m][:pow2]'" % s)
         return s
     v = float(s)
     if not (v > 0 and math.isfinite(v)):
         raise ValueError("scale %r: scales must be positive and finite" % s)
-    return repr(v)
+    t = repr(v)                     # shortest text that reads back: 1024.0 -> "1024", as typed on a command line
+    return t[:-2] if t.endswith(".0") else t
+
+
+_NUMS = len(_CSV_COLUMNS) - len(_STR_COLUMNS)    # AMP_ANALYZE_NUMS: the numeric columns, after the strings
+
+
+def _row(cells, nums):
+    """A row: the string columns from the CSV line, the numbers exact from
+    the C row (a count is an int, -1 where it does not apply)."""
+    out = list(cells[:len(_STR_COLUMNS)])
+    for col, v in zip(_CSV_COLUMNS[len(_STR_COLUMNS):], nums):
+        out.append((-1 if math.isnan(v) else int(v)) if col in _INT_COLUMNS else float(v))
+    return tuple(out)
 
 
 def analyze(tensors, formats=("fp16", "bf16", "e4m3", "e5m2"), scales=(1.0,), auto=False, *,
-            pandas=None):
+            rounding="rne", saturate=False, ftz=False, daz=False, sr_bits=None, seed=0, pandas=None):
     """For every tensor x format x scale: the tensor times the scale, rounded
-    into the format (rne), classified; the numbers ``ampsim analyze`` prints.
+    into the format with the given cast options, classified; the numbers
+    ``ampsim analyze --csv`` prints, computed by the same C code.
 
     Parameters
     ----------
     tensors : dict of str -> array_like (float16, float32 or float64)
         The tensors by name (a single array is analysed under the name "x").
     formats : sequence of str or Format
-        At most 32 formats.
-    scales : sequence of float
-        Positive scales, held as float32 (at most 32).
+        At most 32: format names, custom eXmY formats, or block-scaled specs
+        (``mx:e4m3``, ``nvfp4``, ``block:e4m3:1x128``).
+    scales : sequence of float or str
+        At most 32: positive numbers (held as float32), ``"2^k"``, ``"auto"``
+        (the power of two that keeps every value in range if any does, then
+        flushes fewest, then keeps most values normal), ``"auto:count"`` (the
+        older rule) or ``"amax[:margin=m][:pow2]"`` (Transformer Engine's
+        current scaling).
     auto : bool
-        Add, after each format's scale-1 row, a row with the power of two
-        2^k (k in -126..127) that minimises flushed + overflow + saturated
-        (chosen exactly). Scale 1 is added first if missing.
+        Add ``"auto"`` to the scales.
+    rounding, saturate, ftz, daz, sr_bits, seed
+        The cast options, as for :func:`ampsim.round`.
     pandas : bool or None
         None: a DataFrame if pandas is importable, else a record array.
 
     Returns
     -------
     numpy record array (or pandas DataFrame)
-        Columns of ``ampsim analyze --csv`` (tensor, format, scale, n,
-        zero_in, flushed, subnormal, saturated, overflow, nan, amax,
-        amin_nonzero, rel_err, in_normal_range) plus ``auto`` (bool) and
-        ``scale_log2`` (auto rows: scale = 2**scale_log2; else 0). Rows are
+        The columns of ``ampsim analyze --csv`` (tensor, format, cast,
+        scale_spec, scale, scale_log2, n, the class counts, invalid, lost,
+        lost_frac, amax, amin_nonzero, rel_err_finite, rel_err_all,
+        in_normal_range and the block-scale columns; -1 or NaN where a
+        column does not apply) plus ``auto`` (bool: an auto row). Rows are
         tensor-major, then format-major, scales in order.
 
     Raises
     ------
     ValueError
-        A bad format or scale, too many of them, or an empty name.
+        A bad format, scale or cast option, too many of them, or an empty name.
     TypeError
         A tensor that is not a float array.
     """
@@ -76,13 +103,15 @@ def analyze(tensors, formats=("fp16", "bf16", "e4m3", "e5m2"), scales=(1.0,), au
         sl.append("auto")
     if not sl:
         raise ValueError("analyze needs at least one scale")
-    o = _lib.AmpAnalyzeOpts()
-    lib.amp_analyze_defaults(ctypes.byref(o))
+    o = ctypes.create_string_buffer(_OPTS_SIZE)
+    lib.amp_analyze_defaults(o)
     for f in fl:
         if "," in f:
             raise ValueError("format %r: ',' in a format name" % f)
-    check(lib.amp_analyze_parse_formats(",".join(fl).encode(), ctypes.byref(o)))
-    check(lib.amp_analyze_parse_scales(",".join(sl).encode(), ctypes.byref(o)))
+    check(lib.amp_analyze_parse_formats(",".join(fl).encode(), o))
+    check(lib.amp_analyze_parse_scales(",".join(sl).encode(), o))
+    ro = _round_opts(None, rounding, saturate, ftz, daz, sr_bits, seed, 0, 0, False)
+    check(lib.amp_analyze_set_cast(o, ctypes.byref(ro)))
     out = []
     for name, x in items:
         name = encode_str(name, "tensor name")
@@ -106,32 +135,31 @@ def analyze(tensors, formats=("fp16", "bf16", "e4m3", "e5m2"), scales=(1.0,), au
             v.shape[i] = s
         v.n = xa.size
         v.data = xa.ctypes.data
-        rows = ctypes.POINTER(_lib.AmpAnalyzeRow)()
+        rows = ctypes.c_void_p()
         nr = ctypes.c_size_t(0)
+        buf = ctypes.create_string_buffer(4096)
+        nums = (ctypes.c_double * _NUMS)()
         try:
-            check(lib.amp_analyze_view(ctypes.byref(v), ctypes.byref(o), ctypes.byref(rows), ctypes.byref(nr)))
+            check(lib.amp_analyze_view(ctypes.byref(v), o, ctypes.byref(rows), ctypes.byref(nr)))
             for i in range(nr.value):
-                r = rows[i]
-                st = Stats._wrap(_lib.AmpStats.from_buffer_copy(r.st))
-                c = st.counts
-                out.append((r.tensor.decode("utf-8", "replace"), r.format.decode(), float(r.scale), st.n,
-                            c["zero_in"], c["flushed"], c["subnormal"], c["saturated"], c["overflow"],
-                            c["nan_in"], st.amax, st.amin_nonzero, st.rel_err, st.in_normal_range,
-                            bool(r.is_auto), int(r.scale_log2) if r.is_auto else 0))
+                lib.amp_analyze_row_at(rows, i, buf, len(buf), nums)
+                cells = next(csv.reader([buf.value.decode("utf-8", "replace")]))
+                row = _row(cells, nums)
+                out.append(row + (row[_CSV_COLUMNS.index("scale_spec")].startswith("auto"),))
         finally:
             if rows:
                 _lib.libc.free(rows)
     cols = list(zip(*out)) if out else [[] for _ in COLUMNS]
     arrays = []
     for name, col in zip(COLUMNS, cols):
-        if name in ("tensor", "format"):
+        if name in _STR_COLUMNS:
             arrays.append(np.array(col, dtype=str) if col else np.array([], "<U1"))
         elif name == "auto":
             arrays.append(np.array(col, dtype=bool))
-        elif name in ("scale", "amax", "amin_nonzero", "rel_err", "in_normal_range"):
-            arrays.append(np.array(col, dtype=np.float64))
-        else:
+        elif name in _INT_COLUMNS:
             arrays.append(np.array(col, dtype=np.int64))
+        else:
+            arrays.append(np.array(col, dtype=np.float64))
     pd = None
     if pandas is not False:
         try:

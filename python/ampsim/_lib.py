@@ -156,18 +156,6 @@ class AmpFp8Info(ctypes.Structure):
                 ("scale_next", c_float), ("n_blocks", c_size_t), ("kept", c_int)]
 
 
-class AmpAnalyzeOpts(ctypes.Structure):
-    """Mirror of ``amp_analyze_opts`` (analysis/amp_analyze.h)."""
-    _fields_ = [("n_formats", c_int), ("formats", AmpFormat * AMP_ANALYZE_MAX_FORMATS),
-                ("n_scales", c_int), ("scales", c_float * AMP_ANALYZE_MAX_SCALES), ("auto_scale", c_int)]
-
-
-class AmpAnalyzeRow(ctypes.Structure):
-    """Mirror of ``amp_analyze_row``."""
-    _fields_ = [("tensor", ctypes.c_char * 256), ("format", ctypes.c_char * 24), ("scale", c_float),
-                ("is_auto", c_int), ("scale_log2", c_int), ("st", AmpStats)]
-
-
 class AmpTensorView(ctypes.Structure):
     """Mirror of ``amp_tensor_view`` (analysis/amp_tensorio.h)."""
     _fields_ = [("name", ctypes.c_char * 256), ("dtype", c_int), ("ndim", c_int),
@@ -244,10 +232,12 @@ _fn("amp_fp8_load", c_int, P(AmpFp8Scaler), c_void_p, c_size_t)
 _fn("amp_fp8_observe_amax", c_int, P(AmpFp8Scaler), c_size_t, P(AmpFormat), c_float, P(c_float), P(c_float))
 # analysis
 _fn("amp_analyze_abi_size", c_size_t, c_char_p)
-_fn("amp_analyze_defaults", None, P(AmpAnalyzeOpts))
-_fn("amp_analyze_parse_formats", c_int, c_char_p, P(AmpAnalyzeOpts))
-_fn("amp_analyze_parse_scales", c_int, c_char_p, P(AmpAnalyzeOpts))
-_fn("amp_analyze_view", c_int, P(AmpTensorView), P(AmpAnalyzeOpts), P(P(AmpAnalyzeRow)), P(c_size_t))
+_fn("amp_analyze_defaults", None, c_void_p)
+_fn("amp_analyze_parse_formats", c_int, c_char_p, c_void_p)
+_fn("amp_analyze_parse_scales", c_int, c_char_p, c_void_p)
+_fn("amp_analyze_set_cast", c_int, c_void_p, P(AmpRoundOpts))
+_fn("amp_analyze_row_at", c_size_t, c_void_p, c_size_t, c_char_p, c_size_t, P(c_double))
+_fn("amp_analyze_view", c_int, P(AmpTensorView), c_void_p, P(c_void_p), P(c_size_t))
 _fn("amp_analyze_csv_header", c_char_p)
 # run directories and reports
 _fn("amp_role_name", c_char_p, c_int)
@@ -272,8 +262,6 @@ def _check_abi():
                ("amp_scaler_abi_size", AmpScalerObs, "amp_scaler_obs"),
                ("amp_scaler_abi_size", AmpFp8Scaler, "amp_fp8_scaler"),
                ("amp_scaler_abi_size", AmpFp8Info, "amp_fp8_info"),
-               ("amp_analyze_abi_size", AmpAnalyzeOpts, "amp_analyze_opts"),
-               ("amp_analyze_abi_size", AmpAnalyzeRow, "amp_analyze_row"),
                ("amp_analyze_abi_size", AmpTensorView, "amp_tensor_view")]
     for fn, cls, cname in mirrors:
         want = getattr(lib, fn)(cname.encode())

@@ -10,10 +10,18 @@ from support import SEED, ampsim, cli, tmpdir
 
 
 def fmt_row(r):
-    """A row as the CLI prints it (numbers %.9g)."""
-    return [r["tensor"], r["format"], "%.9g" % r["scale"]] + \
-        ["%d" % r[k] for k in ("n", "zero_in", "flushed", "subnormal", "saturated", "overflow", "nan")] + \
-        ["%.9g" % r[k] for k in ("amax", "amin_nonzero", "rel_err", "in_normal_range")]
+    """A row as the CLI prints it (numbers %.9g; a column that does not
+    apply, -1 or NaN here, is empty there)."""
+    out = []
+    for k in ampsim._analyze.COLUMNS[:-1]:
+        v = r[k]
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, (int, np.integer)):
+            out.append("" if v == -1 else "%d" % v)
+        else:
+            out.append("" if np.isnan(v) and k.startswith(("scale_exp", "amax_sat")) else "%.9g" % v)
+    return out
 
 
 class TestAnalyze(unittest.TestCase):
@@ -44,7 +52,7 @@ class TestAnalyze(unittest.TestCase):
                     args += ["--scales", scale_arg]
                 out = cli(*args, *files).stdout
                 want = list(csv.reader(io.StringIO(out)))
-                self.assertEqual(want[0], list(ampsim._analyze.COLUMNS[:-2]))
+                self.assertEqual(want[0], list(ampsim._analyze.COLUMNS[:-1]))
                 rows = ampsim.analyze(ts, formats=formats, scales=scales, auto=auto, pandas=False)
                 self.assertEqual(len(rows), len(want) - 1)
                 got = [fmt_row(r) for r in rows]
@@ -54,6 +62,22 @@ class TestAnalyze(unittest.TestCase):
                         if r["auto"]:
                             self.assertEqual(r["scale"], 2.0 ** r["scale_log2"])
                     self.assertEqual(int(rows["auto"].sum()), len(ts) * len(formats))
+
+    def test_cast_options_and_scale_choices_equal_cli(self):
+        d = tmpdir(self)
+        ts = self.tensors()
+        files = []
+        for name, x in ts.items():
+            p = os.path.join(d, name)
+            np.save(p, x)
+            files.append(p)
+        out = cli("analyze", "--csv", "--formats", "e4m3,mx:e4m3", "--scales", "2^4,amax:margin=1,auto:count",
+                  "--rounding", "rtz", "--saturate", *files).stdout
+        want = list(csv.reader(io.StringIO(out)))
+        rows = ampsim.analyze(ts, formats=("e4m3", "mx:e4m3"), scales=("2^4", "amax:margin=1", "auto:count"),
+                              rounding="rtz", saturate=True, pandas=False)
+        self.assertEqual(want[1:], [fmt_row(r) for r in rows])
+        self.assertTrue(all(r["cast"] == "rtz:saturate" for r in rows))
 
     def test_errors(self):
         x = {"x": np.ones(4, np.float32)}
