@@ -11,7 +11,7 @@ They run in blocks of 10 steps, taking turns, for several rounds. A block of an
 emulated configuration is one emulate context with its run directory, so its
 cost includes the hooks and the run log. Each round gives a ratio to that
 round's plain block, and the median over the rounds is printed. Times are the
-process's CPU time (one thread), which the other processes of a shared machine
+process's CPU time (one thread), which the other processes of a loaded machine
 change less than the wall time. The targets are at
 most 2x (every 10) and 3x (every 1). Not a test.
 
@@ -38,7 +38,7 @@ BLOCK = 10
 
 def block(model, opt, data, log_every, out):
     """CPU seconds of this process per step over one block of BLOCK steps
-    (log_every None: plain). CPU time, not wall time: on a shared machine the
+    (log_every None: plain). CPU time, not wall time: on a loaded machine the
     wall time also counts the other processes' turns."""
     emu = sc = None
     if log_every is not None:
