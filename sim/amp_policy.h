@@ -11,6 +11,9 @@
 typedef enum amp_op { AMP_OP_SOFTMAX, AMP_OP_LOG_SOFTMAX, AMP_OP_LAYER_NORM, AMP_OP_LOSS,
                       AMP_OP_REDUCTION, AMP_OP_COUNT } amp_op;
 typedef enum amp_update_mode { AMP_UPD_ROUND, AMP_UPD_SR, AMP_UPD_KAHAN } amp_update_mode;
+/* FP32-accumulated GEMMs: ampsim's fixed-order kernel (same bits on every CPU)
+ * or OpenBLAS sgemm (sim/amp_gemm.h). */
+typedef enum amp_gemm_kind { AMP_GEMM_REPRODUCIBLE, AMP_GEMM_BLAS } amp_gemm_kind;
 
 typedef struct amp_policy {
     char name[64];
@@ -23,7 +26,7 @@ typedef struct amp_policy {
     amp_format master;       /* master weights (== weight when !has_master) */
     amp_format optim;        /* optimizer states */
     int has_master;          /* weights cast once per step from an FP32 master */
-    int acc_fp32;            /* 1: FP32 accumulation (OpenBLAS sgemm) */
+    int acc_fp32;            /* 1: FP32 accumulation */
     amp_format acc;          /* narrow accumulator format (acc_fp32 == 0) */
     int acc_chunk;           /* promote the narrow sum to FP32 every N_C products (0: never) */
     unsigned fp32_ops;       /* bit (1u << amp_op): op computed and output in FP32 */
@@ -32,6 +35,7 @@ typedef struct amp_policy {
     unsigned op_flags;       /* flags for GEMM-operand casts (AMP_SATURATE for fp8) */
     amp_update_mode update;  /* how w + u is rounded when weights live in a narrow format */
     int fp8_scaling;         /* 1: GEMM operands scaled per tensor (fp8-hybrid) */
+    amp_gemm_kind gemm;      /* FP32 GEMM kernel (reproducible by default) */
 } amp_policy;
 
 /* Presets: fp32 fp16-amp bf16-amp bf16-amp-cpu fp16-pure bf16-pure fp8-e4m3
