@@ -2,6 +2,7 @@
  * F.gelu(x, approximate='tanh')). nanoGPT's nn.GELU() is the erf form; the two
  * differ by at most ~5e-4 absolute. We follow GPT-2. */
 #include <math.h>
+#include "amp_math.h"
 #include "amp_layers.h"
 #include "amp_round.h"
 
@@ -15,7 +16,7 @@ void amp_gelu_forward(float *out, const float *inp, size_t n)
     #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_A * x * x * x)));
+        out[i] = 0.5f * x * (1.0f + amp_tanhf(GELU_K * (x + GELU_A * x * x * x)));
     }
 }
 
@@ -27,7 +28,7 @@ void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t 
     #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        float th = tanhf(GELU_K * (x + GELU_A * x * x * x));
+        float th = amp_tanhf(GELU_K * (x + GELU_A * x * x * x));
         float d = th == 1.0f || th == -1.0f ? 0.5f * (1.0f + th)   /* (no 0 * inf for huge x) */
                 : 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
         dinp[i] += d * dout[i];

@@ -3,6 +3,7 @@
  * log-sum-exp and the mean are formed in double and rounded once to float, so
  * the loss is within a few float ulps of PyTorch's float32 result.
  * Shapes: logits [B,C], probs [B,C], y [B] with 0 <= y < C. */
+#include "amp_math.h"
 #include "amp_base.h"
 #include "amp_layers.h"
 #include "amp_tensor.h"
@@ -20,9 +21,9 @@ amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits,
         double m = -INFINITY;
         for (int c = 0; c < C; c++) if (z[c] > m) m = z[c];
         double sum = 0.0;
-        for (int c = 0; c < C; c++) sum += exp((double)z[c] - m);
-        double lse = m + log(sum);
-        for (int c = 0; c < C; c++) p[c] = (float)exp((double)z[c] - lse);
+        for (int c = 0; c < C; c++) sum += amp_exp((double)z[c] - m);
+        double lse = m + amp_log(sum);
+        for (int c = 0; c < C; c++) p[c] = (float)amp_exp((double)z[c] - lse);
         total += lse - (double)z[y[b]];
     }
     *loss = (float)(total / B);
