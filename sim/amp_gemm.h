@@ -45,5 +45,7 @@ typedef enum { AMP_GEMM_PATH_AUTO = -1, AMP_GEMM_PATH_GENERIC, AMP_GEMM_PATH_AVX
 AMP_API void amp_gemm_set_path(amp_gemm_path cap);
 AMP_API amp_gemm_path amp_gemm_path_active(void);
 AMP_API const char *amp_gemm_path_name(amp_gemm_path p);
+/* "generic", "avx2" or "avx512"; AMP_EINVAL naming the value otherwise. */
+AMP_API amp_status amp_gemm_path_parse(const char *s, amp_gemm_path *out);
 
 #endif

@@ -90,6 +90,16 @@ amp_gemm_path amp_gemm_path_active(void)
     return (amp_gemm_path)p;
 }
 
+amp_status amp_gemm_path_parse(const char *s, amp_gemm_path *out)
+{
+    for (int p = AMP_GEMM_PATH_GENERIC; p <= AMP_GEMM_PATH_AVX512; p++)
+        if (s && !strcmp(s, amp_gemm_path_name((amp_gemm_path)p))) {
+            *out = (amp_gemm_path)p;
+            return AMP_OK;
+        }
+    return amp_fail(AMP_EINVAL, "gemm path '%s': expected generic, avx2 or avx512", s ? s : "");
+}
+
 static int fma_ok(void)
 {
     static int ok = -1;
