@@ -63,7 +63,7 @@ double amp_exp(double x)
     if (x != x) return x + x;
     if (x > 709.782712893384) return HUGE_VAL;
     if (x < -745.2) return 0.0;
-    double kd = nearbyint(x * INV_LN2);   /* exact, round to nearest even */
+    double kd = (x * INV_LN2 + 0x1.8p52) - 0x1.8p52;   /* nearest integer (ties to even), exact for |x| < 2^51 */
     int k = (int)kd;
     double hi = x - kd * LN2_HI, lo = kd * LN2_LO;   /* hi exact */
     double r = hi - lo;
