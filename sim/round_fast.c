@@ -7,8 +7,21 @@
  *
  * Covered: every signed format with subnormals whose min normal is a float32
  * normal (emin >= -126) — all built-in formats but e8m0 — and the modes rne,
- * rna, rtz, rup, rdn, rto with saturate/ftz/daz. Everything else (sr, e8m0,
- * exotic custom formats) takes the generic path in round.c. Both paths are
+ * rna, rtz, rup, rdn, rto and sr with saturate/ftz/daz. Everything else (e8m0,
+ * exotic custom formats) takes the generic path in round.c.
+ *
+ * sr: the reference path (round_scalar.c) rounds up iff
+ *     (r >> (64 - K)) < (rem >> (sh - K)),  K = min(sr_bits or 64, sh, 64),
+ * r = amp_rand64(seed, stream, index), rem/2^sh = frac the discarded fraction
+ * of a quantum. That is the same as
+ *     (r >> (64 - Kc)) < floor(frac 2^Kc),  Kc = sr_bits or 64 (a constant):
+ * for K = Kc both read the same; for Kc > K = sh, frac 2^Kc = rem 2^(Kc-sh) is
+ * an integer and both say r < rem 2^(64-sh). frac is low/2^sh on the bit
+ * pattern, or the fraction fr of the fixed-quantum path (exact in float).
+ * Equivalently r < floor(frac 2^Kc) 2^(64-Kc), which is what the kernels
+ * compare, in 32-bit halves (below). The draws are computed
+ * here, 64-bit lanes vectorised, from (seed, stream, index0 + i): the bytes do
+ * not depend on threads or chunking. Both paths are
  * compared bit for bit with MPFR by tests/check_round*.c and exhaustively by
  * `make check-exhaustive`.
  *
@@ -37,7 +50,8 @@
                 (p)->ovf_cls[1], (p)->inf_res[0], (p)->inf_res[1], (p)->zsign, (p)->ftz, (p)->daz
 
 static inline __attribute__((always_inline)) uint32_t
-round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
+round_elem(uint32_t u, int mode, int want_cls, int fixed, uint32_t *cls_out, uint32_t rhi, uint32_t rlo,
+           uint32_t s1, uint32_t s2, uint32_t mhi, uint32_t mlo, KP_ARGS)
 {
     /* Magnitudes, masks and thresholds are below 2^31: compare them as int32
      * (one signed SIMD compare instead of an unsigned emulation). */
@@ -53,6 +67,7 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     case AMP_RND_NA: up_n = low >= ihalf; break;
     case AMP_RND_UP: up_n = (uint32_t)(low != 0) & (neg ^ 1u); break;
     case AMP_RND_DN: up_n = (uint32_t)(low != 0) & neg; break;
+    case AMP_RND_SR: up_n = (rhi >> s1) < ((uint32_t)low >> s2); break;
     default: up_n = 0; break;
     }
     rn = mode == AMP_RND_TO ? ((uint32_t)tr | ((uint32_t)(low != 0) << sh)) : (uint32_t)tr + (up_n << sh);
@@ -71,12 +86,22 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     case AMP_RND_NA: up_s = f_ge; break;
     case AMP_RND_UP: up_s = f_nz & (int32_t)(neg ^ 1u); break;
     case AMP_RND_DN: up_s = f_nz & (int32_t)neg; break;
+    case AMP_RND_SR: {
+        /* (th:tl) = floor(fr 2^64) with the low 64 - Kc bits cleared, exactly
+         * (fr has at most 24 significant bits; each conversion truncates) */
+        float F = fr * 0x1p32f;
+        uint32_t th = (uint32_t)F, tl = (uint32_t)((F - (float)th) * 0x1p32f);
+        th &= mhi;
+        tl &= mlo;
+        up_s = (int32_t)((uint32_t)(rhi < th) | ((uint32_t)(rhi == th) & (uint32_t)(rlo < tl)));
+        break;
+    }
     default: up_s = 0; break;
     }
     if (mode == AMP_RND_TO) ti |= f_nz;
     uint32_t rs = amp_f2u((float)(ti + up_s) * sub_q);
 
-    uint32_t in_sub = is_small & (int_sub ^ 1u);
+    uint32_t in_sub = fixed ? is_small & (int_sub ^ 1u) : 0u;
     int32_t r = (int32_t)sel(in_sub, rs, rn);   /* < 2^31: a carry stops at the inf pattern */
     uint32_t ovf = r > (int32_t)maxbits;
     uint32_t zero_res = s & zsign;
@@ -113,7 +138,7 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     {                                                                                       \
         uint32_t c_;                                                                        \
         for (size_t i = 0; i < n; i++)                                                      \
-            y[i] = round_elem(x[i], MODE, 0, &c_, sh, mask, half, minnorm, maxbits, int_sub, \
+            y[i] = round_elem(x[i], MODE, 0, 1, &c_, 0, 0, 31, 0, 0, 0, sh, mask, half, minnorm, maxbits, int_sub, \
                               sub_mul, sub_q, ovf0, ovf1, ovfc0, ovfc1, inf0, inf1, zsign, ftz, daz); \
     }                                                                                       \
     AMP_CLONES static void NAME##_cls_body(const uint32_t *restrict x, uint32_t *restrict y, \
@@ -121,7 +146,7 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     {                                                                                       \
         uint32_t c[AMP_CLS_COUNT] = { 0 };                                                  \
         for (size_t i = 0; i < n; i++)                                                      \
-            y[i] = round_elem(x[i], MODE, 1, c, sh, mask, half, minnorm, maxbits, int_sub,  \
+            y[i] = round_elem(x[i], MODE, 1, 1, c, 0, 0, 31, 0, 0, 0, sh, mask, half, minnorm, maxbits, int_sub,  \
                               sub_mul, sub_q, ovf0, ovf1, ovfc0, ovfc1, inf0, inf1, zsign, ftz, daz); \
         for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                       \
     }                                                                                       \
@@ -140,6 +165,80 @@ DEF_KERNEL(k_up, AMP_RND_UP)
 DEF_KERNEL(k_dn, AMP_RND_DN)
 DEF_KERNEL(k_to, AMP_RND_TO)
 
+/* sr: the same with the draw of each element (kparams' sr fields). The
+ * draws of a group of SR_GROUP values come first (a loop of independent
+ * multiply chains, which the CPU overlaps), as high and low 32-bit halves;
+ * then the rounding. On the bit-pattern path only the high half is read:
+ *     (r >> (64 - Kc)) < floor(low 2^(Kc - sh))  <=>  (hi >> s1) < (low >> s2),
+ * ke = min(Kc, sh), s1 = 32 - ke, s2 = sh - ke (both sides drop the same
+ * low bits of a multiple of 2^(64 - ke) and of low). On the fixed-quantum
+ * path (target subnormal, emin > -126), r < floor(fr 2^Kc) 2^(64-Kc) is
+ * compared as two 32-bit halves; a group with no value in that range takes
+ * the kernel without it. */
+#define SR_GROUP 256
+#define SR_ARGS uint32_t s1, uint32_t s2, uint32_t mhi, uint32_t mlo
+#define SR_PASS(p) (p)->sr_s1, (p)->sr_s2, (p)->sr_mhi, (p)->sr_mlo
+AMP_CLONES static void sr_draws(uint32_t *restrict hi, uint32_t *restrict lo, uint64_t key, uint64_t idx0, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = sr_draw(key, idx0 + i);
+        hi[i] = (uint32_t)(r >> 32);
+        lo[i] = (uint32_t)r;
+    }
+}
+
+/* 1 if some x is nonzero and below min normal (the fixed-quantum path) */
+AMP_CLONES static uint32_t sr_any_small(const uint32_t *restrict x, size_t n, uint32_t minnorm)
+{
+    uint32_t any = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a = x[i] & 0x7fffffffu;
+        any |= (uint32_t)(a - 1u < minnorm - 1u);
+    }
+    return any;
+}
+
+#define SR_ELEM(CLS, FIXED, C)                                                                   \
+    round_elem(x[i], AMP_RND_SR, CLS, FIXED, C, hi[i], lo[i], s1, s2, mhi, mlo,                    \
+               sh, mask, half, minnorm, maxbits, int_sub, sub_mul, sub_q, ovf0, ovf1, ovfc0, ovfc1, inf0, inf1, \
+               zsign, ftz, daz)
+#define DEF_SR(NAME, FIXED)                                                                         \
+    AMP_CLONES static void NAME(const uint32_t *restrict x, uint32_t *restrict y, const uint32_t *restrict hi, \
+                                const uint32_t *restrict lo, size_t n, SR_ARGS, KP_ARGS)            \
+    {                                                                                               \
+        uint32_t c_;                                                                                \
+        for (size_t i = 0; i < n; i++) y[i] = SR_ELEM(0, FIXED, &c_);                               \
+    }                                                                                               \
+    AMP_CLONES static void NAME##_cls(const uint32_t *restrict x, uint32_t *restrict y, const uint32_t *restrict hi, \
+                                      const uint32_t *restrict lo, uint32_t *restrict cnt, size_t n, SR_ARGS, KP_ARGS) \
+    {                                                                                               \
+        uint32_t c[AMP_CLS_COUNT] = { 0 };                                                          \
+        for (size_t i = 0; i < n; i++) y[i] = SR_ELEM(1, FIXED, c);                                 \
+        for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                               \
+    }
+DEF_SR(k_sr_rel, 0)
+DEF_SR(k_sr_fix, 1)
+
+/* cnt == NULL: no class counts */
+static void sr_run(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n)
+{
+    uint32_t hi[SR_GROUP], lo[SR_GROUP];
+    for (size_t i = 0; i < n; i += SR_GROUP) {
+        size_t m = n - i < SR_GROUP ? n - i : SR_GROUP;
+        sr_draws(hi, lo, p->sr_key, p->sr_idx0 + i, m);
+        int fix = !p->int_sub && sr_any_small(x + i, m, p->minnorm);
+        if (cnt) (fix ? k_sr_fix_cls : k_sr_rel_cls)(x + i, y + i, hi, lo, cnt, m, SR_PASS(p), KP_PASS(p));
+        else (fix ? k_sr_fix : k_sr_rel)(x + i, y + i, hi, lo, m, SR_PASS(p), KP_PASS(p));
+    }
+}
+
+static void k_sr(const kparams *p, const uint32_t *x, uint32_t *y, size_t n) { sr_run(p, x, y, NULL, n); }
+
+static void k_sr_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n)
+{
+    sr_run(p, x, y, cnt, n);
+}
+
 #define DEF_RNE(NAME, INT_SUB)                                                                  \
     AMP_CLONES static void NAME##_body(const uint32_t *restrict x, uint32_t *restrict y,       \
                                        size_t n, RNE_ARGS)                                     \
@@ -155,11 +254,11 @@ DEF_RNE(k_rne_int, 1)
 
 static const kern_fn kernels[] = {
     [AMP_RND_NE] = k_ne, [AMP_RND_NA] = k_na, [AMP_RND_TZ] = k_tz,
-    [AMP_RND_UP] = k_up, [AMP_RND_DN] = k_dn, [AMP_RND_TO] = k_to,
+    [AMP_RND_UP] = k_up, [AMP_RND_DN] = k_dn, [AMP_RND_TO] = k_to, [AMP_RND_SR] = k_sr,
 };
 static const kern_cls_fn kernels_cls[] = {
     [AMP_RND_NE] = k_ne_cls, [AMP_RND_NA] = k_na_cls, [AMP_RND_TZ] = k_tz_cls,
-    [AMP_RND_UP] = k_up_cls, [AMP_RND_DN] = k_dn_cls, [AMP_RND_TO] = k_to_cls,
+    [AMP_RND_UP] = k_up_cls, [AMP_RND_DN] = k_dn_cls, [AMP_RND_TO] = k_to_cls, [AMP_RND_SR] = k_sr_cls,
 };
 
 static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
@@ -181,7 +280,7 @@ static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
 
 static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
 {
-    if (o->mode == AMP_RND_SR || (o->flags & AMP_EXACT) || !f->has_subnormals || !f->is_signed ||
+    if ((o->flags & AMP_EXACT) || !f->has_subnormals || !f->is_signed ||
         f->emin < -126 || f->mbits > 23 || f->mbits == 0)
         return 0;   /* no mantissa bits: the significand 1 is odd (ties, rto): generic path */
     memset(p, 0, sizeof *p);
@@ -301,7 +400,17 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
 {
     const pcache *pc = cached_params(f, o);
     if (!pc->ok) return 0;
-    const kparams p = pc->p;
+    kparams p = pc->p;
+    if (o->mode == AMP_RND_SR) {
+        uint32_t kc = o->sr_bits > 0 && o->sr_bits < 64 ? (uint32_t)o->sr_bits : 64u;
+        p.sr_key = sr_key(o->seed, o->stream);
+        p.sr_idx0 = o->index0;
+        uint32_t ke = kc < p.sh ? kc : p.sh;
+        p.sr_s1 = ke ? 32 - ke : 31;        /* sh == 0 (float32): low is 0, never rounds up */
+        p.sr_s2 = p.sh - ke;
+        p.sr_mhi = kc >= 32 ? ~0u : ~((1u << (32 - kc)) - 1u);
+        p.sr_mlo = kc == 64 ? ~0u : kc <= 32 ? 0u : ~((1u << (64 - kc)) - 1u);
+    }
     const uint32_t *xu = (const uint32_t *)(const void *)x;
     uint32_t *yu = (uint32_t *)(void *)y;
     if (!st) {
