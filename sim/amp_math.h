@@ -17,6 +17,8 @@
 
 #include "amp_base.h"
 
+#include <stddef.h>
+
 AMP_API double amp_exp(double x);
 AMP_API double amp_log(double x);
 /* x^n by binary powering in double-double arithmetic (AdamW's bias correction). */
@@ -26,5 +28,9 @@ AMP_API double amp_cos2pi(double u);
 AMP_API float amp_expf(float x);
 AMP_API float amp_logf(float x);
 AMP_API float amp_tanhf(float x);
+/* y[i] = f(x[i]), i < n (y may be x): the same bits as the scalar functions, vectorised. */
+AMP_API void amp_exp_n(const double *x, double *y, size_t n);
+AMP_API void amp_expf_n(const float *x, float *y, size_t n);
+AMP_API void amp_tanhf_n(const float *x, float *y, size_t n);
 
 #endif

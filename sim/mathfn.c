@@ -43,37 +43,72 @@ static uint64_t to_bits(double x)
     return u;
 }
 
-/* y 2^k for |k| <= 2100: exact unless the result is subnormal (one rounding). */
-static double scale2(double y, int k)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MATH_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define MATH_CLONES
+#endif
+
+/* e^x, branch-free so that the array versions vectorise; the scalar and
+ * array versions share it, so they give the same bits. The result y 2^k is
+ * scaled in two exact steps 2^k1 2^k2 (k1 = k/2): only the last product can
+ * round, where the result is subnormal. */
+static inline __attribute__((always_inline)) double exp_core(double x)
 {
-    if (k > 1023) {
-        y *= 0x1p1023;
-        k -= 1023;
-        if (k > 1023) k = 1023;
-    } else if (k < -1022) {
-        y *= 0x1p-1022;
-        k += 1022;
-        if (k < -1022) k = -1022;
-    }
-    return y * from_bits((uint64_t)(k + 1023) << 52);
+    double xc = x > 709.782712893384 ? 709.782712893384 : x < -745.2 ? -745.2 : x;
+    xc = xc == xc ? xc : 0.0;
+    double kd = (xc * INV_LN2 + 0x1.8p52) - 0x1.8p52;   /* nearest integer (ties to even), exact */
+    double hi = xc - kd * LN2_HI, lo = kd * LN2_LO;      /* hi exact */
+    double r = hi - lo;
+    /* P(r) = 1/2 + r/6 + ... + r^11/13! (Horner) */
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600;
+    p = p * r + 1.0 / 39916800;
+    p = p * r + 1.0 / 3628800;
+    p = p * r + 1.0 / 362880;
+    p = p * r + 1.0 / 40320;
+    p = p * r + 1.0 / 5040;
+    p = p * r + 1.0 / 720;
+    p = p * r + 1.0 / 120;
+    p = p * r + 1.0 / 24;
+    p = p * r + 1.0 / 6;
+    p = p * r + 1.0 / 2;
+    double er = 1.0 + (hi + ((r * r) * p - lo));
+    int64_t k = (int64_t)kd, k1 = k / 2, k2 = k - k1;   /* |k1|, |k2| <= 538 */
+    double y = er * from_bits((uint64_t)(k1 + 1023) << 52) * from_bits((uint64_t)(k2 + 1023) << 52);
+    y = x > 709.782712893384 ? HUGE_VAL : x < -745.2 ? 0.0 : y;
+    return x == x ? y : x + x;
 }
 
-double amp_exp(double x)
+double amp_exp(double x) { return exp_core(x); }
+
+float amp_expf(float x) { return (float)exp_core((double)x); }
+
+static inline __attribute__((always_inline)) float tanhf_core(float xf)
 {
-    if (x != x) return x + x;
-    if (x > 709.782712893384) return HUGE_VAL;
-    if (x < -745.2) return 0.0;
-    double kd = (x * INV_LN2 + 0x1.8p52) - 0x1.8p52;   /* nearest integer (ties to even), exact for |x| < 2^51 */
-    int k = (int)kd;
-    double hi = x - kd * LN2_HI, lo = kd * LN2_LO;   /* hi exact */
-    double r = hi - lo;
-    /* P(r) = 1/2 + r/6 + ... + r^11/13! */
-    static const double c[12] = { 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
-                                  1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0 };
-    double p = c[11];
-    for (int i = 10; i >= 0; i--) p = p * r + c[i];
-    double er = 1.0 + (hi + ((r * r) * p - lo));
-    return scale2(er, k);
+    double x = (double)xf, a = fabs(x), z = a * a;
+    double ts = a - a * z * (1.0 / 3 - z * (2.0 / 15));
+    double e = exp_core(2.0 * (a < 9.1 ? a : 9.1));
+    double t = a < 0x1p-10 ? ts : a >= 9.1 ? 1.0 : (e - 1.0) / (e + 1.0);
+    float r = (float)(x < 0 ? -t : t);
+    return xf == xf ? r : xf + xf;
+}
+
+float amp_tanhf(float x) { return tanhf_core(x); }
+
+MATH_CLONES void amp_exp_n(const double *x, double *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) y[i] = exp_core(x[i]);
+}
+
+MATH_CLONES void amp_expf_n(const float *x, float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) y[i] = (float)exp_core((double)x[i]);
+}
+
+MATH_CLONES void amp_tanhf_n(const float *x, float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) y[i] = tanhf_core(x[i]);
 }
 
 double amp_log(double x)
@@ -105,25 +140,7 @@ double amp_log(double x)
     return ed * LN2_HI - ((hfsq - (s * (hfsq + t) + ed * LN2_LO)) - f);
 }
 
-float amp_expf(float x) { return (float)amp_exp((double)x); }
-
 float amp_logf(float x) { return (float)amp_log((double)x); }
-
-float amp_tanhf(float x)
-{
-    double a = fabs((double)x), t;
-    if (x != x) return x + x;
-    if (a < 0x1p-10) {
-        double z = a * a;
-        t = a - a * z * (1.0 / 3 - z * (2.0 / 15));
-    } else if (a >= 9.1) {
-        t = 1.0;
-    } else {
-        double e = amp_exp(2.0 * a);
-        t = (e - 1.0) / (e + 1.0);
-    }
-    return (float)(x < 0 ? -t : t);
-}
 
 /* ---- double-double ------------------------------------------------------------ */
 typedef struct dd { double h, l; } dd;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ampsim.h"
 
@@ -172,6 +173,31 @@ START_TEST(test_float)
 }
 END_TEST
 
+/* The array versions (vectorised, one clone per instruction set) give the
+ * scalar functions' bits. */
+START_TEST(test_arrays)
+{
+    static float x[N], y[N];
+    static double xd[N], yd[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i % 7 == 0 ? amp_u2f((uint32_t)amp_rand64(seed, 30, i)) : F(31, i, -120, 100);
+        xd[i] = i % 5 == 0 ? -745.0 + 1460.0 * U(32, i) : 40.0 * (U(33, i) - 0.5);
+    }
+    x[0] = NAN; x[1] = INFINITY; x[2] = -INFINITY; xd[0] = NAN; xd[1] = -INFINITY; xd[2] = 1e6;
+    amp_expf_n(x, y, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(amp_f2u(y[i]) == amp_f2u(amp_expf(x[i])), "expf_n(%a) = %a, expf %a", x[i], y[i], amp_expf(x[i]));
+    amp_tanhf_n(x, y, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(amp_f2u(y[i]) == amp_f2u(amp_tanhf(x[i])), "tanhf_n(%a) = %a, tanhf %a", x[i], y[i], amp_tanhf(x[i]));
+    amp_exp_n(xd, yd, N);
+    for (int i = 0; i < N; i++) {
+        double w = amp_exp(xd[i]);
+        ck_assert_msg(memcmp(&w, &yd[i], sizeof w) == 0, "exp_n(%a) = %a, exp %a", xd[i], yd[i], w);
+    }
+}
+END_TEST
+
 /* sqrt is used from the C library as it is: IEEE-754 makes it correctly rounded. */
 START_TEST(test_sqrt)
 {
@@ -209,6 +235,7 @@ int main(void)
     tcase_add_test(tc, test_cos2pi);
     tcase_add_test(tc, test_float);
     tcase_add_test(tc, test_sqrt);
+    tcase_add_test(tc, test_arrays);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
