@@ -55,7 +55,8 @@ static uint64_t to_bits(double x)
  * round, where the result is subnormal. */
 static inline __attribute__((always_inline)) double exp_core(double x)
 {
-    double xc = x > 709.782712893384 ? 709.782712893384 : x < -745.2 ? -745.2 : x;
+    double xc = x < -745.2 ? -745.2 : x;
+    xc = xc > 709.782712893384 ? 709.782712893384 : xc;
     xc = xc == xc ? xc : 0.0;
     double kd = (xc * INV_LN2 + 0x1.8p52) - 0x1.8p52;   /* nearest integer (ties to even), exact */
     double hi = xc - kd * LN2_HI, lo = kd * LN2_LO;      /* hi exact */
@@ -76,8 +77,10 @@ static inline __attribute__((always_inline)) double exp_core(double x)
     double er = 1.0 + (hi + ((r * r) * p - lo));
     int64_t k = (int64_t)kd, k1 = k / 2, k2 = k - k1;   /* |k1|, |k2| <= 538 */
     double y = er * from_bits((uint64_t)(k1 + 1023) << 52) * from_bits((uint64_t)(k2 + 1023) << 52);
-    y = x > 709.782712893384 ? HUGE_VAL : x < -745.2 ? 0.0 : y;
-    return x == x ? y : x + x;
+    double nan = x + x;               /* computed on every path: the selects below if-convert */
+    y = x < -745.2 ? 0.0 : y;
+    y = x > 709.782712893384 ? HUGE_VAL : y;
+    return x == x ? y : nan;
 }
 
 double amp_exp(double x) { return exp_core(x); }
@@ -89,26 +92,49 @@ static inline __attribute__((always_inline)) float tanhf_core(float xf)
     double x = (double)xf, a = fabs(x), z = a * a;
     double ts = a - a * z * (1.0 / 3 - z * (2.0 / 15));
     double e = exp_core(2.0 * (a < 9.1 ? a : 9.1));
-    double t = a < 0x1p-10 ? ts : a >= 9.1 ? 1.0 : (e - 1.0) / (e + 1.0);
-    float r = (float)(x < 0 ? -t : t);
-    return xf == xf ? r : xf + xf;
+    double q = (e - 1.0) / (e + 1.0);   /* every value computed, then selected */
+    double t1 = a >= 9.1 ? 1.0 : q;     /* one select per statement (gcc if-converts those) */
+    double t = a < 0x1p-10 ? ts : t1;
+    double ns = -t;
+    float r = (float)(x < 0 ? ns : t), nan = xf + xf;
+    return xf == xf ? r : nan;
 }
 
 float amp_tanhf(float x) { return tanhf_core(x); }
 
+/* In groups through a local copy, so that y == x (in place) still vectorises. */
+#define GROUP 64
 MATH_CLONES void amp_exp_n(const double *x, double *y, size_t n)
 {
-    for (size_t i = 0; i < n; i++) y[i] = exp_core(x[i]);
+    for (size_t i = 0; i < n; i += GROUP) {
+        size_t m = n - i < GROUP ? n - i : GROUP;
+        double t[GROUP];
+        memcpy(t, x + i, m * sizeof *t);
+        for (size_t j = 0; j < m; j++) t[j] = exp_core(t[j]);
+        memcpy(y + i, t, m * sizeof *t);
+    }
 }
 
 MATH_CLONES void amp_expf_n(const float *x, float *y, size_t n)
 {
-    for (size_t i = 0; i < n; i++) y[i] = (float)exp_core((double)x[i]);
+    for (size_t i = 0; i < n; i += GROUP) {
+        size_t m = n - i < GROUP ? n - i : GROUP;
+        float t[GROUP];
+        memcpy(t, x + i, m * sizeof *t);
+        for (size_t j = 0; j < m; j++) t[j] = (float)exp_core((double)t[j]);
+        memcpy(y + i, t, m * sizeof *t);
+    }
 }
 
 MATH_CLONES void amp_tanhf_n(const float *x, float *y, size_t n)
 {
-    for (size_t i = 0; i < n; i++) y[i] = tanhf_core(x[i]);
+    for (size_t i = 0; i < n; i += GROUP) {
+        size_t m = n - i < GROUP ? n - i : GROUP;
+        float t[GROUP];
+        memcpy(t, x + i, m * sizeof *t);
+        for (size_t j = 0; j < m; j++) t[j] = tanhf_core(t[j]);
+        memcpy(y + i, t, m * sizeof *t);
+    }
 }
 
 double amp_log(double x)
