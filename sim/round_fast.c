@@ -6,9 +6,9 @@
  * are in sim/round_avx512.c, the shared definitions in sim/round_kernels.h.
  *
  * Covered: every signed format with subnormals whose min normal is a float32
- * normal (emin >= -126) — all built-in formats but e8m0 — and the modes rne,
- * rna, rtz, rup, rdn, rto and sr with saturate/ftz/daz. Everything else (e8m0,
- * exotic custom formats) takes the generic path in round.c.
+ * normal (emin >= -126), and e8m0 (its own kernels, below), in the modes rne,
+ * rna, rtz, rup, rdn, rto and sr with saturate/ftz/daz. Everything else
+ * (exotic custom formats) takes the generic path in round.c.
  *
  * sr: the reference path (round_scalar.c) rounds up iff
  *     (r >> (64 - K)) < (rem >> (sh - K)),  K = min(sr_bits or 64, sh, 64),
@@ -252,6 +252,95 @@ static void k_sr_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t 
 DEF_RNE(k_rne_sub, 0)
 DEF_RNE(k_rne_int, 1)
 
+/* e8m0: unsigned powers of two 2^-127..2^127, no zero, NaN 0xFF. A positive
+ * normal float32 x = 2^e (1 + M 2^-23) rounds to 2^e or 2^(e+1), on the bit
+ * pattern: (E + up) << 23, where up is the mode's rule on the 23 discarded
+ * bits M. The kept significand is 1, which is odd: rne breaks ties up (as
+ * rna) and rto is rtz. Beyond 2^127 is the overflow result; a negative or
+ * zero x gives NaN (class overflow / zero), as the reference path does. The
+ * rare positive float32 subnormals (E == 0) round below 2^-127 or to it;
+ * they are redone by amp_round1 after the vector pass (e8_run). */
+#define E8_ARGS uint32_t s1, uint32_t s2, uint32_t ovf0, uint32_t ovfc0, uint32_t inf0, uint32_t inf1
+#define E8_PASS(p) (p)->sr_s1, (p)->sr_s2, (p)->ovf_res[0], (p)->ovf_cls[0], (p)->inf_res[0], (p)->inf_res[1]
+
+static inline __attribute__((always_inline)) uint32_t
+e8_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, uint32_t rhi, E8_ARGS)
+{
+    uint32_t a = u & 0x7fffffffu, neg = u >> 31, E = a >> 23, M = a & 0x7fffffu;
+    uint32_t up;
+    switch (mode) {
+    case AMP_RND_NE: case AMP_RND_NA: up = M >= 0x400000u; break;
+    case AMP_RND_UP: up = M != 0; break;
+    case AMP_RND_SR: up = (rhi >> s1) < (M >> s2); break;
+    default: up = 0; break;                  /* rtz, rdn (x > 0), rto */
+    }
+    uint32_t ovf = E + up > 254u;
+    uint32_t is_nan = a > 0x7f800000u, is_inf = a == 0x7f800000u, is_zero = a == 0;
+    uint32_t res = sel(ovf, ovf0, (E + up) << 23);
+    res = sel(neg | is_zero, 0x7fc00000u, res);
+    res = sel(is_inf, sel(neg, inf1, inf0), res);
+    res = sel(is_nan, u | 0x00400000u, res);
+    if (want_cls) {
+        uint32_t sp = is_nan | is_inf | is_zero, sub = (E == 0) & (M != 0) & (neg ^ 1u);
+        uint32_t negf = neg & (sp ^ 1u), ov = ovf & ((sp | neg | sub) ^ 1u);
+        cls_out[AMP_CLS_NAN_IN] += is_nan;
+        cls_out[AMP_CLS_INF_IN] += is_inf;
+        cls_out[AMP_CLS_ZERO_IN] += is_zero;
+        cls_out[AMP_CLS_OVERFLOW] += negf + (ov & (ovfc0 == AMP_CLS_OVERFLOW));
+        cls_out[AMP_CLS_SATURATED] += ov & (ovfc0 != AMP_CLS_OVERFLOW);
+        cls_out[AMP_CLS_ROUNDED] += (M != 0) & ((sp | neg | sub | ovf) ^ 1u);
+    }
+    return res;
+}
+
+#define DEF_E8(NAME, MODE)                                                                          \
+    AMP_CLONES static void NAME(const uint32_t *restrict x, uint32_t *restrict y, const uint32_t *restrict hi, \
+                                uint32_t *restrict cnt, size_t n, E8_ARGS)                          \
+    {                                                                                               \
+        uint32_t c[AMP_CLS_COUNT] = { 0 };                                                          \
+        if (!cnt)                                                                                   \
+            for (size_t i = 0; i < n; i++) y[i] = e8_elem(x[i], MODE, 0, c, hi[i], s1, s2, ovf0, ovfc0, inf0, inf1); \
+        else {                                                                                      \
+            for (size_t i = 0; i < n; i++) y[i] = e8_elem(x[i], MODE, 1, c, hi[i], s1, s2, ovf0, ovfc0, inf0, inf1); \
+            for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                           \
+        }                                                                                           \
+    }
+DEF_E8(k_e8_ne, AMP_RND_NE)
+DEF_E8(k_e8_up, AMP_RND_UP)
+DEF_E8(k_e8_tz, AMP_RND_TZ)
+DEF_E8(k_e8_sr, AMP_RND_SR)
+
+typedef void (*e8_fn)(const uint32_t *, uint32_t *, const uint32_t *, uint32_t *, size_t, E8_ARGS);
+
+/* cnt == NULL: no class counts */
+static void e8_run(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n)
+{
+    amp_rounding m = p->ro->mode;
+    e8_fn k = m == AMP_RND_NE || m == AMP_RND_NA ? k_e8_ne : m == AMP_RND_UP ? k_e8_up : m == AMP_RND_SR ? k_e8_sr : k_e8_tz;
+    uint32_t hi[SR_GROUP], lo[SR_GROUP];
+    memset(hi, 0, sizeof hi);
+    for (size_t i = 0; i < n; i += SR_GROUP) {
+        size_t g = n - i < SR_GROUP ? n - i : SR_GROUP;
+        if (m == AMP_RND_SR) sr_draws(hi, lo, p->sr_key, p->sr_idx0 + i, g);
+        k(x + i, y + i, hi, cnt, g, E8_PASS(p));
+        uint32_t any = 0;
+        for (size_t j = 0; j < g; j++) any |= (x[i + j] - 1u) < 0x007fffffu;   /* positive subnormal */
+        for (size_t j = 0; any && j < g; j++)
+            if ((x[i + j] - 1u) < 0x007fffffu) {
+                amp_class c;
+                y[i + j] = amp_f2u(amp_round1(p->fmt, p->ro, amp_u2f(x[i + j]), p->sr_idx0 - p->ro->index0 + i + j, &c));
+                if (cnt && c != AMP_CLS_EXACT) cnt[c]++;
+            }
+    }
+}
+
+static void k_e8(const kparams *p, const uint32_t *x, uint32_t *y, size_t n) { e8_run(p, x, y, NULL, n); }
+
+static void k_e8_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n)
+{
+    e8_run(p, x, y, cnt, n);
+}
+
 static const kern_fn kernels[] = {
     [AMP_RND_NE] = k_ne, [AMP_RND_NA] = k_na, [AMP_RND_TZ] = k_tz,
     [AMP_RND_UP] = k_up, [AMP_RND_DN] = k_dn, [AMP_RND_TO] = k_to, [AMP_RND_SR] = k_sr,
@@ -278,8 +367,27 @@ static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
     return t;
 }
 
+/* e8m0 by its traits (the exponent-only kernels above) */
+static int e8_params(const amp_format *f, const amp_round_opts *o, kparams *p)
+{
+    if ((o->flags & AMP_EXACT) || f->mbits != 0 || f->has_subnormals || f->is_signed || f->has_inf ||
+        f->nan != AMP_NAN_E8M0 || f->emin != -127 || f->emax != 127 || f->max_finite != 0x1p127)
+        return 0;
+    memset(p, 0, sizeof *p);
+    p->e8 = 1;
+    p->sh = 23;
+    for (int neg = 0; neg < 2; neg++) {
+        amp_class c;
+        p->ovf_res[neg] = amp_f2u(amp_round_overflow(f, o, neg, &c));
+        p->ovf_cls[neg] = (uint32_t)c;
+        p->inf_res[neg] = amp_f2u(amp_round1(f, o, neg ? -INFINITY : INFINITY, 0, NULL));
+    }
+    return 1;
+}
+
 static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
 {
+    if (e8_params(f, o, p)) return 1;
     if ((o->flags & AMP_EXACT) || !f->has_subnormals || !f->is_signed ||
         f->emin < -126 || f->mbits > 23 || f->mbits == 0)
         return 0;   /* no mantissa bits: the significand 1 is odd (ties, rto): generic path */
@@ -401,10 +509,12 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     const pcache *pc = cached_params(f, o);
     if (!pc->ok) return 0;
     kparams p = pc->p;
+    p.fmt = f;
+    p.ro = o;
+    p.sr_idx0 = o->index0;
     if (o->mode == AMP_RND_SR) {
         uint32_t kc = o->sr_bits > 0 && o->sr_bits < 64 ? (uint32_t)o->sr_bits : 64u;
         p.sr_key = sr_key(o->seed, o->stream);
-        p.sr_idx0 = o->index0;
         uint32_t ke = kc < p.sh ? kc : p.sh;
         p.sr_s1 = ke ? 32 - ke : 31;        /* sh == 0 (float32): low is 0, never rounds up */
         p.sr_s2 = p.sh - ke;
@@ -413,6 +523,11 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     }
     const uint32_t *xu = (const uint32_t *)(const void *)x;
     uint32_t *yu = (uint32_t *)(void *)y;
+    if (p.e8) {
+        if (!st) k_e8(&p, xu, yu, n);
+        else amp_round_stats_f32(&p, NULL, k_e8_cls, machine_paths(), x, y, n, st);
+        return 1;
+    }
     if (!st) {
         kern_fn k = p.rne_ok ? (p.int_sub ? k_rne_int : k_rne_sub) : kernels[o->mode];
 #ifdef AMP_HIST512

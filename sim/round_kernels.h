@@ -35,6 +35,9 @@ typedef struct kparams {
     uint64_t sr_key, sr_idx0;
     uint32_t sr_s1, sr_s2;            /* shifts of the bit-pattern path (round_fast.c) */
     uint32_t sr_mhi, sr_mlo;          /* masks clearing the low 64 - Kc bits, Kc = sr_bits or 64 */
+    int e8;                           /* e8m0: the exponent-only kernels (round_fast.c) */
+    const amp_format *fmt;            /* per call: the format and options (e8m0's rare */
+    const amp_round_opts *ro;         /* float32-subnormal inputs take amp_round1) */
 } kparams;
 
 /* amp_rand64 (sim/base.c) split in two: the key of (seed, stream) once per

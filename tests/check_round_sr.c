@@ -1,4 +1,4 @@
-/* Stochastic rounding on the fast kernels (sim/round_fast.c) against the
+/* Stochastic rounding (and e8m0 in every mode) on the fast kernels (sim/round_fast.c) against the
  * reference path (amp_round1, which draws amp_rand64(seed, stream, index0 + i)
  * itself) bit for bit: every format, sr_bits 0 and 1..64, saturate/ftz/daz,
  * inputs across each format's range (its subnormals, float32 subnormals, the
@@ -34,7 +34,8 @@ static float input(const amp_format *f, uint64_t i)
     return sign ? -x : x;
 }
 
-static void check_one(const amp_format *f, int sr_bits, unsigned flags, size_t n, uint64_t index0, int with_stats)
+static void check_one(const amp_format *f, int sr_bits, unsigned flags, size_t n, uint64_t index0, int with_stats,
+                      amp_rounding mode)
 {
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     ck_assert(x && y);
@@ -42,7 +43,7 @@ static void check_one(const amp_format *f, int sr_bits, unsigned flags, size_t n
     x[0] = 0.0f;
     if (n > 3) x[1] = INFINITY, x[2] = -NAN, x[3] = -0.0f;
     amp_round_opts o = amp_round_defaults();
-    o.mode = AMP_RND_SR;
+    o.mode = mode;
     o.sr_bits = sr_bits;
     o.flags = flags;
     o.seed = seed ^ 0x55;
@@ -57,14 +58,14 @@ static void check_one(const amp_format *f, int sr_bits, unsigned flags, size_t n
         float want = amp_round1(f, &o, x[i], i, &c);
         cls[c]++;
         ck_assert_msg(amp_f2u(y[i]) == amp_f2u(want) || (isnan(y[i]) && isnan(want)),
-                      "%s sr_bits %d flags %u index0 %llu: x[%zu] = 0x%08x -> 0x%08x, reference 0x%08x (%s paths)",
-                      f->name, sr_bits, flags, (unsigned long long)index0, i, amp_f2u(x[i]), amp_f2u(y[i]),
+                      "%s %s sr_bits %d flags %u index0 %llu: x[%zu] = 0x%08x -> 0x%08x, reference 0x%08x (%s paths)",
+                      f->name, amp_rounding_name(mode), sr_bits, flags, (unsigned long long)index0, i, amp_f2u(x[i]), amp_f2u(y[i]),
                       amp_f2u(want), amp_simd_name(amp_simd_active()));
     }
     if (with_stats)
         for (int c = 0; c < AMP_CLS_COUNT; c++)
-            ck_assert_msg(st.cls[c] == cls[c], "%s sr_bits %d flags %u: class %d counted %llu, reference %llu",
-                          f->name, sr_bits, flags, c, (unsigned long long)st.cls[c], (unsigned long long)cls[c]);
+            ck_assert_msg(st.cls[c] == cls[c], "%s %s sr_bits %d flags %u: class %d counted %llu, reference %llu",
+                          f->name, amp_rounding_name(mode), sr_bits, flags, c, (unsigned long long)st.cls[c], (unsigned long long)cls[c]);
     free(x);
     free(y);
 }
@@ -80,9 +81,25 @@ START_TEST(test_sr_vs_reference)
             for (size_t b = 0; b < sizeof bits / sizeof bits[0]; b++)
                 for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) {
                     if ((flags[k] & AMP_DAZ) && !f->has_subnormals) continue;
-                    check_one(f, bits[b], flags[k], 1000 + b, b * 1000003u, (int)(b + k) & 1);
+                    check_one(f, bits[b], flags[k], 1000 + b, b * 1000003u, (int)(b + k) & 1, AMP_RND_SR);
                 }
         }
+    }
+    amp_set_simd(AMP_SIMD_AUTO);
+}
+END_TEST
+
+/* e8m0 has its own kernels for every mode: against the reference path too. */
+START_TEST(test_e8m0_modes)
+{
+    const amp_format *f = amp_format_get(AMP_FMT_E8M0);
+    for (int simd = 0; simd < 2; simd++) {
+        amp_set_simd(simd ? AMP_SIMD_AUTO : AMP_SIMD_GENERIC);
+        for (int m = 0; m < AMP_RND_COUNT; m++)
+            for (int sat = 0; sat < 2; sat++)
+                for (int st = 0; st < 2; st++)
+                    check_one(f, m == AMP_RND_SR ? 5 * sat : 0, sat ? AMP_SATURATE : 0, 5000 + (size_t)m, 3u * (unsigned)m, st,
+                              (amp_rounding)m);
     }
     amp_set_simd(AMP_SIMD_AUTO);
 }
@@ -130,6 +147,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_sr_vs_reference);
     tcase_add_test(tc, test_sr_chunks);
+    tcase_add_test(tc, test_e8m0_modes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
