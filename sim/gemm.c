@@ -51,7 +51,7 @@ amp_status amp_gemm_kind_parse(const char *s, amp_gemm_kind *out)
 {
     if (s && !strcmp(s, "reproducible")) *out = AMP_GEMM_REPRODUCIBLE;
     else if (s && !strcmp(s, "blas")) *out = AMP_GEMM_BLAS;
-    else return amp_fail(AMP_EINVAL, "gemm kind '%s': expected reproducible or blas", s ? s : "");
+    else return amp_fail(AMP_EINVAL, "--gemm %s: expected reproducible or blas", s ? s : "");
     return AMP_OK;
 }
 
