@@ -58,7 +58,7 @@ static void load_runs(void)
         char hex[80], name[200];
         if (sscanf(line, "%79s %199s", hex, name) != 2 || strlen(hex) != 64) continue;
         ck_assert(n_sums < MAX_SUMS);
-        snprintf(sum_hex[n_sums], 65, "%s", hex);
+        snprintf(sum_hex[n_sums], 65, "%.64s", hex);
         snprintf(sum_file[n_sums], sizeof sum_file[0], "%s", name);
         n_sums++;
     }
