@@ -68,7 +68,11 @@ $(CLI_OBJ): LAYER_INC_sim := $(ALL_INC)
 
 # The rounding kernels need gcc's full vectoriser (-O2 in gcc 12 only tries the
 # "very cheap" model); -O3 changes no result: -ffp-contract=off stays on.
-$(BUILD)/sim/round_fast.o $(BUILD)/sim/round_stats.o $(BUILD)/sim/round_avx512.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512
+$(BUILD)/sim/round_fast.o $(BUILD)/sim/round_stats.o $(BUILD)/sim/round_avx512.o $(BUILD)/sim/gemm.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512
+# The elementary functions' selects if-convert only when the FP operations may
+# be computed unconditionally (-fno-trapping-math: exception flags only; no
+# result changes, -ffp-contract=off stays on).
+$(BUILD)/sim/mathfn.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512 -fno-trapping-math
 
 $(BUILD)/libampsim.a: $(LIB_OBJ)
 	@rm -f $@
@@ -97,6 +101,7 @@ check: deps
 # Its last line is "N passed, N failed, N skipped" over every test (tests/run_suites.sh).
 check-run: all $(TEST_BIN)
 	@AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) EXAMPLE_LDFLAGS="$(LDFLAGS)" \
+	  AMP_MAKE_FLAGS="SANITIZER=$(SANITIZER) OPT=$(OPT)" \
 	  AMP_PYTHON_TESTS=$(if $(SANITIZER),0,1) sh tests/run_suites.sh $(BUILD) $(TEST_BIN)
 
 # The layer check alone: includes by layer, no file cycles, and its self-test.

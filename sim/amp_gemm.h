@@ -8,20 +8,44 @@
 
 /* ---- GEMM ------------------------------------------------------------------------
  * C[M,N] = A'[M,K] B'[K,N] + (beta ? C : 0), A' = A or A^T (ta), B' likewise.
- * Operands must already hold values of their formats (products are exact in
- * double). FP32 accumulation uses OpenBLAS sgemm (1 thread, fixed order);
- * a narrow accumulator rounds the running sum to pol->acc after each product
- * and adds it to an FP32 sum every acc_chunk products. Row-major. */
+ * Operands must already hold values of their formats. Row-major.
+ *
+ * FP32 accumulation, kind AMP_GEMM_REPRODUCIBLE (the default): every element is
+ * the same sequence of float32 operations on every CPU and kernel path, with
+ * no FMA (docs/speed-repro.md):
+ *     s[r] = +0 (r = 0..3); for k = 0..K-1: s[k mod 4] = fl(s[k mod 4] + fl(a_ik b_kj))
+ *     t = fl(fl(s[0] + s[1]) + fl(s[2] + s[3])); c_ij = beta ? fl(c_ij + t) : t
+ * The AVX-512, AVX2 and generic C paths and any thread count give the same bits.
+ * Kind AMP_GEMM_BLAS: OpenBLAS sgemm on one thread (its summation order
+ * depends on the kernel OpenBLAS picks for the CPU).
+ *
+ * Narrow accumulator (acc_fp32 == 0, either kind): the running sum is rounded
+ * to the accumulator format after each product, k ascending, and added to an
+ * FP32 sum every acc_chunk products (sim/gemm.c); sequential by definition. */
 typedef struct amp_gemm_cfg {
     int acc_fp32;
     amp_format acc;
     int acc_chunk;
     amp_round_opts ro;
+    amp_gemm_kind kind;
 } amp_gemm_cfg;
 AMP_API amp_gemm_cfg amp_gemm_cfg_of(const amp_policy *p);
 AMP_API void amp_gemm(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* Sets OpenBLAS to one thread (results never depend on --threads). */
 AMP_API void amp_gemm_init(void);
+/* "reproducible" or "blas" -> kind; AMP_EINVAL naming the value otherwise. */
+AMP_API amp_status amp_gemm_kind_parse(const char *s, amp_gemm_kind *out);
+AMP_API const char *amp_gemm_kind_name(amp_gemm_kind k);
+
+/* Kernel paths of the reproducible GEMM (all give the same bits). The
+ * active path is the best the machine has, capped by amp_gemm_set_path and
+ * by amp_set_simd (AMP_SIMD=generic selects the generic path here too). */
+typedef enum { AMP_GEMM_PATH_AUTO = -1, AMP_GEMM_PATH_GENERIC, AMP_GEMM_PATH_AVX2, AMP_GEMM_PATH_AVX512 } amp_gemm_path;
+AMP_API void amp_gemm_set_path(amp_gemm_path cap);
+AMP_API amp_gemm_path amp_gemm_path_active(void);
+AMP_API const char *amp_gemm_path_name(amp_gemm_path p);
+/* "generic", "avx2" or "avx512"; AMP_EINVAL naming the value otherwise. */
+AMP_API amp_status amp_gemm_path_parse(const char *s, amp_gemm_path *out);
 
 #endif

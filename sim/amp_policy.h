@@ -11,6 +11,9 @@
 typedef enum amp_op { AMP_OP_SOFTMAX, AMP_OP_LOG_SOFTMAX, AMP_OP_LAYER_NORM, AMP_OP_LOSS,
                       AMP_OP_REDUCTION, AMP_OP_COUNT } amp_op;
 typedef enum amp_update_mode { AMP_UPD_ROUND, AMP_UPD_SR, AMP_UPD_KAHAN } amp_update_mode;
+/* FP32-accumulated GEMMs: ampsim's fixed-order kernel (same bits on every CPU)
+ * or OpenBLAS sgemm (sim/amp_gemm.h). */
+typedef enum amp_gemm_kind { AMP_GEMM_REPRODUCIBLE, AMP_GEMM_BLAS } amp_gemm_kind;
 
 typedef struct amp_policy {
     char name[64];
@@ -23,7 +26,7 @@ typedef struct amp_policy {
     amp_format master;       /* master weights (== weight when !has_master) */
     amp_format optim;        /* optimizer states */
     int has_master;          /* weights cast once per step from an FP32 master */
-    int acc_fp32;            /* 1: FP32 accumulation (OpenBLAS sgemm) */
+    int acc_fp32;            /* 1: FP32 accumulation */
     amp_format acc;          /* narrow accumulator format (acc_fp32 == 0) */
     int acc_chunk;           /* promote the narrow sum to FP32 every N_C products (0: never) */
     unsigned fp32_ops;       /* bit (1u << amp_op): op computed and output in FP32 */
@@ -37,6 +40,7 @@ typedef struct amp_policy {
                               * every operation, LayerNorm takes float32 Welford moments and
                               * a fused affine; 0: both computed in higher precision and
                               * rounded once */
+    amp_gemm_kind gemm;      /* FP32 GEMM kernel (reproducible by default) */
 } amp_policy;
 
 /* Presets: fp32 fp16-amp bf16-amp bf16-amp-cpu fp16-pure bf16-pure fp8-e4m3

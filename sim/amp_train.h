@@ -55,6 +55,7 @@ typedef struct amp_train_opts {
     const char *data;        /* "digits", "austen" or a path; NULL = the model's default */
     const char *precision;   /* preset name (ignored when policy_file) */
     const char *policy_file;
+    const char *gemm;        /* --gemm reproducible|blas; NULL = the policy's (reproducible) */
     const char *scaler;      /* SPEC */
     int64_t steps;
     int batch;

@@ -6,6 +6,7 @@
 
 /* sim/: the emulator */
 #include "amp_base.h"
+#include "amp_math.h"
 #include "amp_io.h"
 #include "amp_format.h"
 #include "amp_round.h"

@@ -2,6 +2,7 @@
  * the same run (one thread), on 64-byte aligned arrays. Times are the calling thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID), best of N: on a loaded machine wall time mostly
  * measures the other processes. Ratios measured back to back are what we quote. */
+#include "amp_gemm.h"
 #include "amp_base.h"
 #include "amp_bench.h"
 #include "amp_format.h"
@@ -55,7 +56,8 @@ static void fill_mixed(float *x, size_t n, const amp_format *f)
 
 void amp_bench_paths(FILE *out)
 {
-    fprintf(out, "rounding kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them)\n", amp_simd_name(amp_simd_active()));
+    fprintf(out, "rounding kernel paths: %s (AMP_SIMD=generic|avx512|gfni caps them); reproducible GEMM path: %s "
+            "(AMP_GEMM_PATH=generic|avx2|avx512)\n", amp_simd_name(amp_simd_active()), amp_gemm_path_name(amp_gemm_path_active()));
 }
 
 int amp_bench_round(FILE *out, int csv, int reps, size_t n)

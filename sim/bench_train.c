@@ -160,6 +160,91 @@ static void run_step(void *p)
     AMP_ASSERT(s == AMP_OK);
 }
 
+static const struct { const char *name; int B, H, L; } mlps[] = {
+    { "mlp 64-32-10, B=32 (default)", 32, 32, 2 },
+    { "mlp 64-512-512-10, B=256", 256, 512, 3 },
+};
+static const struct { const char *name; int B, T, C, L, NH; } gpts[] = {
+    { "gpt L=4 C=128 NH=4 T=64, B=4", 4, 64, 128, 4, 4 },
+};
+
+/* Case i of the MLP or GPT table in policy pol with GEMM kernel kind; its data
+ * buffers are c->xs/toks/ys (freed by case_free). 0 and a message on failure. */
+typedef struct bench_case {
+    step_case sc;
+    float *xs;
+    int32_t *toks, *ys;
+} bench_case;
+
+static int case_make(bench_case *c, const char *pol_name, amp_gemm_kind kind, int gpt, int i)
+{
+    memset(c, 0, sizeof *c);
+    amp_policy pol;
+    amp_policy_preset(pol_name, &pol);
+    pol.gemm = kind;
+    amp_status s;
+    size_t nx;
+    if (gpt) {
+        s = amp_gpt_create(&c->sc.m, &pol, gpts[i].B, gpts[i].T, gpts[i].C, gpts[i].L, gpts[i].NH, 1);
+        nx = (size_t)gpts[i].B * gpts[i].T;
+        c->toks = malloc(nx * sizeof(int32_t));
+        c->ys = malloc(nx * sizeof(int32_t));
+        for (size_t j = 0; c->toks && c->ys && j < nx; j++)
+            c->toks[j] = (int32_t)(amp_rand64(5, 0, j) % 256), c->ys[j] = (int32_t)(amp_rand64(5, 1, j) % 256);
+        c->sc.b = (amp_batch){ .B = gpts[i].B, .D = gpts[i].T, .tok = c->toks, .y = c->ys };
+    } else {
+        s = amp_mlp_create(&c->sc.m, &pol, mlps[i].B, 64, mlps[i].H, mlps[i].L, 10, 1);
+        nx = (size_t)mlps[i].B;
+        c->xs = malloc(nx * 64 * sizeof(float));
+        c->ys = malloc(nx * sizeof(int32_t));
+        for (size_t j = 0; c->xs && c->ys && j < nx * 64; j++) c->xs[j] = (float)(amp_rand64(5, 0, j) % 17) / 16.0f;
+        for (size_t j = 0; c->ys && j < nx; j++) c->ys[j] = (int32_t)(amp_rand64(5, 1, j) % 10);
+        c->sc.b = (amp_batch){ .B = mlps[i].B, .D = 64, .x = c->xs, .y = c->ys };
+    }
+    if (s || !c->ys || (gpt ? !c->toks : !c->xs)) {
+        fprintf(stderr, "ampsim bench train: %s\n", s ? amp_errmsg() : "out of memory");
+        return 0;
+    }
+    amp_optim_defaults(&c->sc.opt, AMP_OPT_SGD, 0.01f);
+    amp_optim_attach(&c->sc.opt, &c->sc.m);
+    return 1;
+}
+
+static void case_free(bench_case *c)
+{
+    amp_model_free(&c->sc.m);
+    free(c->xs); free(c->toks); free(c->ys);
+}
+
+/* The cost of the reproducible GEMM: fp32 and fp16-amp steps (no statistics)
+ * with --gemm reproducible and with --gemm blas, timed side by side;
+ * cost = t_reproducible / t_blas. */
+static int bench_kinds(FILE *out, int csv, int gpt, int ncases)
+{
+    if (csv) fprintf(out, "\nmodel,t_fp32_repro_ms,t_fp32_blas_ms,t_fp16amp_repro_ms,t_fp16amp_blas_ms,cost_fp32,cost_fp16amp\n");
+    else fprintf(out, "\n%-32s %13s %11s %17s %15s %10s %13s\n", "model (one step, gemm kind)", "fp32 repro ms",
+                 "fp32 blas ms", "fp16-amp repro ms", "fp16-amp blas ms", "cost fp32", "cost fp16-amp");
+    for (int i = 0; i < ncases; i++) {
+        static const char *const pols[4] = { "fp32", "fp32", "fp16-amp", "fp16-amp" };
+        static const amp_gemm_kind kinds[4] = { AMP_GEMM_REPRODUCIBLE, AMP_GEMM_BLAS, AMP_GEMM_REPRODUCIBLE, AMP_GEMM_BLAS };
+        bench_case c[4];
+        int ok = 1;
+        for (int k = 0; k < 4; k++) ok = ok && case_make(&c[k], pols[k], kinds[k], gpt, i);
+        if (!ok) return 2;
+        bench_fn fns[4] = { run_step, run_step, run_step, run_step };
+        void *ctxs[4] = { &c[0].sc, &c[1].sc, &c[2].sc, &c[3].sc };
+        double t[4];
+        time_many(4, fns, ctxs, t);
+        for (int k = 0; k < 4; k++) case_free(&c[k]);
+        const char *name = gpt ? gpts[i].name : mlps[i].name;
+        if (csv) fprintf(out, "\"%s\",%.4f,%.4f,%.4f,%.4f,%.3f,%.3f\n", name, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3, t[3] * 1e3,
+                         t[0] / t[1], t[2] / t[3]);
+        else fprintf(out, "%-32s %13.4f %11.4f %17.4f %15.4f %10.3f %13.3f\n", name, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3,
+                     t[3] * 1e3, t[0] / t[1], t[2] / t[3]);
+    }
+    return 0;
+}
+
 int amp_bench_train(FILE *out, int csv, const char *model)
 {
     int gpt = model && !strcmp(model, "gpt");
@@ -167,13 +252,6 @@ int amp_bench_train(FILE *out, int csv, const char *model)
         fprintf(stderr, "ampsim bench train: unknown model '%s' (mlp, gpt)\n", model);
         return 2;
     }
-    static const struct { const char *name; int B, H, L; } mlps[] = {
-        { "mlp 64-32-10, B=32 (default)", 32, 32, 2 },
-        { "mlp 64-512-512-10, B=256", 256, 512, 3 },
-    };
-    static const struct { const char *name; int B, T, C, L, NH; } gpts[] = {
-        { "gpt L=4 C=128 NH=4 T=64, B=4", 4, 64, 128, 4, 4 },
-    };
     const int ncases = gpt ? 1 : 2;
     amp_gemm_init();
     amp_set_threads(1);
@@ -188,47 +266,17 @@ int amp_bench_train(FILE *out, int csv, const char *model)
     for (int i = 0; i < ncases; i++) {
         double t[4];
         const char *pols[4] = { "fp32", "fp32", "fp16-amp", "fp16-amp" };
-        step_case c[4];
-        float *xs[4] = { NULL, NULL, NULL, NULL };
-        int32_t *toks[4] = { NULL, NULL, NULL, NULL }, *ys[4] = { NULL, NULL, NULL, NULL };
+        bench_case c[4];
+        int ok = 1;
         for (int k = 0; k < 4; k++) {
-            memset(&c[k], 0, sizeof c[k]);
-            amp_policy pol;
-            amp_policy_preset(pols[k], &pol);
-            amp_status s;
-            size_t nx;
-            if (gpt) {
-                s = amp_gpt_create(&c[k].m, &pol, gpts[i].B, gpts[i].T, gpts[i].C, gpts[i].L, gpts[i].NH, 1);
-                nx = (size_t)gpts[i].B * gpts[i].T;
-                toks[k] = malloc(nx * sizeof(int32_t));
-                ys[k] = malloc(nx * sizeof(int32_t));
-                for (size_t j = 0; toks[k] && ys[k] && j < nx; j++)
-                    toks[k][j] = (int32_t)(amp_rand64(5, 0, j) % 256), ys[k][j] = (int32_t)(amp_rand64(5, 1, j) % 256);
-                c[k].b = (amp_batch){ .B = gpts[i].B, .D = gpts[i].T, .tok = toks[k], .y = ys[k] };
-            } else {
-                s = amp_mlp_create(&c[k].m, &pol, mlps[i].B, 64, mlps[i].H, mlps[i].L, 10, 1);
-                nx = (size_t)mlps[i].B;
-                xs[k] = malloc(nx * 64 * sizeof(float));
-                ys[k] = malloc(nx * sizeof(int32_t));
-                for (size_t j = 0; xs[k] && ys[k] && j < nx * 64; j++) xs[k][j] = (float)(amp_rand64(5, 0, j) % 17) / 16.0f;
-                for (size_t j = 0; ys[k] && j < nx; j++) ys[k][j] = (int32_t)(amp_rand64(5, 1, j) % 10);
-                c[k].b = (amp_batch){ .B = mlps[i].B, .D = 64, .x = xs[k], .y = ys[k] };
-            }
-            if (s || !ys[k] || (gpt ? !toks[k] : !xs[k])) {
-                fprintf(stderr, "ampsim bench train: %s\n", s ? amp_errmsg() : "out of memory");
-                return 2;
-            }
-            amp_optim_defaults(&c[k].opt, AMP_OPT_SGD, 0.01f);
-            amp_optim_attach(&c[k].opt, &c[k].m);
-            c[k].roles = (k == 1 || k == 2) ? AMP_ROLES_LOGGED : 0;
+            ok = ok && case_make(&c[k], pols[k], AMP_GEMM_REPRODUCIBLE, gpt, i);
+            if (ok) c[k].sc.roles = (k == 1 || k == 2) ? AMP_ROLES_LOGGED : 0;
         }
+        if (!ok) return 2;
         bench_fn fns[4] = { run_step, run_step, run_step, run_step };
-        void *ctxs[4] = { &c[0], &c[1], &c[2], &c[3] };
+        void *ctxs[4] = { &c[0].sc, &c[1].sc, &c[2].sc, &c[3].sc };
         time_many(4, fns, ctxs, t);
-        for (int k = 0; k < 4; k++) {
-            amp_model_free(&c[k].m);
-            free(xs[k]); free(toks[k]); free(ys[k]);
-        }
+        for (int k = 0; k < 4; k++) case_free(&c[k]);
         const char *name = gpt ? gpts[i].name : mlps[i].name;
         /* tokens per step: B*T for the GPT, B samples for the MLP */
         double ntok = gpt ? (double)gpts[i].B * gpts[i].T : (double)mlps[i].B;
@@ -237,5 +285,5 @@ int amp_bench_train(FILE *out, int csv, const char *model)
         else fprintf(out, "%-32s %8.4f %13.4f %16.4f %12.4f %6.3f %9.3f %9.3f %10.0f %13.0f %11.0f\n", name, t[0] * 1e3, t[1] * 1e3,
                      t[2] * 1e3, t[3] * 1e3, t[2] / t[0], t[2] / t[1], t[3] / t[0], ntok / t[0], ntok / t[2], ntok / t[3]);
     }
-    return 0;
+    return bench_kinds(out, csv, gpt, ncases);
 }

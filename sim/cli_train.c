@@ -27,6 +27,8 @@ static void help(void)
         "  --no-shuffle            batch s = rows (B*s + j) mod N (file order)\n"
         "  --log-every K           tensors.csv every K steps (default 10; 0 = never)\n"
         "  --hist-every K          hist.csv every K steps (default 50; 0 = never)\n"
+        "  --gemm reproducible|blas  FP32 GEMM kernel: ampsim's fixed order, the same bits on every\n"
+        "                          CPU (default), or OpenBLAS sgemm (faster; its order depends on the CPU)\n"
         "  --threads T             threads (results do not depend on it; default 1)\n"
         "  --hidden H              hidden width (default 32)\n"
         "  --act relu|gelu         mlp activation (default relu)\n"
@@ -66,6 +68,7 @@ int amp_cli_train(int argc, char **argv)
         { "--data", AMP_OPT_STR, &o.data, 0, 0, NULL },
         { "--precision", AMP_OPT_STR, &o.precision, 0, 0, NULL },
         { "--policy", AMP_OPT_STR, &o.policy_file, 0, 0, NULL },
+        { "--gemm", AMP_OPT_STR, &o.gemm, 0, 0, NULL },
         { "--scaler", AMP_OPT_STR, &o.scaler, 0, 0, NULL },
         { "--optim", AMP_OPT_STR, &o.optim, 0, 0, NULL },
         { "--init", AMP_OPT_STR, &o.init, 0, 0, NULL },

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "amp_math.h"
 #include "amp_base.h"
 #include "amp_data.h"
 #include "amp_io.h"
@@ -80,7 +81,7 @@ double amp_austen_unigram_entropy(const amp_austen *d, amp_split s)
     double cnt[256], n, h = 0.0;
     byte_counts(d, s, cnt, &n);
     for (int b = 0; b < 256; b++)
-        if (cnt[b] > 0) h -= cnt[b] / n * log(cnt[b] / n);
+        if (cnt[b] > 0) h -= cnt[b] / n * amp_log(cnt[b] / n);
     return h;
 }
 
@@ -90,6 +91,6 @@ double amp_austen_unigram_xent(const amp_austen *d, amp_split fit, amp_split eva
     byte_counts(d, fit, cf, &nf);
     byte_counts(d, eval, ce, &ne);
     for (int b = 0; b < 256; b++)
-        if (ce[b] > 0) h -= ce[b] / ne * log((cf[b] + 1.0) / (nf + 256.0));
+        if (ce[b] > 0) h -= ce[b] / ne * amp_log((cf[b] + 1.0) / (nf + 256.0));
     return h;
 }

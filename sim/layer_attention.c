@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "amp_math.h"
 #include "amp_base.h"
 #include "amp_layers.h"
 #include "amp_round.h"
@@ -106,7 +107,9 @@ void amp_attn_softmax_forward(float *prob, const float *att,
             float mx = -INFINITY;
             for (size_t t2 = 0; t2 <= t; t2++) if (a[t2] > mx) mx = a[t2];
             double sum = 0.0;
-            for (size_t t2 = 0; t2 <= t; t2++) { p[t2] = expf(a[t2] - mx); sum += p[t2]; }
+            for (size_t t2 = 0; t2 <= t; t2++) p[t2] = a[t2] - mx;
+            amp_expf_n(p, p, t + 1);
+            for (size_t t2 = 0; t2 <= t; t2++) sum += p[t2];
             for (size_t t2 = 0; t2 <= t; t2++) p[t2] = (float)(p[t2] / sum);
         }
 }

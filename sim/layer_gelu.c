@@ -4,6 +4,7 @@
 #include <math.h>
 #include "amp_format.h"
 #include "amp_layers.h"
+#include "amp_math.h"
 #include "amp_round.h"
 
 #define GELU_K 0.7978845608028654f  /* sqrt(2/pi) */
@@ -11,12 +12,18 @@
 
 /* out (n) = 0.5 x (1 + tanh(k (x + a x^3))), in float32 arithmetic (as
  * PyTorch's float kernel): within a few float ulps of the exact value. */
+#define GELU_CHUNK 256   /* values per call of amp_tanhf_n */
+
 void amp_gelu_forward(float *out, const float *inp, size_t n)
 {
     #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_A * x * x * x)));
+    for (size_t c0 = 0; c0 < n; c0 += GELU_CHUNK) {
+        size_t m = n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK;
+        float th[GELU_CHUNK];
+        const float *x = inp + c0;
+        for (size_t i = 0; i < m; i++) th[i] = GELU_K * (x[i] + GELU_A * x[i] * x[i] * x[i]);
+        amp_tanhf_n(th, th, m);
+        for (size_t i = 0; i < m; i++) out[c0 + i] = 0.5f * x[i] * (1.0f + th[i]);
     }
 }
 
@@ -26,12 +33,18 @@ void amp_gelu_forward(float *out, const float *inp, size_t n)
 void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
     #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float th = tanhf(GELU_K * (x + GELU_A * x * x * x));
-        float d = th == 1.0f || th == -1.0f ? 0.5f * (1.0f + th)   /* (no 0 * inf for huge x) */
-                : 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
-        dinp[i] += d * dout[i];
+    for (size_t c0 = 0; c0 < n; c0 += GELU_CHUNK) {
+        size_t m = n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK;
+        float tv[GELU_CHUNK];
+        const float *xv = inp + c0;
+        for (size_t i = 0; i < m; i++) tv[i] = GELU_K * (xv[i] + GELU_A * xv[i] * xv[i] * xv[i]);
+        amp_tanhf_n(tv, tv, m);
+        for (size_t i = 0; i < m; i++) {
+            float x = xv[i], th = tv[i];
+            float d = th == 1.0f || th == -1.0f ? 0.5f * (1.0f + th)   /* (no 0 * inf for huge x) */
+                    : 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
+            dinp[c0 + i] += d * dout[c0 + i];
+        }
     }
 }
 
@@ -50,7 +63,7 @@ void amp_gelu_forward_fmt(float *out, const float *inp, size_t n, const amp_form
         float x = inp[i];
         float x_cube = rf(f, &o, rf(f, &o, x * x) * x);
         float inner = rf(f, &o, kb * rf(f, &o, x + rf(f, &o, kk * x_cube)));
-        float th = rf(f, &o, tanhf(inner));
+        float th = rf(f, &o, amp_tanhf(inner));
         out[i] = rf(f, &o, rf(f, &o, half * x) * rf(f, &o, one + th));
     }
 }
@@ -66,7 +79,7 @@ void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *dout, siz
         float x_sq = rf(f, &o, x * x);
         float x_cube = rf(f, &o, x_sq * x);
         float inner = rf(f, &o, kb * rf(f, &o, x + rf(f, &o, kk * x_cube)));
-        float th = rf(f, &o, tanhf(inner));
+        float th = rf(f, &o, amp_tanhf(inner));
         float left = rf(f, &o, half * x), right = rf(f, &o, one + th);
         float left_d = rf(f, &o, half * right);
         float tanh_d = rf(f, &o, one - rf(f, &o, th * th));

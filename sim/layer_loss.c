@@ -3,11 +3,14 @@
  * log-sum-exp and the mean are formed in double and rounded once to float, so
  * the loss is within a few float ulps of PyTorch's float32 result.
  * Shapes: logits [B,C], probs [B,C], y [B] with 0 <= y < C. */
+#include "amp_math.h"
 #include "amp_base.h"
 #include "amp_layers.h"
 #include "amp_tensor.h"
 
 #include <math.h>
+
+#define XENT_CHUNK 256   /* exponentials per call of amp_exp_n */
 
 amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits, const int32_t *y, int B, int C)
 {
@@ -19,10 +22,20 @@ amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits,
         if (y[b] < 0 || y[b] >= C) return amp_fail(AMP_EINVAL, "label %d out of range 0..%d", (int)y[b], C - 1);
         double m = -INFINITY;
         for (int c = 0; c < C; c++) if (z[c] > m) m = z[c];
-        double sum = 0.0;
-        for (int c = 0; c < C; c++) sum += exp((double)z[c] - m);
-        double lse = m + log(sum);
-        for (int c = 0; c < C; c++) p[c] = (float)exp((double)z[c] - lse);
+        double sum = 0.0, e[XENT_CHUNK];
+        for (int c0 = 0; c0 < C; c0 += XENT_CHUNK) {
+            int k = C - c0 < XENT_CHUNK ? C - c0 : XENT_CHUNK;
+            for (int c = 0; c < k; c++) e[c] = (double)z[c0 + c] - m;
+            amp_exp_n(e, e, (size_t)k);
+            for (int c = 0; c < k; c++) sum += e[c];
+        }
+        double lse = m + amp_log(sum);
+        for (int c0 = 0; c0 < C; c0 += XENT_CHUNK) {
+            int k = C - c0 < XENT_CHUNK ? C - c0 : XENT_CHUNK;
+            for (int c = 0; c < k; c++) e[c] = (double)z[c0 + c] - lse;
+            amp_exp_n(e, e, (size_t)k);
+            for (int c = 0; c < k; c++) p[c0 + c] = (float)e[c];
+        }
         total += lse - (double)z[y[b]];
     }
     *loss = (float)(total / B);

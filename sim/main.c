@@ -41,10 +41,20 @@ static void usage(FILE *fp)
     fprintf(fp, "\nampsim %s — emulated low-precision training with exact rounding\n", amp_version());
 }
 
-/* AMP_SIMD=generic|avx512|gfni caps the rounding kernels' hand-written paths
- * (the results are the same bits; for comparing speed and testing). */
+/* AMP_SIMD=generic|avx512|gfni caps the rounding kernels' hand-written paths,
+ * AMP_GEMM_PATH=generic|avx2|avx512 the reproducible GEMM's (the results are
+ * the same bits; for comparing speed and testing). */
 static int simd_from_env(void)
 {
+    const char *g = getenv("AMP_GEMM_PATH");
+    amp_gemm_path gp;
+    if (g && *g) {
+        if (amp_gemm_path_parse(g, &gp)) {
+            fprintf(stderr, "ampsim: AMP_GEMM_PATH: %s\n", amp_errmsg());
+            return -1;
+        }
+        amp_gemm_set_path(gp);
+    }
     const char *v = getenv("AMP_SIMD");
     amp_simd cap;
     if (!v || !*v) return 0;

@@ -34,6 +34,7 @@
  * Shapes: legend B batch, T context, C width, NH heads, V = 256 bytes,
  * N = B*T rows; activations are [N,C]-like 2-D tensors, attention matrices
  * packed causal [B,NH,T(T+1)/2] (amp_layers_gpt.h). */
+#include "amp_math.h"
 #include "amp_base.h"
 #include "amp_data.h"
 #include "amp_format.h"
@@ -374,7 +375,7 @@ static amp_status init_weights(amp_model *m, gpt *g, uint64_t seed)
             else {
                 double u1 = 1.0 - amp_rand_uniform(seed, stream, 2 * k);   /* (0,1] */
                 double u2 = amp_rand_uniform(seed, stream, 2 * k + 1);
-                v[k] = (float)(sd * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+                v[k] = (float)(sd * sqrt(-2.0 * amp_log(u1)) * amp_cos2pi(u2));
             }
         }
         s = amp_ctx_set_weight(&m->cx, w, v);

@@ -19,6 +19,7 @@
  * Every step: the update tensor (role update) gets u rounded into the storage
  * format (its statistics show updates too small for the format), and updates
  * with u != 0 that leave the stored weight unchanged are counted as vanished. */
+#include "amp_math.h"
 #include "amp_base.h"
 #include "amp_format.h"
 #include "amp_model.h"
@@ -102,8 +103,8 @@ static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, fl
         }
         break;
     case AMP_OPT_ADAMW: {
-        double t = (double)(o->t + 1);
-        float bc1 = (float)(1.0 - pow(o->beta1, t)), bc2s = (float)sqrt(1.0 - pow(o->beta2, t));
+        int64_t t = (int64_t)o->t + 1;
+        float bc1 = (float)(1.0 - amp_pown(o->beta1, t)), bc2s = (float)sqrt(1.0 - amp_pown(o->beta2, t));
         float step_size = lr / bc1, decay = 1.0f - lr * o->weight_decay;
         for (size_t i = 0; i < n; i++) {
             s0[i] = s0[i] * o->beta1 + g[i] * (1.0f - o->beta1);

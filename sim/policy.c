@@ -6,7 +6,8 @@
  *   "roles": { "weight": F, "master": F, "act": F, "act_grad": F,
  *              "weight_grad": F, "optim_state": F },
  *   "gemm":  { "input": F, "grad_input": F,
- *              "accumulator": "fp32" | F, "promote_every": N },
+ *              "accumulator": "fp32" | F, "promote_every": N,
+ *              "kernel": "reproducible" | "blas" },
  *   "fp32_ops": ["softmax", "log_softmax", "layer_norm", "loss", "reduction"],
  *   "rounding": "rne" | "sr" | ..., "sr_bits": K,
  *   "saturate_operands": true | false,   (GEMM operand casts saturate, as FP8 casts do)
@@ -148,6 +149,11 @@ static amp_status parse_gemm(const char *what, const cJSON *obj, amp_policy *p)
                 it->valuedouble != (double)(int)it->valuedouble)
                 return amp_fail(AMP_EINVAL, "%s: policy key 'gemm.promote_every' must be an integer >= 0", what);
             p->acc_chunk = (int)it->valuedouble;
+        } else if (!strcmp(it->string, "kernel")) {
+            const char *k = cJSON_GetStringValue(it);
+            if (k && !strcmp(k, "reproducible")) p->gemm = AMP_GEMM_REPRODUCIBLE;
+            else if (k && !strcmp(k, "blas")) p->gemm = AMP_GEMM_BLAS;
+            else return amp_fail(AMP_EINVAL, "%s: policy key 'gemm.kernel' must be \"reproducible\" or \"blas\"", what);
         } else return bad_key(what, "gemm.", it->string);
         if (s) return s;
     }
@@ -259,6 +265,7 @@ char *amp_policy_to_json(const amp_policy *p)
     cJSON_AddStringToObject(gemm, "grad_input", p->bwd_in.name);
     cJSON_AddStringToObject(gemm, "accumulator", p->acc_fp32 ? "fp32" : p->acc.name);
     cJSON_AddNumberToObject(gemm, "promote_every", p->acc_chunk);
+    cJSON_AddStringToObject(gemm, "kernel", p->gemm == AMP_GEMM_BLAS ? "blas" : "reproducible");
     cJSON *ops = cJSON_AddArrayToObject(o, "fp32_ops");
     for (int i = 0; i < AMP_OP_COUNT; i++)
         if ((p->fp32_ops >> i) & 1u) cJSON_AddItemToArray(ops, cJSON_CreateString(op_names[i]));

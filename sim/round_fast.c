@@ -6,9 +6,22 @@
  * are in sim/round_avx512.c, the shared definitions in sim/round_kernels.h.
  *
  * Covered: every signed format with subnormals whose min normal is a float32
- * normal (emin >= -126) — all built-in formats but e8m0 — and the modes rne,
- * rna, rtz, rup, rdn, rto with saturate/ftz/daz. Everything else (sr, e8m0,
- * exotic custom formats) takes the generic path in round.c. Both paths are
+ * normal (emin >= -126), and e8m0 (its own kernels, below), in the modes rne,
+ * rna, rtz, rup, rdn, rto and sr with saturate/ftz/daz. Everything else
+ * (exotic custom formats) takes the generic path in round.c.
+ *
+ * sr: the reference path (round_scalar.c) rounds up iff
+ *     (r >> (64 - K)) < (rem >> (sh - K)),  K = min(sr_bits or 64, sh, 64),
+ * r = amp_rand64(seed, stream, index), rem/2^sh = frac the discarded fraction
+ * of a quantum. That is the same as
+ *     (r >> (64 - Kc)) < floor(frac 2^Kc),  Kc = sr_bits or 64 (a constant):
+ * for K = Kc both read the same; for Kc > K = sh, frac 2^Kc = rem 2^(Kc-sh) is
+ * an integer and both say r < rem 2^(64-sh). frac is low/2^sh on the bit
+ * pattern, or the fraction fr of the fixed-quantum path (exact in float).
+ * Equivalently r < floor(frac 2^Kc) 2^(64-Kc), which is what the kernels
+ * compare, in 32-bit halves (below). The draws are computed
+ * here, 64-bit lanes vectorised, from (seed, stream, index0 + i): the bytes do
+ * not depend on threads or chunking. Both paths are
  * compared bit for bit with MPFR by tests/check_round*.c and exhaustively by
  * `make check-exhaustive`.
  *
@@ -37,7 +50,8 @@
                 (p)->ovf_cls[1], (p)->inf_res[0], (p)->inf_res[1], (p)->zsign, (p)->ftz, (p)->daz
 
 static inline __attribute__((always_inline)) uint32_t
-round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
+round_elem(uint32_t u, int mode, int want_cls, int fixed, uint32_t *cls_out, uint32_t rhi, uint32_t rlo,
+           uint32_t s1, uint32_t s2, uint32_t mhi, uint32_t mlo, KP_ARGS)
 {
     /* Magnitudes, masks and thresholds are below 2^31: compare them as int32
      * (one signed SIMD compare instead of an unsigned emulation). */
@@ -53,6 +67,7 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     case AMP_RND_NA: up_n = low >= ihalf; break;
     case AMP_RND_UP: up_n = (uint32_t)(low != 0) & (neg ^ 1u); break;
     case AMP_RND_DN: up_n = (uint32_t)(low != 0) & neg; break;
+    case AMP_RND_SR: up_n = (rhi >> s1) < ((uint32_t)low >> s2); break;
     default: up_n = 0; break;
     }
     rn = mode == AMP_RND_TO ? ((uint32_t)tr | ((uint32_t)(low != 0) << sh)) : (uint32_t)tr + (up_n << sh);
@@ -71,12 +86,22 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     case AMP_RND_NA: up_s = f_ge; break;
     case AMP_RND_UP: up_s = f_nz & (int32_t)(neg ^ 1u); break;
     case AMP_RND_DN: up_s = f_nz & (int32_t)neg; break;
+    case AMP_RND_SR: {
+        /* (th:tl) = floor(fr 2^64) with the low 64 - Kc bits cleared, exactly
+         * (fr has at most 24 significant bits; each conversion truncates) */
+        float F = fr * 0x1p32f;
+        uint32_t th = (uint32_t)F, tl = (uint32_t)((F - (float)th) * 0x1p32f);
+        th &= mhi;
+        tl &= mlo;
+        up_s = (int32_t)((uint32_t)(rhi < th) | ((uint32_t)(rhi == th) & (uint32_t)(rlo < tl)));
+        break;
+    }
     default: up_s = 0; break;
     }
     if (mode == AMP_RND_TO) ti |= f_nz;
     uint32_t rs = amp_f2u((float)(ti + up_s) * sub_q);
 
-    uint32_t in_sub = is_small & (int_sub ^ 1u);
+    uint32_t in_sub = fixed ? is_small & (int_sub ^ 1u) : 0u;
     int32_t r = (int32_t)sel(in_sub, rs, rn);   /* < 2^31: a carry stops at the inf pattern */
     uint32_t ovf = r > (int32_t)maxbits;
     uint32_t zero_res = s & zsign;
@@ -113,7 +138,7 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     {                                                                                       \
         uint32_t c_;                                                                        \
         for (size_t i = 0; i < n; i++)                                                      \
-            y[i] = round_elem(x[i], MODE, 0, &c_, sh, mask, half, minnorm, maxbits, int_sub, \
+            y[i] = round_elem(x[i], MODE, 0, 1, &c_, 0, 0, 31, 0, 0, 0, sh, mask, half, minnorm, maxbits, int_sub, \
                               sub_mul, sub_q, ovf0, ovf1, ovfc0, ovfc1, inf0, inf1, zsign, ftz, daz); \
     }                                                                                       \
     AMP_CLONES static void NAME##_cls_body(const uint32_t *restrict x, uint32_t *restrict y, \
@@ -121,7 +146,7 @@ round_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, KP_ARGS)
     {                                                                                       \
         uint32_t c[AMP_CLS_COUNT] = { 0 };                                                  \
         for (size_t i = 0; i < n; i++)                                                      \
-            y[i] = round_elem(x[i], MODE, 1, c, sh, mask, half, minnorm, maxbits, int_sub,  \
+            y[i] = round_elem(x[i], MODE, 1, 1, c, 0, 0, 31, 0, 0, 0, sh, mask, half, minnorm, maxbits, int_sub,  \
                               sub_mul, sub_q, ovf0, ovf1, ovfc0, ovfc1, inf0, inf1, zsign, ftz, daz); \
         for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                       \
     }                                                                                       \
@@ -140,6 +165,80 @@ DEF_KERNEL(k_up, AMP_RND_UP)
 DEF_KERNEL(k_dn, AMP_RND_DN)
 DEF_KERNEL(k_to, AMP_RND_TO)
 
+/* sr: the same with the draw of each element (kparams' sr fields). The
+ * draws of a group of SR_GROUP values come first (a loop of independent
+ * multiply chains, which the CPU overlaps), as high and low 32-bit halves;
+ * then the rounding. On the bit-pattern path only the high half is read:
+ *     (r >> (64 - Kc)) < floor(low 2^(Kc - sh))  <=>  (hi >> s1) < (low >> s2),
+ * ke = min(Kc, sh), s1 = 32 - ke, s2 = sh - ke (both sides drop the same
+ * low bits of a multiple of 2^(64 - ke) and of low). On the fixed-quantum
+ * path (target subnormal, emin > -126), r < floor(fr 2^Kc) 2^(64-Kc) is
+ * compared as two 32-bit halves; a group with no value in that range takes
+ * the kernel without it. */
+#define SR_GROUP 256
+#define SR_ARGS uint32_t s1, uint32_t s2, uint32_t mhi, uint32_t mlo
+#define SR_PASS(p) (p)->sr_s1, (p)->sr_s2, (p)->sr_mhi, (p)->sr_mlo
+AMP_CLONES static void sr_draws(uint32_t *restrict hi, uint32_t *restrict lo, uint64_t key, uint64_t idx0, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = sr_draw(key, idx0 + i);
+        hi[i] = (uint32_t)(r >> 32);
+        lo[i] = (uint32_t)r;
+    }
+}
+
+/* 1 if some x is nonzero and below min normal (the fixed-quantum path) */
+AMP_CLONES static uint32_t sr_any_small(const uint32_t *restrict x, size_t n, uint32_t minnorm)
+{
+    uint32_t any = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a = x[i] & 0x7fffffffu;
+        any |= (uint32_t)(a - 1u < minnorm - 1u);
+    }
+    return any;
+}
+
+#define SR_ELEM(CLS, FIXED, C)                                                                   \
+    round_elem(x[i], AMP_RND_SR, CLS, FIXED, C, hi[i], lo[i], s1, s2, mhi, mlo,                    \
+               sh, mask, half, minnorm, maxbits, int_sub, sub_mul, sub_q, ovf0, ovf1, ovfc0, ovfc1, inf0, inf1, \
+               zsign, ftz, daz)
+#define DEF_SR(NAME, FIXED)                                                                         \
+    AMP_CLONES static void NAME(const uint32_t *restrict x, uint32_t *restrict y, const uint32_t *restrict hi, \
+                                const uint32_t *restrict lo, size_t n, SR_ARGS, KP_ARGS)            \
+    {                                                                                               \
+        uint32_t c_;                                                                                \
+        for (size_t i = 0; i < n; i++) y[i] = SR_ELEM(0, FIXED, &c_);                               \
+    }                                                                                               \
+    AMP_CLONES static void NAME##_cls(const uint32_t *restrict x, uint32_t *restrict y, const uint32_t *restrict hi, \
+                                      const uint32_t *restrict lo, uint32_t *restrict cnt, size_t n, SR_ARGS, KP_ARGS) \
+    {                                                                                               \
+        uint32_t c[AMP_CLS_COUNT] = { 0 };                                                          \
+        for (size_t i = 0; i < n; i++) y[i] = SR_ELEM(1, FIXED, c);                                 \
+        for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                               \
+    }
+DEF_SR(k_sr_rel, 0)
+DEF_SR(k_sr_fix, 1)
+
+/* cnt == NULL: no class counts */
+static void sr_run(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n)
+{
+    uint32_t hi[SR_GROUP], lo[SR_GROUP];
+    for (size_t i = 0; i < n; i += SR_GROUP) {
+        size_t m = n - i < SR_GROUP ? n - i : SR_GROUP;
+        sr_draws(hi, lo, p->sr_key, p->sr_idx0 + i, m);
+        int fix = !p->int_sub && sr_any_small(x + i, m, p->minnorm);
+        if (cnt) (fix ? k_sr_fix_cls : k_sr_rel_cls)(x + i, y + i, hi, lo, cnt, m, SR_PASS(p), KP_PASS(p));
+        else (fix ? k_sr_fix : k_sr_rel)(x + i, y + i, hi, lo, m, SR_PASS(p), KP_PASS(p));
+    }
+}
+
+static void k_sr(const kparams *p, const uint32_t *x, uint32_t *y, size_t n) { sr_run(p, x, y, NULL, n); }
+
+static void k_sr_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n)
+{
+    sr_run(p, x, y, cnt, n);
+}
+
 #define DEF_RNE(NAME, INT_SUB)                                                                  \
     AMP_CLONES static void NAME##_body(const uint32_t *restrict x, uint32_t *restrict y,       \
                                        size_t n, RNE_ARGS)                                     \
@@ -153,13 +252,102 @@ DEF_KERNEL(k_to, AMP_RND_TO)
 DEF_RNE(k_rne_sub, 0)
 DEF_RNE(k_rne_int, 1)
 
+/* e8m0: unsigned powers of two 2^-127..2^127, no zero, NaN 0xFF. A positive
+ * normal float32 x = 2^e (1 + M 2^-23) rounds to 2^e or 2^(e+1), on the bit
+ * pattern: (E + up) << 23, where up is the mode's rule on the 23 discarded
+ * bits M. The kept significand is 1, which is odd: rne breaks ties up (as
+ * rna) and rto is rtz. Beyond 2^127 is the overflow result; a negative or
+ * zero x gives NaN (class overflow / zero), as the reference path does. The
+ * rare positive float32 subnormals (E == 0) round below 2^-127 or to it;
+ * they are redone by amp_round1 after the vector pass (e8_run). */
+#define E8_ARGS uint32_t s1, uint32_t s2, uint32_t ovf0, uint32_t ovfc0, uint32_t inf0, uint32_t inf1
+#define E8_PASS(p) (p)->sr_s1, (p)->sr_s2, (p)->ovf_res[0], (p)->ovf_cls[0], (p)->inf_res[0], (p)->inf_res[1]
+
+static inline __attribute__((always_inline)) uint32_t
+e8_elem(uint32_t u, int mode, int want_cls, uint32_t *cls_out, uint32_t rhi, E8_ARGS)
+{
+    uint32_t a = u & 0x7fffffffu, neg = u >> 31, E = a >> 23, M = a & 0x7fffffu;
+    uint32_t up;
+    switch (mode) {
+    case AMP_RND_NE: case AMP_RND_NA: up = M >= 0x400000u; break;
+    case AMP_RND_UP: up = M != 0; break;
+    case AMP_RND_SR: up = (rhi >> s1) < (M >> s2); break;
+    default: up = 0; break;                  /* rtz, rdn (x > 0), rto */
+    }
+    uint32_t ovf = E + up > 254u;
+    uint32_t is_nan = a > 0x7f800000u, is_inf = a == 0x7f800000u, is_zero = a == 0;
+    uint32_t res = sel(ovf, ovf0, (E + up) << 23);
+    res = sel(neg | is_zero, 0x7fc00000u, res);
+    res = sel(is_inf, sel(neg, inf1, inf0), res);
+    res = sel(is_nan, u | 0x00400000u, res);
+    if (want_cls) {
+        uint32_t sp = is_nan | is_inf | is_zero, sub = (E == 0) & (M != 0) & (neg ^ 1u);
+        uint32_t negf = neg & (sp ^ 1u), ov = ovf & ((sp | neg | sub) ^ 1u);
+        cls_out[AMP_CLS_NAN_IN] += is_nan;
+        cls_out[AMP_CLS_INF_IN] += is_inf;
+        cls_out[AMP_CLS_ZERO_IN] += is_zero;
+        cls_out[AMP_CLS_OVERFLOW] += negf + (ov & (ovfc0 == AMP_CLS_OVERFLOW));
+        cls_out[AMP_CLS_SATURATED] += ov & (ovfc0 != AMP_CLS_OVERFLOW);
+        cls_out[AMP_CLS_ROUNDED] += (M != 0) & ((sp | neg | sub | ovf) ^ 1u);
+    }
+    return res;
+}
+
+#define DEF_E8(NAME, MODE)                                                                          \
+    AMP_CLONES static void NAME(const uint32_t *restrict x, uint32_t *restrict y, const uint32_t *restrict hi, \
+                                uint32_t *restrict cnt, size_t n, E8_ARGS)                          \
+    {                                                                                               \
+        uint32_t c[AMP_CLS_COUNT] = { 0 };                                                          \
+        if (!cnt)                                                                                   \
+            for (size_t i = 0; i < n; i++) y[i] = e8_elem(x[i], MODE, 0, c, hi[i], s1, s2, ovf0, ovfc0, inf0, inf1); \
+        else {                                                                                      \
+            for (size_t i = 0; i < n; i++) y[i] = e8_elem(x[i], MODE, 1, c, hi[i], s1, s2, ovf0, ovfc0, inf0, inf1); \
+            for (int k_ = 0; k_ < AMP_CLS_COUNT; k_++) cnt[k_] += c[k_];                           \
+        }                                                                                           \
+    }
+DEF_E8(k_e8_ne, AMP_RND_NE)
+DEF_E8(k_e8_up, AMP_RND_UP)
+DEF_E8(k_e8_tz, AMP_RND_TZ)
+DEF_E8(k_e8_sr, AMP_RND_SR)
+
+typedef void (*e8_fn)(const uint32_t *, uint32_t *, const uint32_t *, uint32_t *, size_t, E8_ARGS);
+
+/* cnt == NULL: no class counts */
+static void e8_run(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n)
+{
+    amp_rounding m = p->ro->mode;
+    e8_fn k = m == AMP_RND_NE || m == AMP_RND_NA ? k_e8_ne : m == AMP_RND_UP ? k_e8_up : m == AMP_RND_SR ? k_e8_sr : k_e8_tz;
+    uint32_t hi[SR_GROUP], lo[SR_GROUP];
+    memset(hi, 0, sizeof hi);
+    for (size_t i = 0; i < n; i += SR_GROUP) {
+        size_t g = n - i < SR_GROUP ? n - i : SR_GROUP;
+        if (m == AMP_RND_SR) sr_draws(hi, lo, p->sr_key, p->sr_idx0 + i, g);
+        k(x + i, y + i, hi, cnt, g, E8_PASS(p));
+        uint32_t any = 0;
+        for (size_t j = 0; j < g; j++) any |= (x[i + j] - 1u) < 0x007fffffu;   /* positive subnormal */
+        for (size_t j = 0; any && j < g; j++)
+            if ((x[i + j] - 1u) < 0x007fffffu) {
+                amp_class c;
+                y[i + j] = amp_f2u(amp_round1(p->fmt, p->ro, amp_u2f(x[i + j]), p->sr_idx0 - p->ro->index0 + i + j, &c));
+                if (cnt && c != AMP_CLS_EXACT) cnt[c]++;
+            }
+    }
+}
+
+static void k_e8(const kparams *p, const uint32_t *x, uint32_t *y, size_t n) { e8_run(p, x, y, NULL, n); }
+
+static void k_e8_cls(const kparams *p, const uint32_t *x, uint32_t *y, uint32_t *cnt, size_t n)
+{
+    e8_run(p, x, y, cnt, n);
+}
+
 static const kern_fn kernels[] = {
     [AMP_RND_NE] = k_ne, [AMP_RND_NA] = k_na, [AMP_RND_TZ] = k_tz,
-    [AMP_RND_UP] = k_up, [AMP_RND_DN] = k_dn, [AMP_RND_TO] = k_to,
+    [AMP_RND_UP] = k_up, [AMP_RND_DN] = k_dn, [AMP_RND_TO] = k_to, [AMP_RND_SR] = k_sr,
 };
 static const kern_cls_fn kernels_cls[] = {
     [AMP_RND_NE] = k_ne_cls, [AMP_RND_NA] = k_na_cls, [AMP_RND_TZ] = k_tz_cls,
-    [AMP_RND_UP] = k_up_cls, [AMP_RND_DN] = k_dn_cls, [AMP_RND_TO] = k_to_cls,
+    [AMP_RND_UP] = k_up_cls, [AMP_RND_DN] = k_dn_cls, [AMP_RND_TO] = k_to_cls, [AMP_RND_SR] = k_sr_cls,
 };
 
 static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
@@ -179,9 +367,28 @@ static rne_thr rne_thresholds(const kparams *p, const amp_format *f)
     return t;
 }
 
+/* e8m0 by its traits (the exponent-only kernels above) */
+static int e8_params(const amp_format *f, const amp_round_opts *o, kparams *p)
+{
+    if ((o->flags & AMP_EXACT) || f->mbits != 0 || f->has_subnormals || f->is_signed || f->has_inf ||
+        f->nan != AMP_NAN_E8M0 || f->emin != -127 || f->emax != 127 || f->max_finite != 0x1p127)
+        return 0;
+    memset(p, 0, sizeof *p);
+    p->e8 = 1;
+    p->sh = 23;
+    for (int neg = 0; neg < 2; neg++) {
+        amp_class c;
+        p->ovf_res[neg] = amp_f2u(amp_round_overflow(f, o, neg, &c));
+        p->ovf_cls[neg] = (uint32_t)c;
+        p->inf_res[neg] = amp_f2u(amp_round1(f, o, neg ? -INFINITY : INFINITY, 0, NULL));
+    }
+    return 1;
+}
+
 static int fast_params(const amp_format *f, const amp_round_opts *o, kparams *p)
 {
-    if (o->mode == AMP_RND_SR || (o->flags & AMP_EXACT) || !f->has_subnormals || !f->is_signed ||
+    if (e8_params(f, o, p)) return 1;
+    if ((o->flags & AMP_EXACT) || !f->has_subnormals || !f->is_signed ||
         f->emin < -126 || f->mbits > 23 || f->mbits == 0)
         return 0;   /* no mantissa bits: the significand 1 is odd (ties, rto): generic path */
     memset(p, 0, sizeof *p);
@@ -301,9 +508,26 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
 {
     const pcache *pc = cached_params(f, o);
     if (!pc->ok) return 0;
-    const kparams p = pc->p;
+    kparams p = pc->p;
+    p.fmt = f;
+    p.ro = o;
+    p.sr_idx0 = o->index0;
+    if (o->mode == AMP_RND_SR) {
+        uint32_t kc = o->sr_bits > 0 && o->sr_bits < 64 ? (uint32_t)o->sr_bits : 64u;
+        p.sr_key = sr_key(o->seed, o->stream);
+        uint32_t ke = kc < p.sh ? kc : p.sh;
+        p.sr_s1 = ke ? 32 - ke : 31;        /* sh == 0 (float32): low is 0, never rounds up */
+        p.sr_s2 = p.sh - ke;
+        p.sr_mhi = kc >= 32 ? ~0u : ~((1u << (32 - kc)) - 1u);
+        p.sr_mlo = kc == 64 ? ~0u : kc <= 32 ? 0u : ~((1u << (64 - kc)) - 1u);
+    }
     const uint32_t *xu = (const uint32_t *)(const void *)x;
     uint32_t *yu = (uint32_t *)(void *)y;
+    if (p.e8) {
+        if (!st) k_e8(&p, xu, yu, n);
+        else amp_round_stats_f32(&p, NULL, k_e8_cls, machine_paths(), x, y, n, st);
+        return 1;
+    }
     if (!st) {
         kern_fn k = p.rne_ok ? (p.int_sub ? k_rne_int : k_rne_sub) : kernels[o->mode];
 #ifdef AMP_HIST512

@@ -30,7 +30,35 @@ typedef struct kparams {
     uint32_t ftz, daz;
     float cadd;                       /* rne, fixed quantum: 2^23 * min subnormal */
     int rne_ok;                       /* the specialised rne kernel applies */
+    /* sr, set per call (not cached): the generator's key for (seed, stream),
+     * the index of x[0], and the comparison of sr_elem's contract */
+    uint64_t sr_key, sr_idx0;
+    uint32_t sr_s1, sr_s2;            /* shifts of the bit-pattern path (round_fast.c) */
+    uint32_t sr_mhi, sr_mlo;          /* masks clearing the low 64 - Kc bits, Kc = sr_bits or 64 */
+    int e8;                           /* e8m0: the exponent-only kernels (round_fast.c) */
+    const amp_format *fmt;            /* per call: the format and options (e8m0's rare */
+    const amp_round_opts *ro;         /* float32-subnormal inputs take amp_round1) */
 } kparams;
+
+/* amp_rand64 (sim/base.c) split in two: the key of (seed, stream) once per
+ * call, then one draw per index. The same mixing, bit for bit (the SR tests
+ * compare this path with the reference path, which calls amp_rand64). */
+static inline uint64_t sr_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t sr_key(uint64_t seed, uint64_t stream)
+{
+    return sr_mix64(seed ^ 0x6a09e667f3bcc909ULL) ^ sr_mix64(stream + 0x3c6ef372fe94f82bULL);
+}
+
+static inline uint64_t sr_draw(uint64_t key, uint64_t index)
+{
+    return sr_mix64(sr_mix64(key + index * 0x9e3779b97f4a7c15ULL) ^ key);
+}
 
 /* Branch-free select: c ? x : y for c in {0,1}. Written with masks because
  * gcc turns chains of ?: into multi-way PHIs that it will not if-convert. */

@@ -453,6 +453,7 @@ void amp_round_stats_f32(const kparams *p, const rne_thr *thr, kern_cls_fn kc, i
     acc_init(&acc);
     uint32_t xin[BLOCK];
     int spec = 1;                                 /* amp_rne_scan512: no overflow so far */
+    kparams pb = *p;                              /* sr: the index of each block's first value */
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
         const uint32_t *xb = xu + i;
@@ -460,7 +461,8 @@ void amp_round_stats_f32(const kparams *p, const rne_thr *thr, kern_cls_fn kc, i
             memcpy(xin, xb, len * sizeof *xin);
             xb = xin;
         }
-        block_round_stats(&acc, p, thr, kc, xb, yu + i, len, paths, &spec);
+        pb.sr_idx0 = p->sr_idx0 + i;
+        block_round_stats(&acc, &pb, thr, kc, xb, yu + i, len, paths, &spec);
     }
     st->n += n;
     uint64_t others = 0;

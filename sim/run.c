@@ -419,6 +419,7 @@ static amp_status run_check_opts(run *u)
     amp_set_threads(o->threads);
     amp_gemm_init();
     amp_status s = o->policy_file ? amp_policy_load(o->policy_file, &u->pol) : amp_policy_preset(o->precision, &u->pol);
+    if (!s && o->gemm) s = amp_gemm_kind_parse(o->gemm, &u->pol.gemm);
     if (s) return s;
     if (R > 1 && u->pol.fp8_scaling)
         return amp_fail(AMP_EINVAL, "--dp %d with --precision %s: FP8 per-tensor scaling is not supported with --dp "

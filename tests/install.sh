@@ -9,7 +9,8 @@ build=$1
 src=$PWD
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-make -s --no-print-directory -C "$src" install BUILD="$build" PREFIX="$tmp/prefix" >"$tmp/install.log" 2>&1 ||
+# shellcheck disable=SC2086
+make -s --no-print-directory -C "$src" install BUILD="$build" ${AMP_MAKE_FLAGS:-} PREFIX="$tmp/prefix" >"$tmp/install.log" 2>&1 ||
     { cat "$tmp/install.log"; echo "install: make install failed"; exit 1; }
 cd "$tmp" || exit 1
 env -u AMP_SRCDIR -u AMP_DATADIR -u AMPSIM_REPORT_SCRIPTS "$tmp/prefix/bin/ampsim" train --steps 3 --out run >out.log 2>&1 ||

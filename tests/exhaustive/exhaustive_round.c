@@ -3,7 +3,10 @@
  * compared with an independent reference (tests/round_ref.h: the sorted grid of
  * every value of the format built from its traits with ldexp, the two
  * neighbours of x, and the mode's rule; no ampsim rounding code, no MPFR).
- *   fp16, bf16, e4m3, e5m2 under rne; fp16 also under rna rtz rup rdn rto.
+ *   fp16, bf16, e4m3, e5m2 under rne and sr; fp16 also under rna rtz rup rdn rto.
+ * sr: every result must be one of the two neighbours of x (the rtz result and
+ * the result rounded away from zero; beyond max + ulp, where both neighbours
+ * overflow, the overflow result).
  * Inputs go in blocks of 2^20 patterns over 2 OpenMP threads (the library
  * itself runs one thread per call). Blocks alternate with and without the
  * fused statistics, so both kernel variants are checked; in the blocks with
@@ -86,6 +89,15 @@ static int stats_match(const amp_format *f, amp_rounding m, const float *x, cons
     return ok;
 }
 
+/* sr: got if it is one of x's two neighbours, else the lower one (a mismatch) */
+static float sr_neighbour(const rt_grid *g, const amp_format *f, float x, float got, size_t *hint)
+{
+    float lo = rt_grid_round(g, AMP_RND_TZ, 0, x, hint);
+    float hi = rt_grid_round(g, x < 0 ? AMP_RND_DN : AMP_RND_UP, 0, x, hint);
+    if (fabs((double)x) >= f->max_finite + ldexp(1.0, f->emax - f->mbits)) lo = hi;   /* both overflow */
+    return rt_same(got, hi) ? hi : lo;
+}
+
 static uint64_t run_one(const amp_format *f, amp_rounding m)
 {
     rt_grid g;
@@ -124,7 +136,7 @@ static uint64_t run_one(const amp_format *f, amp_rounding m)
             }
             size_t hint = 0;
             for (uint64_t i = 0; i < BLOCK; i++) {
-                float want = rt_grid_round(&g, m, 0, x[i], &hint);
+                float want = m == AMP_RND_SR ? sr_neighbour(&g, f, x[i], y[i], &hint) : rt_grid_round(&g, m, 0, x[i], &hint);
                 ref[i] = want;
                 if (!rt_same(want, y[i])) {
                     if (bad < 10) {
@@ -136,7 +148,7 @@ static uint64_t run_one(const amp_format *f, amp_rounding m)
                     bad++;
                 }
             }
-            if (st_on && !stats_match(f, m, x, ref, BLOCK, &st)) {
+            if (st_on && m != AMP_RND_SR && !stats_match(f, m, x, ref, BLOCK, &st)) {
                 #pragma omp critical
                 fprintf(stderr, "STATS MISMATCH %s %s block 0x%08llx\n", f->name, amp_rounding_name(m),
                         (unsigned long long)(blk * BLOCK));
@@ -156,7 +168,8 @@ int main(void)
     static const struct { amp_format_id id; int all_modes; } cases[] = {
         { AMP_FMT_FP16, 1 }, { AMP_FMT_BF16, 0 }, { AMP_FMT_E4M3, 0 }, { AMP_FMT_E5M2, 0 },
     };
-    static const amp_rounding modes[] = { AMP_RND_NE, AMP_RND_NA, AMP_RND_TZ, AMP_RND_UP, AMP_RND_DN, AMP_RND_TO };
+    /* rne and sr for every case, then the other modes for all_modes */
+    static const amp_rounding modes[] = { AMP_RND_NE, AMP_RND_SR, AMP_RND_NA, AMP_RND_TZ, AMP_RND_UP, AMP_RND_DN, AMP_RND_TO };
     uint64_t total_bad = 0;
     double t_all = omp_get_wtime();
     amp_set_threads(1);
@@ -174,7 +187,7 @@ int main(void)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const amp_format *f = amp_format_get(cases[c].id);
         if (!listed("AMP_EXH_FORMATS", f->name)) continue;
-        for (size_t k = 0; k < (cases[c].all_modes ? 6u : 1u); k++) {
+        for (size_t k = 0; k < (cases[c].all_modes ? 7u : 2u); k++) {
             if (!listed("AMP_EXH_MODES", amp_rounding_name(modes[k]))) continue;
             double t0 = omp_get_wtime();
             uint64_t bad = run_one(f, modes[k]);

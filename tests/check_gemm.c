@@ -1,0 +1,183 @@
+/* The reproducible GEMM: every kernel path (generic C, AVX2, AVX-512; with and
+ * without fused multiply-adds) and every thread count against an independent
+ * scalar transcription of the summation order in sim/amp_gemm.h, bit for bit,
+ * on float32 operands, on fp16- and bf16-valued operands (the fused path), on
+ * values at the edge of the fused path's exactness test, and on shapes that
+ * are not multiples of the tile. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ampsim.h"
+#include "skip.h"
+
+static uint64_t seed = 20261;
+
+/* The contract, one element at a time, in volatile float32 steps (no
+ * contraction, no reassociation, whatever the flags). */
+static float ref_elem(int ta, int tb, int i, int j, int K, const float *A, int lda, const float *B, int ldb)
+{
+    volatile float s[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    for (int k = 0; k < K; k++) {
+        volatile float a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+        volatile float b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+        volatile float p = a * b;
+        s[k % 4] = s[k % 4] + p;
+    }
+    volatile float l = s[0] + s[1], r = s[2] + s[3];
+    return l + r;
+}
+
+static uint32_t bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+enum { VAL_F32, VAL_F16, VAL_BF16, VAL_EDGE };
+
+/* n values of kind v from stream st */
+static void fill(float *x, size_t n, int v, uint64_t st)
+{
+    const amp_format *f16 = amp_format_get(AMP_FMT_FP16), *bf16 = amp_format_get(AMP_FMT_BF16);
+    amp_round_opts ro = amp_round_defaults();
+    for (size_t i = 0; i < n; i++) {
+        double u = 2.0 * amp_rand_uniform(seed, st, i) - 1.0;
+        x[i] = (float)(u * 4.0);
+        if (v == VAL_EDGE) {
+            /* bf16 values around 2^-62 and 2^63 (the exactness test's edges) and zeros */
+            uint64_t r = amp_rand64(seed, st + 100, i) % 4;
+            x[i] = r == 0 ? 0.0f : (float)ldexp(u, r == 1 ? -61 : r == 2 ? -63 : 62);
+        }
+    }
+    if (v == VAL_F16) amp_round_f32(f16, &ro, x, x, n, NULL);
+    if (v == VAL_BF16 || v == VAL_EDGE) amp_round_f32(bf16, &ro, x, x, n, NULL);
+}
+
+/* amp_gemm on path p with T threads equals the transcription bit for bit. */
+static void check_case(int M, int N, int K, int ta, int tb, float beta, int v, amp_gemm_path p, int T)
+{
+    int lda = ta ? M + 1 : K + 2, ldb = tb ? K + 3 : N + 1, ldc = N + 2;
+    size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+    float *A = malloc(na * 4 + 4), *B = malloc(nb * 4 + 4), *C = malloc(nc * 4 + 4), *C0 = malloc(nc * 4 + 4);
+    ck_assert(A && B && C && C0);
+    fill(A, na, v, 1);
+    fill(B, nb, v, 2);
+    fill(C0, nc, VAL_F32, 3);
+    memcpy(C, C0, nc * 4);
+    amp_policy pol;
+    ck_assert_int_eq(amp_policy_preset("fp32", &pol), AMP_OK);
+    amp_gemm_cfg g = amp_gemm_cfg_of(&pol);
+    ck_assert_int_eq(g.kind, AMP_GEMM_REPRODUCIBLE);
+    amp_gemm_set_path(p);
+    amp_set_threads(T);
+    amp_gemm(&g, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    amp_gemm_path used = amp_gemm_path_active();
+    amp_gemm_set_path(AMP_GEMM_PATH_AUTO);
+    amp_set_threads(1);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < ldc; j++) {
+            float want = C0[(size_t)i * ldc + j];
+            if (j < N) {
+                float t = ref_elem(ta, tb, i, j, K, A, lda, B, ldb);
+                volatile float c = want;
+                want = beta != 0.0f ? c + t : t;
+            }
+            float got = C[(size_t)i * ldc + j];
+            ck_assert_msg(bits(got) == bits(want),
+                          "path %s T=%d %dx%dx%d ta=%d tb=%d beta=%g values %d: C[%d,%d] = %a (0x%08x), want %a (0x%08x)",
+                          amp_gemm_path_name(used), T, M, N, K, ta, tb, beta, v, i, j, got, bits(got), want, bits(want));
+        }
+    free(A); free(B); free(C); free(C0);
+}
+
+static const amp_gemm_path paths[] = { AMP_GEMM_PATH_GENERIC, AMP_GEMM_PATH_AVX2, AMP_GEMM_PATH_AVX512 };
+
+START_TEST(test_paths_shapes)
+{
+    static const int shapes[][3] = { { 1, 1, 1 }, { 1, 1, 0 }, { 3, 5, 2 }, { 4, 16, 4 }, { 5, 17, 7 },
+                                     { 7, 33, 67 }, { 32, 10, 32 }, { 13, 40, 129 } };
+    int tested = 0;
+    for (size_t pi = 0; pi < 3; pi++) {
+        amp_gemm_set_path(paths[pi]);
+        int active = amp_gemm_path_active();
+        amp_gemm_set_path(AMP_GEMM_PATH_AUTO);
+        if (active != (int)paths[pi]) {
+            AMP_SKIP("gemm path", "%s: this CPU lacks it", amp_gemm_path_name(paths[pi]));
+            continue;
+        }
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int t = 0; t < 4; t++)
+                for (int v = VAL_F32; v <= VAL_EDGE; v++)
+                    check_case(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t >> 1, (float)(v & 1), v, paths[pi], 1);
+        tested++;
+    }
+    ck_assert_msg(tested >= 1, "no GEMM path ran");
+}
+END_TEST
+
+/* Large enough to split between threads: 1, 2 and 3 threads give the bits. */
+START_TEST(test_threads)
+{
+    for (int T = 1; T <= 3; T++)
+        for (int v = VAL_F32; v <= VAL_F16; v++) check_case(130, 100, 97, 0, 1, 0.0f, v, AMP_GEMM_PATH_AUTO, T);
+}
+END_TEST
+
+/* Products that are not exact (float32 operands) must not take the fused
+ * path: one known case where fma and mul+add differ. */
+START_TEST(test_no_fusion_on_float32)
+{
+    /* a0 = b0 = 1 + 2^-12 (13 significant bits): a0 b0 = 1 + 2^-11 + 2^-24 is a
+     * tie that rounds to 1 + 2^-11; plus a1 b1 = -(1 + 2^-11) (summed first) gives
+     * +0, where a fused multiply-add would give 2^-24 */
+    float a[2] = { 1.0f + 0x1p-12f, 1.0f + 0x1p-11f }, b[2] = { 1.0f + 0x1p-12f, -1.0f }, c = 0;
+    amp_policy pol;
+    amp_policy_preset("fp32", &pol);
+    amp_gemm_cfg g = amp_gemm_cfg_of(&pol);
+    for (size_t pi = 0; pi < 3; pi++) {
+        amp_gemm_set_path(paths[pi]);
+        /* k = 0 and k = 1 go to different partial sums; put both in partial 0 */
+        float A4[5] = { a[1], 0, 0, 0, a[0] }, B4[5] = { b[1], 0, 0, 0, b[0] };
+        amp_gemm(&g, 0, 0, 1, 1, 5, A4, 5, B4, 1, 0.0f, &c, 1);
+        ck_assert_msg(c == 0.0f && !signbit(c), "path %s: got %a, want +0", amp_gemm_path_name(paths[pi]), c);
+    }
+    amp_gemm_set_path(AMP_GEMM_PATH_AUTO);
+}
+END_TEST
+
+START_TEST(test_kind_names)
+{
+    amp_gemm_kind k;
+    ck_assert_int_eq(amp_gemm_kind_parse("blas", &k), AMP_OK);
+    ck_assert_int_eq(k, AMP_GEMM_BLAS);
+    ck_assert_int_eq(amp_gemm_kind_parse("reproducible", &k), AMP_OK);
+    ck_assert_int_eq(k, AMP_GEMM_REPRODUCIBLE);
+    ck_assert_int_eq(amp_gemm_kind_parse("fast", &k), AMP_EINVAL);
+    ck_assert_msg(strstr(amp_errmsg(), "fast") != NULL, "message: %s", amp_errmsg());
+}
+END_TEST
+
+int main(void)
+{
+    const char *env = getenv("AMP_SEED");
+    if (env) seed = strtoull(env, NULL, 0);
+    printf("check_gemm: seed %llu (set AMP_SEED to change)\n", (unsigned long long)seed);
+    Suite *s = suite_create("gemm");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_paths_shapes);
+    tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_no_fusion_on_float32);
+    tcase_add_test(tc, test_kind_names);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
