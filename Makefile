@@ -217,7 +217,7 @@ define fuzz_run
 	@for h in $(FUZZERS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus_$$h; \
 	  echo "== fuzz_$$h for $(1) s"; \
-	  $(FUZZ_BUILD)/fuzz_$$h -max_total_time=$(1) -timeout=10 -rss_limit_mb=2048 \
+	  $(FUZZ_BUILD)/fuzz_$$h -max_total_time=$(1) -timeout=10 -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_BUILD)/ \
 	    -max_len=4096 -dict=tests/fuzz/$$h.dict -print_final_stats=1 \
 	    $(FUZZ_BUILD)/corpus_$$h tests/fuzz/corpus_$$h > $(FUZZ_BUILD)/fuzz_$$h.log 2>&1; rc=$$?; \
 	  grep -E '^(stat::number_of_executed_units|INFO: seed corpus)' $(FUZZ_BUILD)/fuzz_$$h.log; \
