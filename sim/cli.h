@@ -48,6 +48,7 @@ int amp_cli_interrupt_exit(const char *cmd, const char *msg);
  * accepted as `--key value` and `--key=value`. */
 typedef enum amp_cli_kind {
     AMP_OPT_FLAG,    /* no value: *(int *)dst = lo */
+    AMP_OPT_BITS,    /* no value: *(unsigned *)dst |= lo (a flag bit) */
     AMP_OPT_STR,     /* *(const char **)dst = value */
     AMP_OPT_OPTSTR,  /* the value is optional (the next word unless it starts with --; else "") */
     AMP_OPT_INT,     /* *(int *)dst, an integer in [lo, hi] */
@@ -84,6 +85,19 @@ enum {
 int amp_cli_parse(const char *cmd, int argc, char **argv, const amp_cli_opt *opt, amp_cli_list *rest, int mode,
                   void (*help)(void));
 amp_status amp_cli_list_init(amp_cli_list *l, int argc);
+/* --rounding's parser (amp_rounding_parse into an amp_rounding). */
+amp_status amp_cli_parse_rounding(const char *v, void *dst);
+/* The cast options that round, analyze and check-cast share, as table rows
+ * that write into the amp_round_opts `o`: --rounding, --saturate, --satprop,
+ * --ftz, --daz, --sr-bits, --seed. */
+#define AMP_CLI_CAST_OPTS(o)                                                        \
+    { "--rounding", AMP_OPT_FN, &(o).mode, 0, 0, amp_cli_parse_rounding },          \
+    { "--saturate", AMP_OPT_BITS, &(o).flags, AMP_SATURATE, 0, NULL },              \
+    { "--satprop", AMP_OPT_BITS, &(o).flags, AMP_SATPROP, 0, NULL },                \
+    { "--ftz", AMP_OPT_BITS, &(o).flags, AMP_FTZ, 0, NULL },                        \
+    { "--daz", AMP_OPT_BITS, &(o).flags, AMP_DAZ, 0, NULL },                        \
+    { "--sr-bits", AMP_OPT_INT, &(o).sr_bits, 1, 64, NULL },                        \
+    { "--seed", AMP_OPT_U64, &(o).seed, 0, 0, NULL }
 void amp_cli_list_free(amp_cli_list *l);
 
 #endif

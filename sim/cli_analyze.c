@@ -218,7 +218,6 @@ static int print_json(const amp_analyze_row *rows, size_t n)
 static amp_status parse_formats(const char *v, void *o) { return amp_analyze_parse_formats(v, o); }
 static amp_status parse_scales(const char *v, void *o) { return amp_analyze_parse_scales(v, o); }
 
-static amp_status parse_rounding(const char *v, void *dst) { return amp_rounding_parse(v, dst); }
 
 /* Analyses the tensors of one file (all, or the one named). */
 static amp_status analyze_file(const char *path, const char *name, const amp_analyze_opts *o, amp_analyze_row **rows,
@@ -270,20 +269,14 @@ int amp_cli_analyze(int argc, char **argv)
 {
     amp_analyze_opts o;
     amp_analyze_defaults(&o);
-    int csv = 0, json = 0, threads = 0, sat = 0, satprop = 0, ftz = 0, daz = 0, exact = 0;
+    int csv = 0, json = 0, threads = 0;
     amp_cli_list files;
     if (amp_cli_list_init(&files, argc)) return amp_cli_fail(AMP_ENOMEM);
     const amp_cli_opt opts[] = {
         { "--formats", AMP_OPT_FN, &o, 0, 0, parse_formats },
         { "--scales", AMP_OPT_FN, &o, 0, 0, parse_scales },
-        { "--rounding", AMP_OPT_FN, &o.round.mode, 0, 0, parse_rounding },
-        { "--saturate", AMP_OPT_FLAG, &sat, 1, 0, NULL },
-        { "--satprop", AMP_OPT_FLAG, &satprop, 1, 0, NULL },
-        { "--ftz", AMP_OPT_FLAG, &ftz, 1, 0, NULL },
-        { "--daz", AMP_OPT_FLAG, &daz, 1, 0, NULL },
-        { "--exact", AMP_OPT_FLAG, &exact, 1, 0, NULL },
-        { "--sr-bits", AMP_OPT_INT, &o.round.sr_bits, 1, 64, NULL },
-        { "--seed", AMP_OPT_U64, &o.round.seed, 0, 0, NULL },
+        AMP_CLI_CAST_OPTS(o.round),
+        { "--exact", AMP_OPT_BITS, &o.round.flags, AMP_EXACT, 0, NULL },
         { "--csv", AMP_OPT_FLAG, &csv, 1, 0, NULL },
         { "--json", AMP_OPT_FLAG, &json, 1, 0, NULL },
         { "--threads", AMP_OPT_INT, &threads, 1, 4096, NULL },
@@ -296,7 +289,6 @@ int amp_cli_analyze(int argc, char **argv)
     if (!rc && !nfiles) rc = amp_cli_usage_error("analyze", "needs at least one INPUT (try --help)");
     if (rc) { amp_cli_list_free(&files); return rc; }
     if (threads) amp_set_threads(threads);
-    o.round.flags |= (sat ? AMP_SATURATE : 0) | (satprop ? AMP_SATPROP : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
 
     amp_analyze_row *rows = NULL;
     size_t n_rows = 0;

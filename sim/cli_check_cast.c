@@ -33,7 +33,6 @@ static void help(void)
            "Exit status: 0 when every element agrees, 1 when some differ, 2 on bad input.\n");
 }
 
-static amp_status parse_rounding(const char *v, void *dst) { return amp_rounding_parse(v, dst); }
 
 /* One tensor of a file (FILE or FILE:NAME) as float64 values. */
 static amp_status read_values(const char *arg, double **out, size_t *n, int *is64)
@@ -170,18 +169,12 @@ int amp_cli_check_cast(int argc, char **argv)
 {
     const char *fmt_name = NULL, *vectors = NULL;
     amp_round_opts o = amp_round_defaults();
-    int bits = 0, sat = 0, satprop = 0, ftz = 0, daz = 0;
+    int bits = 0;
     const char *pos[2];
     amp_cli_list files = { pos, 0, 2 };
     const amp_cli_opt opts[] = {
         { "--format", AMP_OPT_STR, &fmt_name, 0, 0, NULL },
-        { "--rounding", AMP_OPT_FN, &o.mode, 0, 0, parse_rounding },
-        { "--saturate", AMP_OPT_FLAG, &sat, 1, 0, NULL },
-        { "--satprop", AMP_OPT_FLAG, &satprop, 1, 0, NULL },
-        { "--ftz", AMP_OPT_FLAG, &ftz, 1, 0, NULL },
-        { "--daz", AMP_OPT_FLAG, &daz, 1, 0, NULL },
-        { "--sr-bits", AMP_OPT_INT, &o.sr_bits, 1, 64, NULL },
-        { "--seed", AMP_OPT_U64, &o.seed, 0, 0, NULL },
+        AMP_CLI_CAST_OPTS(o),
         { "--bits", AMP_OPT_FLAG, &bits, 1, 0, NULL },
         { "--vectors", AMP_OPT_STR, &vectors, 0, 0, NULL },
         { NULL, 0, NULL, 0, 0, NULL },
@@ -193,7 +186,6 @@ int amp_cli_check_cast(int argc, char **argv)
     amp_format f;
     if (amp_format_parse(fmt_name, &f)) return amp_cli_usage_error("check-cast", "--format: %s", amp_errmsg());
     if (bits && f.bits > 16) return amp_cli_usage_error("check-cast", "--bits: %s has %d bits (at most 16)", f.name, f.bits);
-    o.flags |= (sat ? AMP_SATURATE : 0) | (satprop ? AMP_SATPROP : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0);
     double *x = NULL, *gv = NULL;
     uint32_t *gb = NULL;
     float *g = NULL;

@@ -77,9 +77,10 @@ int amp_cli_parse(const char *cmd, int argc, char **argv, const amp_cli_opt *opt
             return amp_cli_usage_error(cmd, "unexpected argument '%s' (try --help)", a);
         }
         const char *eq = strchr(a, '=');
-        if (o->kind == AMP_OPT_FLAG) {
+        if (o->kind == AMP_OPT_FLAG || o->kind == AMP_OPT_BITS) {
             if (eq) return amp_cli_usage_error(cmd, "%s takes no value", o->name);
-            *(int *)o->dst = (int)o->lo;
+            if (o->kind == AMP_OPT_FLAG) *(int *)o->dst = (int)o->lo;
+            else *(unsigned *)o->dst |= (unsigned)o->lo;
             continue;
         }
         if (o->kind == AMP_OPT_REFUSE)
@@ -114,3 +115,5 @@ void amp_cli_list_free(amp_cli_list *l)
     l->v = NULL;
     l->n = 0;
 }
+
+amp_status amp_cli_parse_rounding(const char *v, void *dst) { return amp_rounding_parse(v, dst); }

@@ -62,27 +62,19 @@ static void print_block_stats(const amp_block_stats *bs)
     printf("tensor_scale  %.9g\n", (double)bs->tensor_scale);
 }
 
-static amp_status parse_rounding(const char *v, void *dst) { return amp_rounding_parse(v, dst); }
-
 int amp_cli_round(int argc, char **argv)
 {
     const char *fmt_name = NULL;
     amp_round_opts o = amp_round_defaults();
-    int encode = 0, stats = 0, sat = 0, satprop = 0, ftz = 0, daz = 0, exact = 0, threads = 0;
+    int encode = 0, stats = 0, threads = 0;
     const char *pos[2];
     amp_cli_list files = { pos, 0, 2 };
     const amp_cli_opt opts[] = {
         { "--format", AMP_OPT_STR, &fmt_name, 0, 0, NULL },
-        { "--rounding", AMP_OPT_FN, &o.mode, 0, 0, parse_rounding },
-        { "--saturate", AMP_OPT_FLAG, &sat, 1, 0, NULL },
-        { "--satprop", AMP_OPT_FLAG, &satprop, 1, 0, NULL },
-        { "--ftz", AMP_OPT_FLAG, &ftz, 1, 0, NULL },
-        { "--daz", AMP_OPT_FLAG, &daz, 1, 0, NULL },
-        { "--exact", AMP_OPT_FLAG, &exact, 1, 0, NULL },
+        AMP_CLI_CAST_OPTS(o),
+        { "--exact", AMP_OPT_BITS, &o.flags, AMP_EXACT, 0, NULL },
         { "--encode", AMP_OPT_FLAG, &encode, 1, 0, NULL },
         { "--stats", AMP_OPT_FLAG, &stats, 1, 0, NULL },
-        { "--sr-bits", AMP_OPT_INT, &o.sr_bits, 1, 64, NULL },
-        { "--seed", AMP_OPT_U64, &o.seed, 0, 0, NULL },
         { "--threads", AMP_OPT_INT, &threads, 1, 4096, NULL },
         { NULL, 0, NULL, 0, 0, NULL },
     };
@@ -90,7 +82,6 @@ int amp_cli_round(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     if (!fmt_name) return amp_cli_usage_error("round", "--format is required (try --help)");
     if (files.n < 2) return amp_cli_usage_error("round", "needs IN and OUT files (try --help)");
-    o.flags |= (sat ? AMP_SATURATE : 0) | (satprop ? AMP_SATPROP : 0) | (ftz ? AMP_FTZ : 0) | (daz ? AMP_DAZ : 0) | (exact ? AMP_EXACT : 0);
     amp_format f;
     amp_block_spec bspec;
     int block = amp_block_is_spec(fmt_name);

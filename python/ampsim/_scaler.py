@@ -64,7 +64,33 @@ def _take_image(fn, obj):
         _lib.libc.free(p)
 
 
-class LossScaler:
+class _CScaler:
+    """What both scaler classes share: the C state's lifetime, its SPEC and kind."""
+    _free = None  # the C function that releases the state
+
+    def _start(self, state, init, sp):
+        self._sc = state
+        check(init(ctypes.byref(self._sc), ctypes.byref(sp)))
+        self._live = True
+        self._lock = threading.Lock()
+
+    def __del__(self):
+        if getattr(self, "_live", False):
+            self._live = False
+            type(self)._free(ctypes.byref(self._sc))
+
+    @property
+    def spec(self):
+        """The canonical SPEC with every key of the strategy (str)."""
+        return _spec_str(self._sc.spec)
+
+    @property
+    def kind(self):
+        """The strategy's name ("torch", "apex", "delayed", ...)."""
+        return KINDS[self._sc.spec.kind]
+
+
+class LossScaler(_CScaler):
     """A framework's loss-scaler state machine, run by the C library.
 
     Parameters
@@ -100,28 +126,10 @@ class LossScaler:
         if lib.amp_scaler_kind_is_fp8(sp.kind):
             raise ValueError("%s: %s is an FP8 scaling strategy; use ampsim.FP8Scaler"
                              % (sp.text.decode(), KINDS[sp.kind]))
-        self._sc = _lib.AmpScaler()
-        check(lib.amp_scaler_init(ctypes.byref(self._sc), ctypes.byref(sp)))
-        self._live = True
-        self._lock = threading.Lock()
+        self._start(_lib.AmpScaler(), lib.amp_scaler_init, sp)
         self.last_result = None
         """The last update's result (dict: step, skipped, scale_used,
         scale_after, held_used, held_after, events), None before the first."""
-
-    def __del__(self):
-        if getattr(self, "_live", False):
-            self._live = False
-            lib.amp_scaler_free(ctypes.byref(self._sc))
-
-    @property
-    def spec(self):
-        """The canonical SPEC with every key of the strategy (str)."""
-        return _spec_str(self._sc.spec)
-
-    @property
-    def kind(self):
-        """The strategy's name ("torch", "apex", ...)."""
-        return KINDS[self._sc.spec.kind]
 
     @property
     def scale(self):
@@ -289,7 +297,7 @@ def _tensor_id(tensor):
     return t
 
 
-class FP8Scaler:
+class FP8Scaler(_CScaler):
     """FP8 scaling (Transformer Engine delayed/current, OCP MX, DeepSeek-style
     blocks), run by the C library as the training emulator runs it.
 
@@ -318,25 +326,7 @@ class FP8Scaler:
         if not lib.amp_scaler_kind_is_fp8(sp.kind):
             raise ValueError("%s: %s is a loss scaler; use ampsim.LossScaler"
                              % (sp.text.decode(), KINDS[sp.kind]))
-        self._sc = _lib.AmpFp8Scaler()
-        check(lib.amp_fp8_init(ctypes.byref(self._sc), ctypes.byref(sp)))
-        self._live = True
-        self._lock = threading.Lock()
-
-    def __del__(self):
-        if getattr(self, "_live", False):
-            self._live = False
-            lib.amp_fp8_free(ctypes.byref(self._sc))
-
-    @property
-    def spec(self):
-        """The canonical SPEC (str)."""
-        return _spec_str(self._sc.spec)
-
-    @property
-    def kind(self):
-        """"delayed", "current", "mx" or "block"."""
-        return KINDS[self._sc.spec.kind]
+        self._start(_lib.AmpFp8Scaler(), lib.amp_fp8_init, sp)
 
     def format(self, role="act"):
         """The Format of a role ("act", "weight" or "grad")."""
@@ -449,3 +439,7 @@ class FP8Scaler:
 
     def __repr__(self):
         return "FP8Scaler(%r)" % self.spec
+
+
+LossScaler._free = lib.amp_scaler_free
+FP8Scaler._free = lib.amp_fp8_free
