@@ -31,11 +31,11 @@ int amp_cli_formats(int argc, char **argv)
         }
         return 0;
     }
-    printf("%-9s %4s %3s %3s %4s %14s %14s %14s %4s %s\n", "name", "bits", "E", "M", "bias",
+    printf("%-10s %4s %3s %3s %4s %14s %14s %14s %4s %s\n", "name", "bits", "E", "M", "bias",
            "max_finite", "min_normal", "min_subnormal", "inf", "nan");
     for (int k = 0; k < AMP_FMT_COUNT; k++) {
         const amp_format *f = amp_format_get(k);
-        printf("%-9s %4d %3d %3d %4d %14.9g %14.9g %14.9g %4s %s\n", f->name, f->bits, f->ebits,
+        printf("%-10s %4d %3d %3d %4d %14.9g %14.9g %14.9g %4s %s\n", f->name, f->bits, f->ebits,
                f->mbits, f->bias, f->max_finite, f->min_normal, f->min_subnormal,
                f->has_inf ? "yes" : "no", amp_nan_name(f->nan));
     }
