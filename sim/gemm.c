@@ -130,107 +130,70 @@ static void tile_generic(int K, const float *a, size_t as, const float *b, size_
         for (int j = 0; j < NR; j++) t[i * NR + j] = (s[i][0][j] + s[i][1][j]) + (s[i][2][j] + s[i][3][j]);
 }
 
-#define T512 __attribute__((target("avx512f")))
-#define STEP512(i, r, kk) s##i##r = _mm512_add_ps(s##i##r, _mm512_mul_ps(_mm512_set1_ps(a[(size_t)(i) * as + (kk)]), b##r))
-#define ROWS512(r, kk) STEP512(0, r, kk); STEP512(1, r, kk); STEP512(2, r, kk); STEP512(3, r, kk)
-T512 static void tile_avx512(int K, const float *a, size_t as, const float *b, size_t bs, float *t)
-{
-    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00, s13 = s00;
-    __m512 s20 = s00, s21 = s00, s22 = s00, s23 = s00, s30 = s00, s31 = s00, s32 = s00, s33 = s00;
-    int k = 0;
-    for (; k + NP <= K; k += NP) {
-        __m512 b0 = _mm512_loadu_ps(b + (size_t)k * bs), b1 = _mm512_loadu_ps(b + (size_t)(k + 1) * bs);
-        __m512 b2 = _mm512_loadu_ps(b + (size_t)(k + 2) * bs), b3 = _mm512_loadu_ps(b + (size_t)(k + 3) * bs);
-        ROWS512(0, k); ROWS512(1, k + 1); ROWS512(2, k + 2); ROWS512(3, k + 3);
-    }
-    __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;
-    if (k < K) { b0 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(0, k); k++; }
-    if (k < K) { b1 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(1, k); k++; }
-    if (k < K) { b2 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(2, k); k++; }
-    _mm512_storeu_ps(t + 0 * NR, _mm512_add_ps(_mm512_add_ps(s00, s01), _mm512_add_ps(s02, s03)));
-    _mm512_storeu_ps(t + 1 * NR, _mm512_add_ps(_mm512_add_ps(s10, s11), _mm512_add_ps(s12, s13)));
-    _mm512_storeu_ps(t + 2 * NR, _mm512_add_ps(_mm512_add_ps(s20, s21), _mm512_add_ps(s22, s23)));
-    _mm512_storeu_ps(t + 3 * NR, _mm512_add_ps(_mm512_add_ps(s30, s31), _mm512_add_ps(s32, s33)));
-}
+/* The SIMD tiles: one SIMD lane per output column, the same per-element
+ * operations as tile_generic. MADD(s, x, y) is s + x*y: two roundings
+ * (MUL_ADD*) or, for operands whose products are exact in float32 (see
+ * short_operands), one fused multiply-add, which then gives the same bits. */
+#define MUL_ADD512(s, x, y) _mm512_add_ps(s, _mm512_mul_ps(x, y))
+#define FMA512(s, x, y) _mm512_fmadd_ps(x, y, s)
+#define MUL_ADD256(s, x, y) _mm256_add_ps(s, _mm256_mul_ps(x, y))
+#define FMA256(s, x, y) _mm256_fmadd_ps(x, y, s)
+#define STEP512(MADD, i, r, kk) s##i##r = MADD(s##i##r, _mm512_set1_ps(a[(size_t)(i) * as + (kk)]), b##r)
+#define ROWS512(MADD, r, kk) \
+    STEP512(MADD, 0, r, kk); STEP512(MADD, 1, r, kk); STEP512(MADD, 2, r, kk); STEP512(MADD, 3, r, kk)
+#define STEP256(MADD, i, r, kk) s##i##r = MADD(s##i##r, _mm256_set1_ps(a[(size_t)(i) * as + (kk)]), b##r)
+#define ROWS256(MADD, r, kk) STEP256(MADD, 0, r, kk); STEP256(MADD, 1, r, kk)
 
-/* The same with fused multiply-adds, for operands whose products are exact in
- * float32 (see short_operands): then fma(a, b, s) = fl(s + fl(a b)), bit for bit. */
-#define T512F __attribute__((target("avx512f,fma")))
-#define FSTEP512(i, r, kk) s##i##r = _mm512_fmadd_ps(_mm512_set1_ps(a[(size_t)(i) * as + (kk)]), b##r, s##i##r)
-#define FROWS512(r, kk) FSTEP512(0, r, kk); FSTEP512(1, r, kk); FSTEP512(2, r, kk); FSTEP512(3, r, kk)
-T512F static void tile_avx512_fma(int K, const float *a, size_t as, const float *b, size_t bs, float *t)
-{
-    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00, s13 = s00;
-    __m512 s20 = s00, s21 = s00, s22 = s00, s23 = s00, s30 = s00, s31 = s00, s32 = s00, s33 = s00;
-    int k = 0;
-    for (; k + NP <= K; k += NP) {
-        __m512 b0 = _mm512_loadu_ps(b + (size_t)k * bs), b1 = _mm512_loadu_ps(b + (size_t)(k + 1) * bs);
-        __m512 b2 = _mm512_loadu_ps(b + (size_t)(k + 2) * bs), b3 = _mm512_loadu_ps(b + (size_t)(k + 3) * bs);
-        FROWS512(0, k); FROWS512(1, k + 1); FROWS512(2, k + 2); FROWS512(3, k + 3);
-    }
-    __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;
-    if (k < K) { b0 = _mm512_loadu_ps(b + (size_t)k * bs); FROWS512(0, k); k++; }
-    if (k < K) { b1 = _mm512_loadu_ps(b + (size_t)k * bs); FROWS512(1, k); k++; }
-    if (k < K) { b2 = _mm512_loadu_ps(b + (size_t)k * bs); FROWS512(2, k); k++; }
-    _mm512_storeu_ps(t + 0 * NR, _mm512_add_ps(_mm512_add_ps(s00, s01), _mm512_add_ps(s02, s03)));
-    _mm512_storeu_ps(t + 1 * NR, _mm512_add_ps(_mm512_add_ps(s10, s11), _mm512_add_ps(s12, s13)));
-    _mm512_storeu_ps(t + 2 * NR, _mm512_add_ps(_mm512_add_ps(s20, s21), _mm512_add_ps(s22, s23)));
-    _mm512_storeu_ps(t + 3 * NR, _mm512_add_ps(_mm512_add_ps(s30, s31), _mm512_add_ps(s32, s33)));
+/* AVX-512: the whole MR x NR tile (16 accumulators: row i, k mod 4 = r). */
+#define TILE512(name, target, MADD)                                                                          \
+target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t)               \
+{                                                                                                            \
+    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00;      \
+    __m512 s13 = s00, s20 = s00, s21 = s00, s22 = s00, s23 = s00, s30 = s00, s31 = s00, s32 = s00, s33 = s00; \
+    int k = 0;                                                                                               \
+    for (; k + NP <= K; k += NP) {                                                                           \
+        __m512 b0 = _mm512_loadu_ps(b + (size_t)k * bs), b1 = _mm512_loadu_ps(b + (size_t)(k + 1) * bs);     \
+        __m512 b2 = _mm512_loadu_ps(b + (size_t)(k + 2) * bs), b3 = _mm512_loadu_ps(b + (size_t)(k + 3) * bs); \
+        ROWS512(MADD, 0, k); ROWS512(MADD, 1, k + 1); ROWS512(MADD, 2, k + 2); ROWS512(MADD, 3, k + 3);      \
+    }                                                                                                        \
+    __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;                                                       \
+    if (k < K) { b0 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 0, k); k++; }                       \
+    if (k < K) { b1 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 1, k); k++; }                       \
+    if (k < K) { b2 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 2, k); k++; }                       \
+    _mm512_storeu_ps(t + 0 * NR, _mm512_add_ps(_mm512_add_ps(s00, s01), _mm512_add_ps(s02, s03)));          \
+    _mm512_storeu_ps(t + 1 * NR, _mm512_add_ps(_mm512_add_ps(s10, s11), _mm512_add_ps(s12, s13)));          \
+    _mm512_storeu_ps(t + 2 * NR, _mm512_add_ps(_mm512_add_ps(s20, s21), _mm512_add_ps(s22, s23)));          \
+    _mm512_storeu_ps(t + 3 * NR, _mm512_add_ps(_mm512_add_ps(s30, s31), _mm512_add_ps(s32, s33)));          \
 }
+TILE512(tile_avx512, __attribute__((target("avx512f"))), MUL_ADD512)
+TILE512(tile_avx512_fma, __attribute__((target("avx512f,fma"))), FMA512)
 
 /* AVX2: the tile in four 2-row x 8-column quarters (8 accumulators each). */
-#define T256 __attribute__((target("avx2")))
-#define STEP256(i, r, kk) s##i##r = _mm256_add_ps(s##i##r, _mm256_mul_ps(_mm256_set1_ps(a[(size_t)(i) * as + (kk)]), b##r))
-#define ROWS256(r, kk) STEP256(0, r, kk); STEP256(1, r, kk)
-T256 static void quarter_avx2(int K, const float *a, size_t as, const float *b, size_t bs, float *t)
-{
-    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00, s13 = s00;
-    int k = 0;
-    for (; k + NP <= K; k += NP) {
-        __m256 b0 = _mm256_loadu_ps(b + (size_t)k * bs), b1 = _mm256_loadu_ps(b + (size_t)(k + 1) * bs);
-        __m256 b2 = _mm256_loadu_ps(b + (size_t)(k + 2) * bs), b3 = _mm256_loadu_ps(b + (size_t)(k + 3) * bs);
-        ROWS256(0, k); ROWS256(1, k + 1); ROWS256(2, k + 2); ROWS256(3, k + 3);
-    }
-    __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0;
-    if (k < K) { b0 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(0, k); k++; }
-    if (k < K) { b1 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(1, k); k++; }
-    if (k < K) { b2 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(2, k); k++; }
-    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s00, s01), _mm256_add_ps(s02, s03)));
-    _mm256_storeu_ps(t + NR, _mm256_add_ps(_mm256_add_ps(s10, s11), _mm256_add_ps(s12, s13)));
+#define QUARTER256(name, tile, target, MADD)                                                                 \
+target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t)               \
+{                                                                                                            \
+    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00;      \
+    __m256 s13 = s00;                                                                                        \
+    int k = 0;                                                                                               \
+    for (; k + NP <= K; k += NP) {                                                                           \
+        __m256 b0 = _mm256_loadu_ps(b + (size_t)k * bs), b1 = _mm256_loadu_ps(b + (size_t)(k + 1) * bs);     \
+        __m256 b2 = _mm256_loadu_ps(b + (size_t)(k + 2) * bs), b3 = _mm256_loadu_ps(b + (size_t)(k + 3) * bs); \
+        ROWS256(MADD, 0, k); ROWS256(MADD, 1, k + 1); ROWS256(MADD, 2, k + 2); ROWS256(MADD, 3, k + 3);      \
+    }                                                                                                        \
+    __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0;                                                       \
+    if (k < K) { b0 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 0, k); k++; }                       \
+    if (k < K) { b1 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 1, k); k++; }                       \
+    if (k < K) { b2 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 2, k); k++; }                       \
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s00, s01), _mm256_add_ps(s02, s03)));                   \
+    _mm256_storeu_ps(t + NR, _mm256_add_ps(_mm256_add_ps(s10, s11), _mm256_add_ps(s12, s13)));              \
+}                                                                                                            \
+static void tile(int K, const float *a, size_t as, const float *b, size_t bs, float *t)                      \
+{                                                                                                            \
+    for (int i = 0; i < MR; i += 2)                                                                          \
+        for (int j = 0; j < NR; j += 8) name(K, a + (size_t)i * as, as, b + j, bs, t + i * NR + j);          \
 }
-
-static void tile_avx2(int K, const float *a, size_t as, const float *b, size_t bs, float *t)
-{
-    for (int i = 0; i < MR; i += 2)
-        for (int j = 0; j < NR; j += 8) quarter_avx2(K, a + (size_t)i * as, as, b + j, bs, t + i * NR + j);
-}
-
-#define T256F __attribute__((target("avx2,fma")))
-#define FSTEP256(i, r, kk) s##i##r = _mm256_fmadd_ps(_mm256_set1_ps(a[(size_t)(i) * as + (kk)]), b##r, s##i##r)
-#define FROWS256(r, kk) FSTEP256(0, r, kk); FSTEP256(1, r, kk)
-T256F static void quarter_avx2_fma(int K, const float *a, size_t as, const float *b, size_t bs, float *t)
-{
-    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00, s13 = s00;
-    int k = 0;
-    for (; k + NP <= K; k += NP) {
-        __m256 b0 = _mm256_loadu_ps(b + (size_t)k * bs), b1 = _mm256_loadu_ps(b + (size_t)(k + 1) * bs);
-        __m256 b2 = _mm256_loadu_ps(b + (size_t)(k + 2) * bs), b3 = _mm256_loadu_ps(b + (size_t)(k + 3) * bs);
-        FROWS256(0, k); FROWS256(1, k + 1); FROWS256(2, k + 2); FROWS256(3, k + 3);
-    }
-    __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0;
-    if (k < K) { b0 = _mm256_loadu_ps(b + (size_t)k * bs); FROWS256(0, k); k++; }
-    if (k < K) { b1 = _mm256_loadu_ps(b + (size_t)k * bs); FROWS256(1, k); k++; }
-    if (k < K) { b2 = _mm256_loadu_ps(b + (size_t)k * bs); FROWS256(2, k); k++; }
-    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s00, s01), _mm256_add_ps(s02, s03)));
-    _mm256_storeu_ps(t + NR, _mm256_add_ps(_mm256_add_ps(s10, s11), _mm256_add_ps(s12, s13)));
-}
-
-static void tile_avx2_fma(int K, const float *a, size_t as, const float *b, size_t bs, float *t)
-{
-    for (int i = 0; i < MR; i += 2)
-        for (int j = 0; j < NR; j += 8) quarter_avx2_fma(K, a + (size_t)i * as, as, b + j, bs, t + i * NR + j);
-}
-
+QUARTER256(quarter_avx2, tile_avx2, __attribute__((target("avx2"))), MUL_ADD256)
+QUARTER256(quarter_avx2_fma, tile_avx2_fma, __attribute__((target("avx2,fma"))), FMA256)
 
 /* ---- drivers ------------------------------------------------------------------- */
 static float aval(int ta, const float *A, int lda, int i, int k)
