@@ -40,33 +40,21 @@ for t in "$@"; do
     count "$(basename "$t")" "$rc"
 done
 
-echo "== layers"
-{ sh tests/layers.sh . "$build" && sh tests/layers.sh --self-test .; } >"$log" 2>&1; rc=$?
-cat "$log"; count layers "$rc"
+# step NAME COMMAND...: one check script, its output shown and counted as one test.
+step() {
+    name=$1; shift
+    echo "== $name"
+    "$@" >"$log" 2>&1; rc=$?
+    cat "$log"; count "$name" "$rc"
+}
 
-echo "== sizes"
-sh tests/sizes.sh >"$log" 2>&1; rc=$?
-cat "$log"; count sizes "$rc"
-
-echo "== api"
-sh tests/api.sh "$build" >"$log" 2>&1; rc=$?
-cat "$log"; count api "$rc"
-
-echo "== install"
-sh tests/install.sh "$build" >"$log" 2>&1; rc=$?
-cat "$log"; count install "$rc"
-
-echo "== use"
-sh tests/use.sh "$build" >"$log" 2>&1; rc=$?
-cat "$log"; count use "$rc"
-
-echo "== signals"
-sh tests/signals.sh "$build" >"$log" 2>&1; rc=$?
-cat "$log"; count signals "$rc"
-
-echo "== docs examples"
-sh tests/doc_examples.sh "$build" >"$log" 2>&1; rc=$?
-cat "$log"; count doc_examples "$rc"
+step layers sh -c 'sh tests/layers.sh . "$1" && sh tests/layers.sh --self-test .' layers "$build"
+step sizes sh tests/sizes.sh
+step api sh tests/api.sh "$build"
+step install sh tests/install.sh "$build"
+step use sh tests/use.sh "$build"
+step signals sh tests/signals.sh "$build"
+step doc_examples sh tests/doc_examples.sh "$build"
 
 if [ -f python/run_tests.py ] && [ "${AMP_PYTHON_TESTS:-1}" != 0 ]; then
     echo "== python"
