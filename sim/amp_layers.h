@@ -167,6 +167,24 @@ AMP_API void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *d
 AMP_API void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
 AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout);
 
+/* ---- general-shape forms (layer_rows.c) -----------------------------------
+ * Each output element computed as the attention kernels compute theirs, for
+ * models that form attention from separate matmul and softmax calls.
+ * amp_softmax_rows_forward: softmax of each of `rows` rows of n floats, as
+ * amp_attn_softmax_forward does for one causal row (-inf entries give 0).
+ * amp_softmax_rows_backward: dx += prob (dprob - sum prob dprob), as
+ * amp_attn_softmax_backward. */
+AMP_API void amp_softmax_rows_forward(float *prob, const float *x, size_t rows, size_t n);
+AMP_API void amp_softmax_rows_backward(float *dx, const float *dprob, const float *prob, size_t rows, size_t n);
+/* out[p] (M,N) = a[p] (M,K) @ b[p], P products, every array dense. b_rows = 1:
+ * b[p] is stored (N,K) and out[i,j] = the attention scores' dot product of
+ * a's row i and b's row j (double, four partial sums); b_rows = 0: b[p] is
+ * (K,N) and out[i,j] = sum over k in increasing order in double of
+ * a[i,k] b[k,j] (the attention values' and backward kernels' sum). One
+ * rounding to float per element. */
+AMP_API void amp_bmm_f64(float *out, const float *a, const float *b, size_t P, size_t M, size_t N, size_t K,
+                         int b_rows);
+
 /* ---- residual add ----------------------------------------------------------
  * out = a + b (n values, one float32 rounding); backward da += dout, db += dout. */
 AMP_API void amp_residual_forward(float *out, const float *a, const float *b, size_t n);

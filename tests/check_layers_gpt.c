@@ -398,6 +398,129 @@ END_TEST
 
 /* ---- data ------------------------------------------------------------------------ */
 
+/* ---- the general-shape forms give the attention kernels' bits ------------ */
+enum { RB = 2, RT = 7, RC = 20, RNH = 2, RHS = RC / RNH, RP = RB * RNH };
+#define RL (RT * (RT + 1) / 2)
+
+/* (P, T, hs) copy of part `part` (0 q, 1 k, 2 v) of qkv (B, T, 3C). */
+static float *split_head(const float *qkv, int part)
+{
+    float *o = malloc((size_t)RP * RT * RHS * sizeof *o);
+    for (int b = 0; b < RB; b++)
+        for (int h = 0; h < RNH; h++)
+            for (int t = 0; t < RT; t++)
+                for (int d = 0; d < RHS; d++)
+                    o[((b * RNH + h) * RT + t) * RHS + d] = qkv[(b * RT + t) * 3 * RC + part * RC + h * RHS + d];
+    return o;
+}
+
+/* full (P, T, T) of packed (P, RL): fill above the diagonal. */
+static float *unpack(const float *packed, float fill)
+{
+    float *o = malloc((size_t)RP * RT * RT * sizeof *o);
+    for (int p = 0; p < RP; p++)
+        for (int t = 0; t < RT; t++)
+            for (int u = 0; u < RT; u++)
+                o[(p * RT + t) * RT + u] = u <= t ? packed[p * RL + t * (t + 1) / 2 + u] : fill;
+    return o;
+}
+
+/* full (P, T, T) lower triangles (and, when upper, the rest) equal packed bit for bit. */
+static void same_lower(const char *what, const float *full, const float *packed, int upper_zero)
+{
+    for (int p = 0; p < RP; p++)
+        for (int t = 0; t < RT; t++)
+            for (int u = 0; u < RT; u++) {
+                float f = full[(p * RT + t) * RT + u];
+                if (u <= t)
+                    ck_assert_msg(memcmp(&f, &packed[p * RL + t * (t + 1) / 2 + u], 4) == 0,
+                                  "%s: [%d,%d,%d] %a vs %a", what, p, t, u, f, packed[p * RL + t * (t + 1) / 2 + u]);
+                else if (upper_zero)
+                    ck_assert_msg(f == 0.0f, "%s: masked [%d,%d,%d] = %a", what, p, t, u, f);
+            }
+}
+
+/* (P, T, hs) equals part `part` of the (B, T, n*C) layout dst (n = 3: qkv; 1: y). */
+static void same_heads(const char *what, const float *ph, const float *dst, int n, int part)
+{
+    for (int b = 0; b < RB; b++)
+        for (int h = 0; h < RNH; h++)
+            for (int t = 0; t < RT; t++)
+                for (int d = 0; d < RHS; d++) {
+                    float a = ph[((b * RNH + h) * RT + t) * RHS + d];
+                    float c = dst[(b * RT + t) * n * RC + part * RC + h * RHS + d];
+                    ck_assert_msg(memcmp(&a, &c, 4) == 0, "%s: [%d,%d,%d,%d] %a vs %a", what, b, h, t, d, a, c);
+                }
+}
+
+static float *transpose_last(const float *x, int P, int M, int N)
+{
+    float *o = malloc((size_t)P * M * N * sizeof *o);
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) o[(p * N + j) * M + i] = x[(p * M + i) * N + j];
+    return o;
+}
+
+START_TEST(test_rows_forms_equal_attention)
+{
+    float *qkv = randn((size_t)RB * RT * 3 * RC, 71, 1.0);
+    /* q.k terms 0 and 2 are +2^60 and -2^60: the small terms between them
+     * survive only in the kernels' order of partial sums */
+    for (int r = 0; r < RB * RT; r++)
+        for (int h = 0; h < RNH; h++) {
+            float *row = qkv + (size_t)r * 3 * RC + h * RHS;
+            row[0] = 0x1p30f, row[2] = -0x1p30f, row[RC] = 0x1p30f, row[RC + 2] = 0x1p30f;
+        }
+    float *q = split_head(qkv, 0), *k = split_head(qkv, 1), *v = split_head(qkv, 2);
+    size_t F = (size_t)RP * RT * RT;
+    /* forward: scores, softmax (masked by -inf), values */
+    float *att = malloc(RP * RL * sizeof *att), *full = malloc(F * sizeof *full);
+    amp_attn_scores_forward(att, qkv, 1.0f, RB, RT, RC, RNH);
+    amp_bmm_f64(full, q, k, RP, RT, RT, RHS, 1);
+    same_lower("scores", full, att, 0);
+    float *prob = malloc(RP * RL * sizeof *prob), *pfull = malloc(F * sizeof *pfull);
+    float *masked = unpack(att, -INFINITY);
+    amp_attn_softmax_forward(prob, att, RB, RT, RNH);
+    amp_softmax_rows_forward(pfull, masked, (size_t)RP * RT, RT);
+    same_lower("softmax", pfull, prob, 1);
+    float *y = malloc((size_t)RB * RT * RC * sizeof *y), *yh = malloc((size_t)RP * RT * RHS * sizeof *yh);
+    amp_attn_values_forward(y, prob, qkv, RB, RT, RC, RNH);
+    amp_bmm_f64(yh, pfull, v, RP, RT, RHS, RT, 0);
+    same_heads("values", yh, y, 1, 0);
+    /* backward: values (dprob, dv), softmax, scores (dq, dk) */
+    float *dy = randn((size_t)RB * RT * RC, 72, 1.0), *dyh = malloc((size_t)RP * RT * RHS * sizeof *dyh);
+    for (int b = 0; b < RB; b++)
+        for (int h = 0; h < RNH; h++)
+            for (int t = 0; t < RT; t++)
+                for (int d = 0; d < RHS; d++)
+                    dyh[((b * RNH + h) * RT + t) * RHS + d] = dy[(b * RT + t) * RC + h * RHS + d];
+    float *dprob = calloc(RP * RL, sizeof *dprob), *dqkv = calloc((size_t)RB * RT * 3 * RC, sizeof *dqkv);
+    amp_attn_values_backward(dprob, dqkv, dy, prob, qkv, RB, RT, RC, RNH);
+    float *dpfull = malloc(F * sizeof *dpfull), *pT = transpose_last(pfull, RP, RT, RT);
+    float *dv = malloc((size_t)RP * RT * RHS * sizeof *dv);
+    amp_bmm_f64(dpfull, dyh, v, RP, RT, RT, RHS, 1);
+    amp_bmm_f64(dv, pT, dyh, RP, RT, RHS, RT, 0);
+    same_lower("dprob", dpfull, dprob, 0);
+    same_heads("dv", dv, dqkv, 3, 2);
+    float *datt = calloc(RP * RL, sizeof *datt), *dafull = calloc(F, sizeof *dafull);
+    amp_attn_softmax_backward(datt, dprob, prob, RB, RT, RNH);
+    amp_softmax_rows_backward(dafull, dpfull, pfull, (size_t)RP * RT, RT);
+    same_lower("dsoftmax", dafull, datt, 1);
+    amp_attn_scores_backward(dqkv, datt, qkv, 1.0f, RB, RT, RC, RNH);
+    float *dq = malloc((size_t)RP * RT * RHS * sizeof *dq), *dkT = malloc((size_t)RP * RHS * RT * sizeof *dkT);
+    float *qT = transpose_last(q, RP, RT, RHS);
+    amp_bmm_f64(dq, dafull, k, RP, RT, RHS, RT, 0);
+    amp_bmm_f64(dkT, qT, dafull, RP, RHS, RT, RT, 0);
+    float *dk = transpose_last(dkT, RP, RHS, RT);
+    same_heads("dq", dq, dqkv, 3, 0);
+    same_heads("dk", dk, dqkv, 3, 1);
+    float *bufs[] = { qkv, q, k, v, att, full, prob, pfull, masked, y, yh, dy, dyh, dprob, dqkv,
+                      dpfull, pT, dv, datt, dafull, dq, dkT, qT, dk };
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+}
+END_TEST
+
 static char g_tmpdir[256];
 
 static char *write_tmp(const char *name, const void *data, size_t len)
@@ -527,6 +650,7 @@ int main(void)
     tcase_add_test(tc, test_residual);
     tcase_add_test(tc, test_attention_forward_reference);
     tcase_add_test(tc, test_attention_gradients);
+    tcase_add_test(tc, test_rows_forms_equal_attention);
     suite_add_tcase(su, tc);
     TCase *td = tcase_create("data");
     tcase_add_unchecked_fixture(td, make_tmpdir, remove_tmpdir);

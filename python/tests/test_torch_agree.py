@@ -9,6 +9,7 @@ CPU GEMM does at these sizes); with PyTorch's own loss and bias-gradient arithme
 Default: 30 steps per policy. AMPSIM_TORCH_LONG=1: 200 steps."""
 import json
 import os
+import sys
 import unittest
 
 from support import ampsim, cli, tmpdir
@@ -19,6 +20,8 @@ try:
 
     import ampsim.torch as at
     from torch_models import MLP, MLP_INIT, batch_rows, load_digits, load_safetensors
+
+    sys.path.insert(0, os.path.join(os.path.dirname(MLP_INIT)))
 
     torch.set_num_threads(1)
     HAVE_TORCH = True
@@ -187,6 +190,69 @@ class TestAgreeWithC(unittest.TestCase):
         # every rounding stochastic: the same draws as the C emulator's registry
         pol = {"base": "fp16-pure", "rounding": "sr", "name": "fp16-pure-sr"}
         self.agree(pol, "none", exact_weights_at_0=False)
+
+
+GPT_STEPS = 40
+GPT_INIT = os.path.join(os.path.dirname(MLP_INIT), "gpt_tiny_init.safetensors") if HAVE_TORCH else None
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestGPTAgreeWithC(unittest.TestCase):
+    """tests/ref's nanoGPT (2 layers, 4 heads, width 32, context 16, batch 4;
+    functional attention, tanh GELU, lm_head tied to wte) under
+    emulate(kernels="ampsim") against ``ampsim train --model gpt --gemm blas``
+    on the same batches and initial weights, SGD lr 0.1."""
+
+    def run_both(self, policy, scaler, fp8=None):
+        import gpt_torch as g
+        d = tmpdir(self)
+        cli("train", "--model", "gpt", "--precision", policy, "--scaler", fp8 or scaler, "--gemm", "blas",
+            "--layers", g.L, "--heads", g.NH, "--dim", g.C, "--ctx", g.T, "--batch", g.B, "--steps", GPT_STEPS,
+            "--lr", 0.1, "--init", GPT_INIT, "--log-every", 1, "--hist-every", 10, "--out", os.path.join(d, "c"))
+        with open(g.DATA, "rb") as f:
+            text = f.read()
+        m = g.GPT()
+        sd = load_safetensors(GPT_INIT)
+        sd["lm_head.weight"] = sd["transformer.wte.weight"]
+        m.load_state_dict(sd)
+        sc = at.GradScaler(scaler)
+        with at.emulate(m, policy, out=os.path.join(d, "py"), log_every=1, hist_every=10, fp8=fp8,
+                        kernels="ampsim") as emu:
+            opt = emu.optimizer(torch.optim.SGD(m.parameters(), lr=0.1))
+            for s in range(GPT_STEPS):
+                x, y = g.batch(text, 0x7A1, 1, s)
+                loss = m(x, y)
+                opt.zero_grad()
+                sc.scale(loss).backward()
+                sc.step(opt)
+                sc.update()
+        return ampsim.read_run(os.path.join(d, "c")), ampsim.read_run(os.path.join(d, "py"))
+
+    def agree(self, policy, scaler, fp8=None):
+        c, p = self.run_both(policy, scaler, fp8)
+        cl, pl = list(c["metrics"]["loss"]), list(p["metrics"]["loss"])
+        self.assertEqual(len(pl), GPT_STEPS)
+        for s, (a, b) in enumerate(zip(cl, pl)):
+            self.assertLessEqual(abs(a - b), 1e-6, "step %d: loss %r (C) vs %r (torch)" % (s, a, b))
+        self.assertEqual(list(c["metrics"]["loss_scale"]), list(p["metrics"]["loss_scale"]))
+        cr, pr = rows(c), rows(p)
+        common = sorted(set(cr) & set(pr))
+        names = {k[1] for k in common}
+        # every GEMM's output, gradient and weight rows, and the tied head's share
+        for site in ("transformer.h.1.attn.c_attn", "transformer.h.0.mlp.c_proj", "lm_head"):
+            for r in (".out", ".out.grad", ".weight.grad"):
+                self.assertIn(site + r, names)
+        for k in common:
+            for col in COUNTS + ("amax", "amin_nonzero", "rel_err"):
+                self.assertEqual(float(cr[k][col]), float(pr[k][col]), "step %d %s: %s" % (k[0], k[1], col))
+        return c, p
+
+    def test_fp16_amp_torch_scaler(self):
+        c, _ = self.agree("fp16-amp", "torch")
+        self.assertEqual(float(c["metrics"]["loss_scale"][0]), 65536.0)
+
+    def test_bf16_amp(self):
+        self.agree("bf16-amp", "none")
 
 
 if __name__ == "__main__":

@@ -144,6 +144,13 @@ class emulate(_OpHandlers):
             if b.device.type != "cpu":
                 raise EmulationError("emulate: buffer %s is on %s: ampsim.torch emulates on the CPU" % (n, b.device))
         self._param_names = {id(p): n for n, p in self.model.named_parameters()}
+        # every module-local name of each parameter: a tied weight (lm_head.weight
+        # is transformer.wte.weight) has one per module that holds it
+        self._param_sites = {}
+        for mn, mod in self.model.named_modules():
+            for pn, p in mod._parameters.items():
+                if p is not None:
+                    self._param_sites.setdefault(id(p), set()).add(_join(mn, pn))
         self._params = list(self.model.parameters())
         self._install_hooks()
         self._mode = _Mode(self)

@@ -3,7 +3,7 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _ops
+from . import _kernels, _ops
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
@@ -143,7 +143,10 @@ class _OpHandlers:
             pv = getattr(t, _PVIEW, None)
             if isinstance(t, torch.nn.Parameter) or pv is not None:
                 p = t if pv is None else pv[0]
-                wnames[i] = self._param_names.get(id(p)) or _join(site, "bias" if kinds[i] == "bias" else "weight")
+                own = _join(site, "bias" if kinds[i] == "bias" else "weight")
+                # a tied weight's share is named after the GEMM that uses it, as in the C GPT
+                tied = own in self._param_sites.get(id(p), ()) and own != self._param_names.get(id(p))
+                wnames[i] = own if tied else self._param_names.get(id(p)) or own
                 if pv is None:
                     ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
                 else:
@@ -153,8 +156,14 @@ class _OpHandlers:
             elif kinds[i] == "bias":
                 kinds[i] = "act"
         self._register_site(site, ts, kinds)
+        form = None
+        if self.kernels == "ampsim" and name in ("matmul", "bmm") and not kwargs and len(args) == 2 \
+                and kinds == ["act", "act"]:
+            form = _kernels.matmul_form(ts[0], ts[1])
 
         def call(*xs):
+            if form is not None:
+                return _kernels.matmul(xs[0], xs[1], form)
             a2, kw2 = list(args), dict(kwargs)
             for (c, k), x in zip(slots, xs):
                 if c == "a":
@@ -199,10 +208,11 @@ class _OpHandlers:
             if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
                 raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
-        if name == "cross_entropy" and self.kernels == "ampsim" and _plain_xent(args, kwargs):
+        out = None
+        if self.kernels == "ampsim":
             with self._quiet():
-                out = _XentFn.apply(args[0], args[1])
-        else:
+                out = self._ampsim_kernel(name, args, kwargs)
+        if out is None:
             out = func(*args, **kwargs)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
             return out
@@ -229,6 +239,19 @@ class _OpHandlers:
         if fmt != "fp32":
             setattr(y, _FMT, fmt)
         return y
+
+    def _ampsim_kernel(self, name, args, kwargs):
+        """The C emulator's kernel for this call (kernels="ampsim"), or None
+        when the call has a form it does not cover."""
+        if name == "cross_entropy":
+            return _XentFn.apply(args[0], args[1]) if _plain_xent(args, kwargs) else None
+        if name == "layer_norm":
+            return _kernels.layer_norm(args, kwargs, self.policy.json.get("kernels") == "torch_cpu")
+        if name == "gelu" and self.policy.json.get("kernels") != "torch_cpu":
+            return _kernels.gelu(args, kwargs)
+        if name == "softmax":
+            return _kernels.softmax(args, kwargs)
+        return None
 
     def _other(self, func, args, kwargs, out):
         """A function passed through: listed once when it took a low-precision
