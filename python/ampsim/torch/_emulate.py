@@ -67,10 +67,11 @@ class emulate(_OpHandlers):
         Extra keys for config.json.
     kernels : str
         "torch" (default): the FP32 arithmetic of the ops is PyTorch's own.
-        "ampsim": the softmax cross-entropy (log-sum-exp and mean in double)
-        and a linear layer's bias gradient (sum over rows in double) are
-        formed as the C emulator forms them, so that a model written like
-        ampsim's own gives ``ampsim train``'s bits.
+        "ampsim": the C emulator's kernels wherever a call has a form they
+        cover: the softmax cross-entropy, a linear layer's bias gradient,
+        layer norm over the last axis, tanh GELU, softmax over the last axis
+        and products of two activations (attention), so that a model written
+        like ampsim's own gives ``ampsim train``'s bits (docs/torch.md).
 
     Inside ``with emulate(...) as emu:`` every forward and backward of the model
     runs as the policy says. ``emu.step(loss=..., lr=...)`` ends a training
