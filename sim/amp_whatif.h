@@ -111,6 +111,11 @@ AMP_API amp_status amp_whatif_step_reg(amp_whatif *w, const amp_tensors *r, int6
  * mode; saturation follows the caller's flags. */
 AMP_API void amp_whatif_set_format(amp_whatif *w, const amp_format *f);
 
+/* sizeof of a public struct of this header by name ("amp_whatif_grad",
+ * "amp_whatif_row"), 0 for any other name: for foreign-function bindings to
+ * check their struct mirrors. */
+AMP_API size_t amp_whatif_abi_size(const char *type);
+
 /* Writes AMP_WHATIF_HEADER. */
 AMP_API amp_status amp_whatif_write_header(FILE *out);
 /* amp_whatif_create + DIR/whatif.csv opened under a temporary name (sim/io.c),

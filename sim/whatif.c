@@ -284,3 +284,10 @@ amp_status amp_whatif_close(amp_whatif *w)
     amp_whatif_free(w);
     return s;
 }
+
+size_t amp_whatif_abi_size(const char *type)
+{
+    if (type && !strcmp(type, "amp_whatif_grad")) return sizeof(amp_whatif_grad);
+    if (type && !strcmp(type, "amp_whatif_row")) return sizeof(amp_whatif_row);
+    return 0;
+}

@@ -156,6 +156,12 @@ class AmpFp8Info(ctypes.Structure):
                 ("scale_next", c_float), ("n_blocks", c_size_t), ("kept", c_int)]
 
 
+class AmpWhatifGrad(ctypes.Structure):
+    """Mirror of ``amp_whatif_grad`` (sim/amp_whatif.h)."""
+    _fields_ = [("name", c_char_p), ("g", c_void_p), ("n", c_size_t), ("fmt", POINTER(AmpFormat)),
+                ("ro", AmpRoundOpts)]
+
+
 class AmpTensorView(ctypes.Structure):
     """Mirror of ``amp_tensor_view`` (analysis/amp_tensorio.h)."""
     _fields_ = [("name", ctypes.c_char * 256), ("dtype", c_int), ("ndim", c_int),
@@ -232,6 +238,14 @@ _fn("amp_fp8_load", c_int, P(AmpFp8Scaler), c_void_p, c_size_t)
 _fn("amp_fp8_observe_amax", c_int, P(AmpFp8Scaler), c_size_t, P(AmpFormat), c_float, P(c_float), P(c_float))
 # analysis
 _fn("amp_analyze_abi_size", c_size_t, c_char_p)
+# what-if shadows
+_fn("amp_whatif_abi_size", c_size_t, c_char_p)
+_fn("amp_whatif_create", c_int, P(c_void_p), c_char_p)
+_fn("amp_whatif_open", c_int, P(c_void_p), c_char_p, c_char_p)
+_fn("amp_whatif_set_format", None, c_void_p, P(AmpFormat))
+_fn("amp_whatif_step", c_int, c_void_p, ctypes.c_int64, P(AmpWhatifGrad), c_size_t, c_int, c_void_p)
+_fn("amp_whatif_close", c_int, c_void_p)
+_fn("amp_whatif_free", None, c_void_p)
 _fn("amp_analyze_defaults", None, c_void_p)
 _fn("amp_analyze_parse_formats", c_int, c_char_p, c_void_p)
 _fn("amp_analyze_parse_scales", c_int, c_char_p, c_void_p)
@@ -262,7 +276,8 @@ def _check_abi():
                ("amp_scaler_abi_size", AmpScalerObs, "amp_scaler_obs"),
                ("amp_scaler_abi_size", AmpFp8Scaler, "amp_fp8_scaler"),
                ("amp_scaler_abi_size", AmpFp8Info, "amp_fp8_info"),
-               ("amp_analyze_abi_size", AmpTensorView, "amp_tensor_view")]
+               ("amp_analyze_abi_size", AmpTensorView, "amp_tensor_view"),
+               ("amp_whatif_abi_size", AmpWhatifGrad, "amp_whatif_grad")]
     for fn, cls, cname in mirrors:
         want = getattr(lib, fn)(cname.encode())
         if want != ctypes.sizeof(cls):

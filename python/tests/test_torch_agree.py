@@ -50,7 +50,7 @@ def rows(run):
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestAgreeWithC(unittest.TestCase):
-    def train_c(self, d, policy, scaler, steps=None):
+    def train_c(self, d, policy, scaler, steps=None, extra=()):
         # --gemm blas: the C emulator sums its FP32 GEMMs in OpenBLAS's order,
         # which PyTorch's CPU GEMM shares at these sizes (the default,
         # reproducible order differs from it in the last bit)
@@ -63,16 +63,16 @@ class TestAgreeWithC(unittest.TestCase):
             args += ["--policy", path]
         else:
             args += ["--precision", policy]
-        cli(*args)
+        cli(*args, *extra)
         return ampsim.read_run(os.path.join(d, "c"))
 
-    def train_torch(self, d, policy, scaler, fp8):
+    def train_torch(self, d, policy, scaler, fp8, **kw):
         x, y = digits()
         m = MLP()
         m.load_state_dict(load_safetensors(MLP_INIT))
         sc = at.GradScaler(scaler)
         out = os.path.join(d, "py")
-        with at.emulate(m, policy, out=out, log_every=1, hist_every=5, fp8=fp8, kernels="ampsim") as emu:
+        with at.emulate(m, policy, out=out, log_every=1, hist_every=5, fp8=fp8, kernels="ampsim", **kw) as emu:
             opt = emu.optimizer(torch.optim.SGD(m.parameters(), lr=0.1))
             for s in range(STEPS):
                 i = batch_rows(s, 32, x.shape[0])
@@ -170,6 +170,30 @@ class TestAgreeWithC(unittest.TestCase):
 
     def test_bf16_amp(self):
         self.agree("bf16-amp", "none")
+
+    def test_what_if(self):
+        """emulate(what_if=...) writes ampsim train --what-if's whatif.csv bytes:
+        every loss scaler as a shadow, on an fp16-amp run and, rounding into
+        fp16, on an fp32 run."""
+        for policy, scaler, fmt in (("fp16-amp", "torch", None), ("fp32", "none", "fp16")):
+            with self.subTest(policy=policy):
+                d = tmpdir(self)
+                extra = ["--what-if"] + (["--what-if-format", fmt] if fmt else [])
+                self.train_c(d, policy, scaler, extra=extra)
+                self.train_torch(d, policy, scaler, None, what_if=True, what_if_format=fmt)
+                with open(os.path.join(d, "c", "whatif.csv")) as a, open(os.path.join(d, "py", "whatif.csv")) as b:
+                    c, p = a.read(), b.read()
+                self.assertEqual(p, c)
+                self.assertEqual(len(c.splitlines()), 1 + 9 * STEPS)
+
+    def test_what_if_arguments(self):
+        m = MLP()
+        with self.assertRaisesRegex(ValueError, "out=DIR"):
+            at.emulate(m, "fp16-amp", what_if=True)
+        with self.assertRaisesRegex(ValueError, "bogus"):
+            at.emulate(m, "fp16-amp", out=tmpdir(self), what_if="torch;bogus")
+        with self.assertRaises(TypeError):
+            at.emulate(m, "fp16-amp", out=tmpdir(self), what_if=3)
 
     def test_fp8_hybrid_delayed(self):
         c, _ = self.agree("fp8-hybrid", "none", c_scaler="delayed", fp8="delayed")

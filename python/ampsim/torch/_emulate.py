@@ -25,6 +25,7 @@ and a count within that call (``relu1``, ``h.0.attn.matmul2``); tensors are
 import torch
 
 from . import _rt
+from . import _whatif
 from ._functions import _CastFn
 from ._handlers import _FMT, _Frame, _Mode, _OpHandlers, _fmt_of, _join
 from ._policy import Policy
@@ -58,6 +59,16 @@ class emulate(_OpHandlers):
         Steps whose tensors (resp. histograms) are logged (0: never).
     fp8 : str, optional
         FP8 scaling strategy for policies with fp8_scaling (default delayed).
+    what_if : bool, str or list of str, optional
+        Shadow loss scalers (``ampsim train --what-if``): True for every loss
+        scaler, or SPECs ("torch;apex" or ["torch", "static:1024"]). Each
+        step they rescale the unscaled weight gradients by their own scale,
+        round them into the gradient format and follow their own rule;
+        whatif.csv in ``out`` (required) gets a row per shadow on logged
+        steps. The run itself is unchanged.
+    what_if_format : str, optional
+        The format the shadows round into (default: the policy's weight
+        gradient format), e.g. "fp16" on an fp32 run.
     scaler : GradScaler, optional
         Logged (loss_scale, skipped); its update() ends the step. A GradScaler
         used inside the context is attached on its first call anyway.
@@ -81,7 +92,7 @@ class emulate(_OpHandlers):
     """
 
     def __init__(self, model, policy="fp32", *, out=None, log_every=10, hist_every=50, fp8=None,
-                 what_if=None, scaler=None, seed=1, config=None, kernels="torch"):
+                 what_if=None, what_if_format=None, scaler=None, seed=1, config=None, kernels="torch"):
         if not isinstance(model, torch.nn.Module):
             raise TypeError("emulate: model must be a torch.nn.Module, not %s" % type(model).__name__)
         if kernels not in ("torch", "ampsim"):
@@ -94,8 +105,14 @@ class emulate(_OpHandlers):
             raise EmulationError("emulate: policy %s accumulates GEMMs in %s: ampsim.torch emulates FP32 "
                                  "accumulation only (use ampsim train for narrow accumulators)"
                                  % (pol.name, pol.accumulator))
-        if what_if is not None:
-            raise EmulationError("emulate: what_if is not supported by ampsim.torch (use ampsim train --what-if)")
+        self._whatif = None
+        specs = _whatif.specs_of(what_if)
+        if specs is not None:
+            if out is None:
+                raise ValueError("emulate: what_if writes whatif.csv into the run directory: give out=DIR")
+            if what_if_format is not None:
+                _rt.fmt_struct(what_if_format)
+            self._whatif = _whatif.WhatIf(specs, what_if_format)
         self.out, self.log_every, self.hist_every = out, int(log_every), int(hist_every)
         self.seed = int(seed)
         self.scaler = None
@@ -181,8 +198,11 @@ class emulate(_OpHandlers):
             self._optimizers = []
         if et is None:
             self.close()
-        elif self._log is not None:
-            self._log.abort()
+        else:
+            if self._whatif is not None:
+                self._whatif.abort()
+            if self._log is not None:
+                self._log.abort()
             self._log = None
         return False
 
@@ -447,6 +467,8 @@ class emulate(_OpHandlers):
                     self._log.event(s, ev, tn, det)
             for ev, tn, det in self._pending_events:
                 self._log.event(s, ev, tn, det)
+            if self._whatif is not None:
+                self._whatif.step(self, self._do_t)
         if self._nf is not None and self._nf_first is None:
             self._nf_first = (s,) + self._nf
         self.step_index += 1
@@ -502,7 +524,11 @@ class emulate(_OpHandlers):
         if self.policy.fp8_scaling:
             cfg["fp8_scaler"] = self._fp8_spec or "delayed"
         cfg.update(self._config)
+        if self._whatif is not None:
+            cfg["what_if"] = self._whatif.specs or "default"
         self._log = open_runlog(self.out, cfg)
+        if self._whatif is not None:
+            self._whatif.open(self.out)
 
     def close(self):
         """Finish the run directory (summary.json); called on exit."""
@@ -524,5 +550,7 @@ class emulate(_OpHandlers):
                    "divergence_from_reference": None, "stopped": False,
                    "first_nonfinite": None if self._nf_first is None else
                    {"step": self._nf_first[0], "phase": self._nf_first[2], "tensor": self._nf_first[1]}}
+        if self._whatif is not None:
+            self._whatif.close()
         self._log.close(**summary)
         self._log = None
