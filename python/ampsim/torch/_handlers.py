@@ -5,6 +5,7 @@ from torch.overrides import TorchFunctionMode
 
 from . import _kernels, _ops
 from ._functions import _GemmFn, _RoundFn, _XentFn
+from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
@@ -209,7 +210,7 @@ class _OpHandlers:
                 raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
         out = None
-        if self.kernels == "ampsim":
+        if self.kernels == "ampsim" or name == "gelu":
             with self._quiet():
                 out = self._ampsim_kernel(name, args, kwargs)
         if out is None:
@@ -242,13 +243,20 @@ class _OpHandlers:
 
     def _ampsim_kernel(self, name, args, kwargs):
         """The C emulator's kernel for this call (kernels="ampsim"), or None
-        when the call has a form it does not cover."""
+        when the call has a form it does not cover. Under a torch_cpu policy
+        GELU on a 16-bit tensor runs in that format's arithmetic whatever the
+        kernels: that is PyTorch's own CPU kernel on such a tensor."""
+        if name == "gelu":
+            x = args[0] if args else kwargs.get("input")
+            f = _fmt_of(x) if isinstance(x, torch.Tensor) else "fp32"
+            per_op = self.policy.json.get("kernels") == "torch_cpu" and f != "fp32" and _rt.fmt_struct(f).bits < 32
+            if not per_op and self.kernels != "ampsim":
+                return None
+            return _kernels.gelu(args, kwargs, f if per_op else None, self.policy.act_grad)
         if name == "cross_entropy":
             return _XentFn.apply(args[0], args[1]) if _plain_xent(args, kwargs) else None
         if name == "layer_norm":
             return _kernels.layer_norm(args, kwargs, self.policy.json.get("kernels") == "torch_cpu")
-        if name == "gelu" and self.policy.json.get("kernels") != "torch_cpu":
-            return _kernels.gelu(args, kwargs)
         if name == "softmax":
             return _kernels.softmax(args, kwargs)
         return None

@@ -10,6 +10,7 @@ import ctypes
 import torch
 
 from .. import _lib
+from . import _rt
 
 _VP, _SZ, _D = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_double
 for _name, _args in (
@@ -18,6 +19,8 @@ for _name, _args in (
         ("amp_layernorm_backward", [_VP] * 8 + [_SZ, _SZ]),
         ("amp_gelu_forward", [_VP, _VP, _SZ]),
         ("amp_gelu_backward", [_VP, _VP, _VP, _SZ]),
+        ("amp_gelu_forward_fmt", [_VP, _VP, _SZ, _VP]),
+        ("amp_gelu_backward_fmt", [_VP, _VP, _VP, _SZ, _VP]),
         ("amp_softmax_rows_forward", [_VP, _VP, _SZ, _SZ]),
         ("amp_softmax_rows_backward", [_VP, _VP, _VP, _SZ, _SZ]),
         ("amp_bmm_f64", [_VP, _VP, _VP, _SZ, _SZ, _SZ, _SZ, ctypes.c_int])):
@@ -75,6 +78,33 @@ class _GeluFn(torch.autograd.Function):
         dx = torch.zeros_like(x)
         _L.amp_gelu_backward(_p(dx), _p(x), _p(g), x.numel())
         return dx
+
+
+class _GeluFmtFn(torch.autograd.Function):
+    """GELU on values of a 16-bit format in that format's arithmetic, one
+    rounded operation after another (PyTorch's CPU bf16 kernels; the C
+    emulator's torch_cpu policies). The backward does the same in the
+    gradient's format when it equals the input's."""
+
+    @staticmethod
+    def forward(ctx, x, fmt, gfmt):
+        x = _dense(x)
+        out = torch.empty_like(x)
+        _L.amp_gelu_forward_fmt(_p(out), _p(x), x.numel(), ctypes.addressof(_rt.fmt_struct(fmt)._f))
+        ctx.save_for_backward(x)
+        ctx.fmt, ctx.gfmt = fmt, gfmt
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        g = _dense(g)
+        dx = torch.zeros_like(x)
+        if ctx.gfmt == ctx.fmt:
+            _L.amp_gelu_backward_fmt(_p(dx), _p(x), _p(g), x.numel(), ctypes.addressof(_rt.fmt_struct(ctx.fmt)._f))
+        else:
+            _L.amp_gelu_backward(_p(dx), _p(x), _p(g), x.numel())
+        return dx, None, None
 
 
 class _SoftmaxFn(torch.autograd.Function):
@@ -154,13 +184,15 @@ def layer_norm(args, kwargs, torch_cpu):
     return _LayerNormFn.apply(x, w, b, a.get("eps", 1e-5), torch_cpu)
 
 
-def gelu(args, kwargs):
-    """F.gelu(x, approximate="tanh"), else None."""
+def gelu(args, kwargs, fmt=None, gfmt=None):
+    """F.gelu(x, approximate="tanh"), else None. fmt: the input's 16-bit
+    format when the policy computes GELU in it (torch_cpu), gfmt the
+    gradient's."""
     x = args[0] if args else kwargs.get("input")
     approx = args[1] if len(args) > 1 else kwargs.get("approximate", "none")
     if approx != "tanh" or not _f32_cpu(x):
         return None
-    return _GeluFn.apply(x)
+    return _GeluFmtFn.apply(x, fmt, gfmt) if fmt else _GeluFn.apply(x)
 
 
 def softmax(args, kwargs):
