@@ -278,6 +278,17 @@ class TestGPTAgreeWithC(unittest.TestCase):
     def test_bf16_amp(self):
         self.agree("bf16-amp", "none")
 
+    def test_bf16_amp_cpu(self):
+        """PyTorch's CPU autocast rules: GELU and softmax in bf16, a Python
+        scalar rounded to bf16 before it multiplies a bf16 tensor."""
+        self.agree("bf16-amp-cpu", "none")
+
+    def test_fp8_hybrid_delayed(self):
+        """FP8 GEMMs with delayed scaling; attention's products of activations
+        stay in the activation formats."""
+        c, _ = self.agree("fp8-hybrid", "none", fp8="delayed")
+        self.assertIn("transformer.h.0.attn.c_attn.out.grad.input", set(c["tensors"]["tensor"]))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -325,23 +325,28 @@ class emulate(_OpHandlers):
             self._fp8 = _fp8.Fp8State(self._fp8_spec or "delayed", self.policy)
         return self._fp8.quantize(x, fmt, self._tid(name), role, due)
 
-    def _operand(self, t, site, i):
-        """An activation operand of a GEMM in the forward operand format."""
+    def _operand(self, t, site, i, act_only=False):
+        """An activation operand of a GEMM in the forward operand format (in
+        the activation format for a product of activations under FP8 scaling)."""
         pol = self.policy
         if t.dtype != torch.float32:
             raise EmulationError("ampsim.torch: operand %d of %s is %s: emulate runs float32 tensors" % (i, site, t.dtype))
+        fp8 = pol.fp8_scaling and not act_only
+        fmt = pol.act if pol.fp8_scaling and act_only else pol.fwd_in
         root = id(t) in self._root_inputs
         # the model input is always a tensor of the run ("input"), as in the C models
         if not (root and self._stats_due()):
-            if _fmt_of(t) == pol.fwd_in and not pol.fp8_scaling:
+            if _fmt_of(t) == fmt and not fp8:
                 return t
-            if pol.fwd_in == "fp32" and not self._stats_due():
+            if fmt == "fp32" and not self._stats_due():
                 return t
         if root:
             name = "input"
         else:
             name = site + (".input" if i == 0 else ".input%d" % (i + 1))
-        return self._round(t, pol.fwd_in, name, "act", saturate=pol.saturate, fp8_role="act")
+        if not fp8 and fmt != pol.fwd_in:
+            return self._round(t, fmt, name, "act")
+        return self._round(t, fmt, name, "act", saturate=pol.saturate, fp8_role="act")
 
     def _cast_weight(self, p, site, is_bias):
         """The per-step cast of a parameter into the weight (or bias) format."""

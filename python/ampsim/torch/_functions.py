@@ -54,7 +54,7 @@ class _GemmFn(torch.autograd.Function):
             ops = []
             for i, (t, k) in enumerate(zip(ts, kinds)):
                 if k == "act":
-                    c = emu._operand(t, site, i)
+                    c = emu._operand(t, site, i, call.act_only)
                     pre.append(c is not t and _fmt_of(t) == "fp32")
                     t = c
                 else:
@@ -65,6 +65,7 @@ class _GemmFn(torch.autograd.Function):
                 ops.append(leaf)
             out = call(*ops)
         ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
+        ctx.fp8 = pol.fp8_scaling and not call.act_only
         ctx.out, ctx.leaves = out, leaves
         return emu._round(out, pol.act, site + ".out", "act")
 
@@ -73,7 +74,8 @@ class _GemmFn(torch.autograd.Function):
         emu, pol, site = ctx.emu, ctx.emu.policy, ctx.site
         with emu._quiet():
             g = emu._round(gy, pol.act_grad, site + ".out.grad", "act_grad")
-            if pol.bwd_in != pol.act_grad or pol.fp8_scaling:
+            # (a product of activations under FP8 scaling keeps act_grad operands)
+            if ctx.fp8 or pol.bwd_in != pol.act_grad and not pol.fp8_scaling:
                 g = emu._round(g, pol.bwd_in, site + ".out.grad.input", "act_grad",
                                saturate=pol.saturate, fp8_role="grad")
             need = [i for i, l in enumerate(ctx.leaves) if l.requires_grad]

@@ -66,6 +66,31 @@ def _plain_xent(args, kwargs):
     return bool(((y >= 0) & (y < z.shape[1]) & (y != ign)).all())
 
 
+# binary ops whose Python-number operand PyTorch's CPU kernels round into a
+# 16-bit tensor's dtype before the float32 arithmetic
+_SCALAR_OPS = {"add", "sub", "mul", "div"}
+_SCALAR_CACHE = {}
+
+
+def _cpu_scalars(args):
+    """args with each Python number rounded into the format of the 16-bit
+    tensor beside it (torch_cpu policies: x_bf16 * 0.3535534 multiplies by
+    0.353515625)."""
+    fmt = next((_fmt_of(a) for a in args if isinstance(a, torch.Tensor)), "fp32")
+    if fmt == "fp32" or _rt.fmt_struct(fmt).bits >= 32:
+        return args
+    out = []
+    for a in args:
+        if isinstance(a, (int, float)) and not isinstance(a, bool):
+            key = (fmt, a)
+            r = _SCALAR_CACHE.get(key)
+            if r is None:
+                r = _SCALAR_CACHE[key] = float(_rt.round_t(torch.tensor([float(a)]), fmt)[0][0])
+            a = r
+        out.append(a)
+    return tuple(out)
+
+
 def _tensors_in(args, kwargs):
     for a in args:
         if isinstance(a, torch.Tensor):
@@ -179,6 +204,9 @@ class _OpHandlers:
             return func(*a2, **kw2)
         call.op = name
         call.wnames = wnames
+        # a product of activations only (attention) stays in the activation
+        # formats under FP8 scaling, as in Transformer Engine's recipes
+        call.act_only = all(k == "act" for k in kinds)
 
         y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
         setattr(y, _FMT, pol.act)
@@ -191,11 +219,12 @@ class _OpHandlers:
         for t, k in zip(ts, kinds):
             if k == "act" and id(t) in self._root_inputs:
                 self._tid("input")
-        if pol.fwd_in != pol.act or pol.fp8_scaling:
+        fp8 = pol.fp8_scaling and "act" not in kinds or any(k != "act" for k in kinds)
+        if pol.fwd_in != pol.act or pol.fp8_scaling and fp8:
             self._tid(site + ".input")
         self._tid(site + ".out")
         self._tid(site + ".out.grad")
-        if pol.bwd_in != pol.act_grad or pol.fp8_scaling:
+        if pol.bwd_in != pol.act_grad or pol.fp8_scaling and fp8:
             self._tid(site + ".out.grad.input")
 
     def _pointwise(self, func, kind, name, args, kwargs):
@@ -204,6 +233,8 @@ class _OpHandlers:
             kwargs = dict(kwargs, inplace=False)
         if name == "dropout" and len(args) >= 4 and args[3]:
             args = tuple(args[:3]) + (False,) + tuple(args[4:])
+        if name in _SCALAR_OPS and self.policy.json.get("kernels") == "torch_cpu":
+            args = _cpu_scalars(args)
         ins = [t for t in _tensors_in(args, kwargs) if t.is_floating_point()]
         for t in ins:
             if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
@@ -258,7 +289,9 @@ class _OpHandlers:
         if name == "layer_norm":
             return _kernels.layer_norm(args, kwargs, self.policy.json.get("kernels") == "torch_cpu")
         if name == "softmax":
-            return _kernels.softmax(args, kwargs)
+            x = args[0] if args else kwargs.get("input")
+            fmt = "fp32" if "softmax" in self.policy.fp32_ops or not isinstance(x, torch.Tensor) else _fmt_of(x)
+            return _kernels.softmax(args, kwargs, fmt)
         return None
 
     def _other(self, func, args, kwargs, out):

@@ -108,13 +108,16 @@ class _GeluFmtFn(torch.autograd.Function):
 
 
 class _SoftmaxFn(torch.autograd.Function):
+    """Softmax over the last axis; the backward reads the output as the
+    model keeps it (rounded into fmt when the op's output is low-precision)."""
+
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, fmt):
         x = _dense(x)
         n = x.shape[-1] if x.dim() else 1
         out = torch.empty_like(x)
         _L.amp_softmax_rows_forward(_p(out), _p(x), x.numel() // n if n else 0, n)
-        ctx.save_for_backward(out)
+        ctx.save_for_backward(out if fmt == "fp32" else _rt.round_t(out, fmt)[0])
         return out
 
     @staticmethod
@@ -124,7 +127,7 @@ class _SoftmaxFn(torch.autograd.Function):
         n = p.shape[-1] if p.dim() else 1
         dx = torch.zeros_like(p)
         _L.amp_softmax_rows_backward(_p(dx), _p(g), _p(p), p.numel() // n if n else 0, n)
-        return dx
+        return dx, None
 
 
 def _bmm(a, b, b_rows):
@@ -195,15 +198,16 @@ def gelu(args, kwargs, fmt=None, gfmt=None):
     return _GeluFmtFn.apply(x, fmt, gfmt) if fmt else _GeluFn.apply(x)
 
 
-def softmax(args, kwargs):
-    """softmax over the last axis of a float32 tensor, else None."""
+def softmax(args, kwargs, fmt="fp32"):
+    """softmax over the last axis of a float32 tensor, else None. fmt: the
+    format its output is rounded into."""
     x = args[0] if args else kwargs.get("input")
     dim = args[1] if len(args) > 1 else kwargs.get("dim")
     if kwargs.get("dtype") is not None or len(args) > 3 or not _f32_cpu(x) or x.dim() == 0:
         return None
     if dim is None or dim not in (-1, x.dim() - 1):
         return None
-    return _SoftmaxFn.apply(x)
+    return _SoftmaxFn.apply(x, fmt)
 
 
 def matmul_form(a, b):
