@@ -146,6 +146,26 @@ class TestCpuAutocast(unittest.TestCase):
         # the comparison can fail: FP32 training is far from autocast's
         self.assertGreater(max(abs(a - b) for a, b in zip(ref, plain)), 1e-3)
 
+    def test_bf16_amp_cpu_python_scalars(self):
+        """Under bf16-amp-cpu, x * c, x / c, x + c, x - c on a bf16 activation
+        give the bits of PyTorch's CPU kernels on a bfloat16 tensor (c rounded
+        to bf16 first); fp16-amp keeps c in float32, as CUDA's kernels do."""
+        lin = nn.Linear(16, 64)
+        torch.manual_seed(0)
+        x = torch.randn(32, 16) * 3
+        for c in (0.35355339059327373, 0.1, 3.7):
+            for op in ("mul", "div", "add", "sub"):
+                with at.emulate(lin, "bf16-amp-cpu"):
+                    h = lin(x)
+                    y = getattr(h, op)(c)
+                ref = getattr(h.detach().bfloat16(), op)(c).float()
+                self.assertTrue(torch.equal(y.detach(), ref), "%s %r" % (op, c))
+                with at.emulate(lin, "fp16-amp"):
+                    h = lin(x)
+                    y = getattr(h, op)(c)
+                ref = getattr(h.detach(), op)(c).half().float()
+                self.assertTrue(torch.equal(y.detach(), ref), "fp16-amp %s %r" % (op, c))
+
     def test_bf16_amp_cpu_gelu_is_torch_bf16_gelu(self):
         """Under bf16-amp-cpu, GELU (tanh) of a bf16 activation gives the bits of
         PyTorch's CPU GELU on a bfloat16 tensor, forward and backward, with
