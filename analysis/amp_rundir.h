@@ -76,6 +76,26 @@ typedef struct amp_run_events {
 AMP_API amp_status amp_run_read_events(const char *dir, amp_run_events *e);
 AMP_API void amp_run_events_free(amp_run_events *e);
 
+/* whatif.csv (optional; amp_run_has_whatif): rows of shadow loss scalers
+ * (amp_whatif.h). step >= 0, never decreasing; scaler a non-empty SPEC;
+ * scale >= 0 and not NaN; skipped 0 or 1; 0 <= flushed + overflow <= n. */
+typedef struct amp_run_whatif_row {
+    long step;
+    const char *scaler;
+    double scale;
+    int skipped;
+    long flushed, overflow, n;
+} amp_run_whatif_row;
+typedef struct amp_run_whatif {
+    char path[4200];
+    size_t n;
+    amp_run_whatif_row *row;
+    amp_csv csv;
+} amp_run_whatif;
+AMP_API int amp_run_has_whatif(const char *dir);
+AMP_API amp_status amp_run_read_whatif(const char *dir, amp_run_whatif *w);
+AMP_API void amp_run_whatif_free(amp_run_whatif *w);
+
 /* config.json (required) and summary.json (optional: *text NULL when the run
  * did not finish) as text, checked to be JSON; errors name file and line. */
 AMP_API amp_status amp_run_read_config(const char *dir, char **text);

@@ -203,6 +203,61 @@ out:
     return st;
 }
 
+/* ---- whatif.csv ----------------------------------------------------------- */
+void amp_run_whatif_free(amp_run_whatif *w)
+{
+    free(w->row);
+    amp_csv_free(&w->csv);
+    memset(w, 0, sizeof *w);
+}
+
+static amp_status whatif_row(const amp_csv *c, const char *p, size_t i, const int *k, long prev,
+                             amp_run_whatif_row *r)
+{
+    long v[3], sk;
+    amp_status st;
+    if ((st = amp_csv_long(c, i, k[0], 0, STEP_MAX, &r->step))) return st;
+    if (r->step < prev) return amp_fail(AMP_EFORMAT, "%s:%zu: step %ld after step %ld", p, c->line[i], r->step, prev);
+    r->scaler = amp_csv_get(c, i, k[1]);
+    if (!*r->scaler) return amp_fail(AMP_EFORMAT, "%s:%zu: empty scaler", p, c->line[i]);
+    if ((st = amp_csv_num(c, i, k[2], &r->scale))) return st;
+    if (!(r->scale >= 0)) return amp_fail(AMP_EFORMAT, "%s:%zu: scale %g", p, c->line[i], r->scale);
+    if ((st = amp_csv_long(c, i, k[3], 0, 1, &sk))) return st;
+    for (int q = 0; q < 3; q++)
+        if ((st = amp_csv_long(c, i, k[4 + q], 0, COUNT_MAX, &v[q]))) return st;
+    if (v[0] + v[1] > v[2])
+        return amp_fail(AMP_EFORMAT, "%s:%zu: flushed + overflow > n=%ld", p, c->line[i], v[2]);
+    r->skipped = (int)sk;
+    r->flushed = v[0]; r->overflow = v[1]; r->n = v[2];
+    return AMP_OK;
+}
+
+int amp_run_has_whatif(const char *dir)
+{
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, AMP_RUN_WHATIF);
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+amp_status amp_run_read_whatif(const char *dir, amp_run_whatif *w)
+{
+    static const char *const need[] = { "step", "scaler", "scale", "skipped", "flushed", "overflow", "n" };
+    int k[7];
+    memset(w, 0, sizeof *w);
+    amp_status st = open_csv(dir, AMP_RUN_WHATIF, &w->csv, w->path, sizeof w->path);
+    if (st) return st;
+    if ((st = amp_csv_require(&w->csv, need, 7, k))) goto out;
+    w->row = calloc(w->csv.nrows ? w->csv.nrows : 1, sizeof *w->row);
+    if (!w->row) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", w->path); goto out; }
+    for (size_t i = 0; i < w->csv.nrows && !st; i++)
+        st = whatif_row(&w->csv, w->path, i, k, i ? w->row[i - 1].step : 0, &w->row[i]);
+    w->n = w->csv.nrows;
+out:
+    if (st) amp_run_whatif_free(w);
+    return st;
+}
+
 /* ---- config.json, summary.json --------------------------------------------- */
 static amp_status read_json(const char *path, char **text)
 {

@@ -82,6 +82,7 @@ static void run_free(rp_run *r)
     free(r->t);
     free(r->lstep);
     amp_run_events_free(&r->ev);
+    amp_run_whatif_free(&r->wi);
     memset(r, 0, sizeof *r);
 }
 
@@ -239,6 +240,10 @@ static amp_status load_run(rp_run *r, const char *dir, const char *label)
     scan_scales(r);
     if ((st = load_tensors(r))) return st;
     if ((st = load_hist(r))) return st;
+    if (amp_run_has_whatif(dir)) {
+        if ((st = amp_run_read_whatif(dir, &r->wi))) return st;
+        r->has_wi = 1;
+    }
     return amp_run_read_events(dir, &r->ev);
 }
 
@@ -479,6 +484,7 @@ static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
         for (size_t s = 0; s < r->m.n; s++) skipped += r->m.skipped[s];
         fprintf(fp, "</td><td>%zu</td><td>%.6g</td><td>%ld</td><td>%.6g</td></tr></table>\n",
                 r->m.n, r->m.loss[r->m.n - 1], skipped, r->m.scale[r->m.n - 1]);
+        rp_html_whatif(fp, r);
         if (r->summary_text) {
             fprintf(fp, "<p>From <a href=\"%s/summary.json\">%s/summary.json</a>:</p>\n", rel, rel);
             html_pre(fp, r->summary_text);

@@ -526,5 +526,6 @@ amp_status rp_draw_all(rp_ctx *ctx)
         rp_add_note(ctx, "Figure 4 (underflow and overflow per tensor and step) not drawn for %s%s: nothing was flushed, "
                     "saturated or overflowed at any logged step.", ctx->calm, ctx->ncalm > 12 ? ", …" : "");
     if ((st = fig_layers(ctx))) return st;
+    if ((st = rp_fig_whatif(ctx))) return st;
     return fig_accum(ctx);
 }

@@ -48,6 +48,8 @@ typedef struct rp_run {
     long scale_zero_step;  /* first step with loss_scale 0, -1 if none */
     long hist_steps;       /* distinct steps in hist.csv */
     long hist_first, hist_last;
+    int has_wi;            /* whatif.csv present */
+    amp_run_whatif wi;     /* --what-if shadows */
 } rp_run;
 
 typedef struct rp_fig {
@@ -118,6 +120,11 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h);
  * tolerance, skipped steps and scale range; then a ranking with one verdict
  * sentence per run. */
 void rp_html_findings(FILE *fp, const rp_ctx *ctx);
+
+/* report_whatif.c: the --what-if figure of every run with whatif.csv, and
+ * the run's table of shadows (nothing when it has none). */
+amp_status rp_fig_whatif(rp_ctx *ctx);
+void rp_html_whatif(FILE *fp, const rp_run *r);
 
 /* report_hist.c */
 amp_status rp_fig_hist(rp_ctx *ctx);

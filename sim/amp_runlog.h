@@ -18,12 +18,14 @@
 #define AMP_RUN_EVENTS "events.csv"
 #define AMP_RUN_SUMMARY "summary.json"
 #define AMP_RUN_CHECKPOINT "checkpoint.bin"
+#define AMP_RUN_WHATIF "whatif.csv"            /* --what-if shadows (amp_whatif.h) */
 /* Their CSV header lines. */
 #define AMP_RUN_METRICS_COLS "step,loss,loss_scale,skipped,grad_norm,lr,vanished,nonfinite,val_loss"
 #define AMP_RUN_TENSORS_COLS "step,tensor,role,format,n,zero_in,flushed,subnormal,saturated,overflow,nan," \
                              "amax,amin_nonzero,rel_err"
 #define AMP_RUN_HIST_COLS "step,tensor,binade,count"
 #define AMP_RUN_EVENTS_COLS "step,event,tensor,detail"
+#define AMP_RUN_WHATIF_COLS "step,scaler,scale,skipped,flushed,overflow,n"
 
 typedef struct amp_runlog amp_runlog;
 /* Creates DIR and opens metrics/tensors/hist/events CSVs under temporary names;

@@ -49,12 +49,13 @@
 #include "amp_base.h"
 #include "amp_format.h"
 #include "amp_round.h"
+#include "amp_runlog.h"
 #include "amp_scaler.h"
 #include "amp_tensor.h"
 
 /* The default list: every loss scaler kind with its default SPEC. */
 #define AMP_WHATIF_DEFAULT "none;static:65536;torch;apex;deepspeed;megatron;keras;adaptive;underflow"
-#define AMP_WHATIF_HEADER "step,scaler,scale,skipped,flushed,overflow,n\n"
+#define AMP_WHATIF_HEADER AMP_RUN_WHATIF_COLS "\n"
 
 /* One weight gradient of a step. */
 typedef struct amp_whatif_grad {

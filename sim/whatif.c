@@ -263,7 +263,7 @@ amp_status amp_whatif_open(amp_whatif **out, const char *dir, const char *specs)
     amp_status s = amp_whatif_create(&w, specs);
     if (s) return s;
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/whatif.csv", dir) >= sizeof path) {
+    if ((size_t)snprintf(path, sizeof path, "%s/" AMP_RUN_WHATIF, dir) >= sizeof path) {
         amp_whatif_free(w);
         return amp_fail(AMP_EINVAL, "%s: path too long", dir);
     }

@@ -389,7 +389,25 @@ START_TEST(report_of_a_run)
     ck_assert(strstr(html, "fc1.out.grad") != NULL);
     ck_assert(strstr(html, "href=\"../hist.csv\"") != NULL);            /* its sources */
     ck_assert(strstr(html, "accum.csv") != NULL);                       /* why figure 6 is absent */
+    ck_assert(strstr(html, "What-if") == NULL);                         /* no whatif.csv, no section */
     free(html);
+    /* whatif.csv: figure 8 and the table of shadows with their summaries */
+    snprintf(p, sizeof p, "%s/whatif.csv", run);
+    write_text(p, "step,scaler,scale,skipped,flushed,overflow,n\n"
+                  "0,none,1,0,40,0,100\n0,torch,65536,1,0,2,100\n0,\"deepspeed:init=2^20\",1048576,0,0,0,100\n"
+                  "10,none,1,0,20,0,100\n10,torch,32768,0,1,0,100\n10,\"deepspeed:init=2^20\",524288,1,0,1,100\n");
+    ck_assert_int_eq(run_cli(args, NULL), 0);
+    check_figure(rep, "fig8_whatif");
+    snprintf(p, sizeof p, "%s/index.html", rep);
+    html = read_text(p, NULL);
+    /* shadow, logged steps, final scale, skipped, mean flushed share, steps with overflow */
+    ck_assert_msg(strstr(html, "<code>none</code></td><td>2</td><td>1</td><td>0</td><td>0.3</td><td>0</td>"), "%s", html);
+    ck_assert(strstr(html, "<code>torch</code></td><td>2</td><td>32768</td><td>1</td><td>0.005</td><td>1</td>"));
+    ck_assert(strstr(html, "<code>deepspeed:init=2^20</code></td><td>2</td><td>524288</td><td>1</td><td>0</td><td>1</td>"));
+    ck_assert(strstr(html, "href=\"../whatif.csv\"") != NULL);
+    free(html);
+    snprintf(p, sizeof p, "%s/whatif.csv", run);
+    unlink(p);
     /* the pooled histogram's data: percentages of all gradient values add up to 100 */
     snprintf(p, sizeof p, "%s/data/fig1_hist.dat", rep);
     FILE *fp = fopen(p, "r");
@@ -538,6 +556,13 @@ START_TEST(bad_inputs_exit_2_naming_the_file)
     expect_bad("hist.csv", "step,tensor,binade,count\n0,nosuch.grad,-3,3\n", "hist.csv:2: tensor 'nosuch.grad'");
     expect_bad("hist.csv", "step,tensor,binade,count\n0,fc1.weight.grad,-3,-1\n", "hist.csv:2: column 'count'");
     expect_bad("events.csv", "step,event\n", "events.csv:1: header lacks column 'tensor'");
+    expect_bad("whatif.csv", "step,scaler,scale,skipped,flushed,overflow\n", "whatif.csv:1: header lacks column 'n'");
+    expect_bad("whatif.csv", "step,scaler,scale,skipped,flushed,overflow,n\n0,torch,65536,0,3,0,10\n"
+                             "0,apex,nan,0,0,0,10\n", "whatif.csv:3: scale");
+    expect_bad("whatif.csv", "step,scaler,scale,skipped,flushed,overflow,n\n0,torch,1,0,8,3,10\n",
+               "whatif.csv:2: flushed + overflow > n=10");
+    expect_bad("whatif.csv", "step,scaler,scale,skipped,flushed,overflow,n\n5,torch,1,0,0,0,10\n"
+                             "4,torch,1,0,0,0,10\n", "whatif.csv:3: step 4 after step 5");
     expect_bad("accum.csv", "", "accum.csv:1: empty");
     expect_bad("accum.csv", "K,operands,accumulator,rounding,promote_every,trials,mean_rel_err,max_rel_err\n"
                             "16,e4m3,bf16,rne,0,4,oops,1\n", "accum.csv:2: column 'mean_rel_err'");

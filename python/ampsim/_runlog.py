@@ -274,7 +274,7 @@ def _pandas(use_pandas):
 def _read_one(d, pd):
     out = {"config": _read_json(os.path.join(d, "config.json")),
            "summary": _read_json(os.path.join(d, "summary.json"))}
-    for k in ("metrics", "tensors", "hist", "events"):
+    for k in ("metrics", "tensors", "hist", "events", "whatif"):
         p = os.path.join(d, k + ".csv")
         out[k] = _read_csv(p, pd) if os.path.exists(p) else None
     return out
@@ -296,8 +296,8 @@ def read_run(dir, pandas=None):
     Returns
     -------
     dict
-        A run: ``metrics``, ``tensors``, ``hist``, ``events`` (numpy record
-        arrays, or pandas DataFrames; None for a missing file), ``config`` and
+        A run: ``metrics``, ``tensors``, ``hist``, ``events``, ``whatif`` (numpy
+        record arrays, or pandas DataFrames; None for a missing file), ``config`` and
         ``summary`` (dicts; None if missing). Integer columns are int64,
         numeric ones float64 (empty cells nan), others str.
         A compare directory: ``{"summary": table of summary.csv, "runs":

@@ -185,6 +185,11 @@ class TestAgreeWithC(unittest.TestCase):
                     c, p = a.read(), b.read()
                 self.assertEqual(p, c)
                 self.assertEqual(len(c.splitlines()), 1 + 9 * STEPS)
+                w = ampsim.read_run(os.path.join(d, "py"))["whatif"]
+                self.assertEqual(sorted(set(w["scaler"]))[:2], ["adaptive", "apex"])
+                # ampsim report draws the shadows (figure 8)
+                cli("report", "--formats", "png", os.path.join(d, "py"))
+                self.assertTrue(os.path.exists(os.path.join(d, "py", "report", "fig8_whatif.png")))
 
     def test_what_if_arguments(self):
         m = MLP()
