@@ -1,7 +1,7 @@
 /* libFuzzer harness for the run-directory reader (amp_rundir.h). The input is
- * cut at the byte 0x1e into up to six files of one run directory, in this
+ * cut at the byte 0x1e into up to seven files of one run directory, in this
  * order: metrics.csv, tensors.csv, hist.csv, events.csv, config.json,
- * summary.json (a missing part: no file). Every reader must give AMP_OK with
+ * summary.json, whatif.csv (a missing part: no file). Every reader must give AMP_OK with
  * rows that respect its contract (steps increasing, class counts <= n, bins
  * in range), or an error whose message names the directory. */
 #include "amp_base.h"
@@ -43,11 +43,11 @@ static void check_err(amp_status st, const char *dir)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const files[6] = { AMP_RUN_METRICS, AMP_RUN_TENSORS, AMP_RUN_HIST, AMP_RUN_EVENTS,
-                                          AMP_RUN_CONFIG, AMP_RUN_SUMMARY };
+    static const char *const files[7] = { AMP_RUN_METRICS, AMP_RUN_TENSORS, AMP_RUN_HIST, AMP_RUN_EVENTS,
+                                          AMP_RUN_CONFIG, AMP_RUN_SUMMARY, AMP_RUN_WHATIF };
     const char *dir = fuzz_dir();
     size_t at = 0;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 7; k++) {
         const uint8_t *end = at <= size ? memchr(data + at, 0x1e, size - at) : NULL;
         size_t n = end ? (size_t)(end - (data + at)) : size - at;
         put(dir, files[k], data + at, n, at <= size);
@@ -63,6 +63,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             AMP_ASSERT(m.scale[i] >= 0 && (m.skipped[i] == 0 || m.skipped[i] == 1));
         }
         amp_run_metrics_free(&m);
+    }
+    amp_run_whatif w;
+    if (amp_run_has_whatif(dir)) {
+        if ((st = amp_run_read_whatif(dir, &w))) check_err(st, dir);
+        else {
+            for (size_t i = 0; i < w.n; i++) {
+                const amp_run_whatif_row *r = &w.row[i];
+                AMP_ASSERT(i == 0 || r->step >= w.row[i - 1].step);
+                AMP_ASSERT(r->scale >= 0 && r->flushed >= 0 && r->overflow >= 0 && r->flushed + r->overflow <= r->n);
+                AMP_ASSERT(r->scaler && *r->scaler && (r->skipped == 0 || r->skipped == 1));
+            }
+            amp_run_whatif_free(&w);
+        }
     }
     amp_run_tensors t;
     if ((st = amp_run_read_tensors(dir, &t))) check_err(st, dir);
