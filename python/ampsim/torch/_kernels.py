@@ -63,36 +63,21 @@ class _LayerNormFn(torch.autograd.Function):
 
 
 class _GeluFn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        x = _dense(x)
-        out = torch.empty_like(x)
-        _L.amp_gelu_forward(_p(out), _p(x), x.numel())
-        ctx.save_for_backward(x)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
-        g = _dense(g)
-        dx = torch.zeros_like(x)
-        _L.amp_gelu_backward(_p(dx), _p(x), _p(g), x.numel())
-        return dx
-
-
-class _GeluFmtFn(torch.autograd.Function):
-    """GELU on values of a 16-bit format in that format's arithmetic, one
-    rounded operation after another (PyTorch's CPU bf16 kernels; the C
-    emulator's torch_cpu policies). The backward does the same in the
-    gradient's format when it equals the input's."""
+    """tanh GELU in float32 arithmetic with ampsim's tanhf; with fmt (a 16-bit
+    format) in that format's arithmetic, one rounded operation after another
+    (PyTorch's CPU bf16 kernel; the C emulator's torch_cpu policies), and the
+    backward likewise in the gradient's format gfmt when it equals fmt."""
 
     @staticmethod
     def forward(ctx, x, fmt, gfmt):
         x = _dense(x)
         out = torch.empty_like(x)
-        _L.amp_gelu_forward_fmt(_p(out), _p(x), x.numel(), ctypes.addressof(_rt.fmt_struct(fmt)._f))
+        if fmt:
+            _L.amp_gelu_forward_fmt(_p(out), _p(x), x.numel(), ctypes.addressof(_rt.fmt_struct(fmt)._f))
+        else:
+            _L.amp_gelu_forward(_p(out), _p(x), x.numel())
         ctx.save_for_backward(x)
-        ctx.fmt, ctx.gfmt = fmt, gfmt
+        ctx.fmt = fmt if fmt and gfmt == fmt else None
         return out
 
     @staticmethod
@@ -100,7 +85,7 @@ class _GeluFmtFn(torch.autograd.Function):
         x, = ctx.saved_tensors
         g = _dense(g)
         dx = torch.zeros_like(x)
-        if ctx.gfmt == ctx.fmt:
+        if ctx.fmt:
             _L.amp_gelu_backward_fmt(_p(dx), _p(x), _p(g), x.numel(), ctypes.addressof(_rt.fmt_struct(ctx.fmt)._f))
         else:
             _L.amp_gelu_backward(_p(dx), _p(x), _p(g), x.numel())
@@ -195,7 +180,7 @@ def gelu(args, kwargs, fmt=None, gfmt=None):
     approx = args[1] if len(args) > 1 else kwargs.get("approximate", "none")
     if approx != "tanh" or not _f32_cpu(x):
         return None
-    return _GeluFmtFn.apply(x, fmt, gfmt) if fmt else _GeluFn.apply(x)
+    return _GeluFn.apply(x, fmt, gfmt)
 
 
 def softmax(args, kwargs, fmt="fp32"):
