@@ -227,7 +227,8 @@ class TestTransformerBlock(unittest.TestCase):
         self.assertEqual(sum(n.endswith(".out.grad.input") for n in names), n_grad_inputs)
         self.assertEqual(sorted(set(r["tensors"]["step"])), [0, 5, 10])
         self.assertEqual(len(r["metrics"]["step"]), 12)
-        ev = open(os.path.join(d, "events.csv")).read()
+        with open(os.path.join(d, "events.csv")) as f:
+            ev = f.read()
         self.assertNotIn("not_emulated", ev)
         rep = ampsim_report(d)
         for fig in ("fig4_heat.png", "fig1_hist.png", "index.html"):
