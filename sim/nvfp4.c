@@ -30,20 +30,23 @@ amp_status amp_nvfp4_wgrad_operand(float *y, const float *x, size_t B, size_t K,
     if (rht && B % AMP_RHT_N)
         return amp_fail(AMP_EINVAL, "nvfp4: the Hadamard transform needs the rows of a layer's input (%zu) to be a "
                         "multiple of 16; turn it off with the precision nvfp4:no-hadamard", B);
-    for (size_t b = 0; b < B; b++)
-        for (size_t k = 0; k < K; k++) y[k * B + b] = x[b * K + k];
-    if (!rht) return AMP_OK;
-    float h[AMP_RHT_N * AMP_RHT_N], v[AMP_RHT_N];
+    if (!rht) {
+        for (size_t b0 = 0; b0 < B; b0 += AMP_RHT_N)          /* 16 rows at a time: cache-friendly */
+            for (size_t k = 0; k < K; k++)
+                for (size_t b = b0; b < B && b < b0 + AMP_RHT_N; b++) y[k * B + b] = x[b * K + k];
+        return AMP_OK;
+    }
+    float h[AMP_RHT_N * AMP_RHT_N];
     amp_rht_matrix(h);
-    for (size_t k = 0; k < K; k++)
-        for (size_t c = 0; c < B; c += AMP_RHT_N) {
-            float *row = y + k * B + c;
-            memcpy(v, row, sizeof v);
-            for (int j = 0; j < AMP_RHT_N; j++) {
-                float acc = 0.0f;                   /* float32, in index order; terms +-v_i exact */
-                for (int i = 0; i < AMP_RHT_N; i++) acc += h[i * AMP_RHT_N + j] > 0 ? v[i] : -v[i];
-                row[j] = acc * 0.25f;
+    for (size_t b0 = 0; b0 < B; b0 += AMP_RHT_N)
+        for (size_t k = 0; k < K; k++) {
+            float acc[AMP_RHT_N] = { 0 }, *row = y + k * B + b0;
+            /* acc_j += (+-1) v_i for i = 0..15 in order: float32 sums of exact terms */
+            for (int i = 0; i < AMP_RHT_N; i++) {
+                float v = x[(b0 + (size_t)i) * K + k];
+                for (int j = 0; j < AMP_RHT_N; j++) acc[j] = acc[j] + h[i * AMP_RHT_N + j] * v;
             }
+            for (int j = 0; j < AMP_RHT_N; j++) row[j] = acc[j] * 0.25f;
         }
     return AMP_OK;
 }

@@ -141,7 +141,7 @@ static void same(const char *what, const float *want, const float *got, size_t n
 /* ---- the layer ---------------------------------------------------------------------------- */
 /* B 32 rows (a multiple of 16 for the transform), I 40 and O 24: short blocks
  * along both axes and partial 16x16 weight tiles. */
-static void layer_case(int rht, int sr)
+static void layer_case(int rht, int sr, int stats)
 {
     enum { B = 32, I = 40, O = 24 };
     amp_policy pol;
@@ -169,7 +169,7 @@ static void layer_case(int rht, int sr)
     to_bf16(g, (size_t)B * O);
     ck_assert(amp_ctx_set_weight(&cx, l.w, w) == AMP_OK);
     ck_assert(amp_ctx_set_weight(&cx, l.b, bias) == AMP_OK);
-    amp_tensors_begin_step(&reg, 3, AMP_ROLES_LOGGED);
+    amp_tensors_begin_step(&reg, 3, stats ? AMP_ROLES_LOGGED : 0);   /* with and without statistics */
     ck_assert(amp_tensor_round(&reg, l.w, l.w->master->data) == AMP_OK);   /* the step's cast */
     ck_assert(amp_tensor_round(&reg, l.b, l.b->master->data) == AMP_OK);
     memcpy(in->data, x, sizeof(float) * B * I);
@@ -222,7 +222,8 @@ static void layer_case(int rht, int sr)
     to_bf16(acc, (size_t)B * I);
     same("dX", acc, in->grad->data, (size_t)B * I);
     /* statistics are gathered like any cast tensor's */
-    ck_assert(l.wg_gout->stats_valid && l.wg_gout->stats->n == (uint64_t)B * O);
+    if (stats) ck_assert(l.wg_gout->stats_valid && l.wg_gout->stats->n == (uint64_t)B * O);
+    else ck_assert(!l.wg_gout->stats_valid);
     free(w); free(bias); free(x); free(g); free(rw); free(rx); free(acc); free(rg); free(tx); free(tg); free(qx); free(qg);
     amp_ctx_free(&cx);
     amp_tensors_free(&reg);
@@ -230,7 +231,54 @@ static void layer_case(int rht, int sr)
 
 START_TEST(linear_operands)
 {
-    layer_case(_i & 1, (_i >> 1) & 1);
+    layer_case(_i & 1, (_i >> 1) & 1, (_i >> 2) & 1);
+}
+END_TEST
+
+/* amp_block_round without statistics (the path training takes) gives the
+ * bytes of the path with statistics (checked against MPFR in check_block) and
+ * of the reference here, NaN, inf and zero blocks and short blocks included. */
+START_TEST(fast_path)
+{
+    enum { R = 37, C = 45 };
+    float *x = randv(R * C, 20, 2.0), y1[R * C], y2[R * C], want[R * C];
+    for (int two_d = 0; two_d < 2; two_d++)
+        for (int sr = 0; sr < 2; sr++) {
+            amp_block_spec b;
+            ck_assert(amp_block_parse(two_d ? "nvfp4:2d" : "nvfp4", &b) == AMP_OK);
+            amp_round_opts o = amp_round_defaults();
+            if (sr) { o.mode = AMP_RND_SR; o.seed = 99; o.stream = 5; o.index0 = 17; }
+            ck_assert(amp_block_round(&b, &o, x, y1, R, C, NULL, NULL) == AMP_OK);
+            ref_nvfp4(&o, x, want, R, C, two_d ? 16 : 1);   /* sr keyed by index0 + i in both */
+            same("fast path vs reference", want, y1, R * C);
+            amp_stats st;
+            amp_block_stats bs;
+            amp_stats_init(&st);
+            amp_block_stats_init(&bs);
+            ck_assert(amp_block_round(&b, &o, x, y2, R, C, &st, &bs) == AMP_OK);
+            same("fast path vs statistics path", y2, y1, R * C);
+            memcpy(y1, x, sizeof y1);        /* in place */
+            ck_assert(amp_block_round(&b, &o, y1, y1, R, C, NULL, NULL) == AMP_OK);
+            same("fast path in place", y2, y1, R * C);
+        }
+    /* zero, NaN and inf blocks */
+    for (int i = 0; i < 16; i++) { x[i] = 0.0f; x[C + i] = 0.0f; x[16 + i] = NAN; x[2 * C + 32 + (i % 13)] = INFINITY; }
+    x[3] = -0.0f;
+    for (int two_d = 0; two_d < 2; two_d++) {
+        amp_block_spec b;
+        ck_assert(amp_block_parse(two_d ? "nvfp4:2d" : "nvfp4", &b) == AMP_OK);
+        amp_round_opts o = amp_round_defaults();
+        amp_block_stats bs;
+        amp_block_stats_init(&bs);
+        ck_assert(amp_block_round(&b, &o, x, y1, R, C, NULL, NULL) == AMP_OK);
+        ck_assert(amp_block_round(&b, &o, x, y2, R, C, NULL, &bs) == AMP_OK);
+        ck_assert(bs.nan_blocks > 0);
+        for (int i = 0; i < R * C; i++)
+            ck_assert_msg(amp_f2u(y1[i]) == amp_f2u(y2[i]) || (isnan(y1[i]) && isnan(y2[i])),
+                          "%s [%d]: %a vs %a", b.name, i, (double)y1[i], (double)y2[i]);
+        ck_assert(isnan(y1[16]) && signbit(y1[3]) && y1[3] == 0);
+    }
+    free(x);
 }
 END_TEST
 
@@ -452,7 +500,8 @@ static Suite *suite(void)
     Suite *s = suite_create("nvfp4");
     TCase *t = tcase_create("nvfp4");
     tcase_set_timeout(t, 300);
-    tcase_add_loop_test(t, linear_operands, 0, 4);
+    tcase_add_loop_test(t, linear_operands, 0, 8);
+    tcase_add_test(t, fast_path);
     tcase_add_test(t, hadamard);
     tcase_add_test(t, policy_keys);
     tcase_add_test(t, train_mlp);
