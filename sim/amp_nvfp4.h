@@ -18,9 +18,11 @@
  * dimension of the wgrad GEMM), v <- v (1/4) diag(s) H, H the 16x16
  * Sylvester Hadamard matrix (H_ij = (-1)^popcount(i & j)) and s Transformer
  * Engine's fixed sign vector. (1/4) diag(s) H is orthogonal, so the exact
- * product Gt Xt^T is unchanged. Arithmetic: y_j = fl32(fl32(sum_i s_i H_ij v_i)
- * * 0.25), the sum in float32 in index order i = 0..15 (each term is +-v_i,
- * exact), the 1/4 an exact float32 multiply unless the sum is below 2^-124. */
+ * product Gt Xt^T is unchanged. Arithmetic: y_j = bf16(fl32(fl32(sum_i s_i
+ * H_ij v_i) * 0.25)), the sum in float32 in index order i = 0..15 (each term
+ * is +-v_i, exact), the 1/4 an exact float32 multiply unless the sum is below
+ * 2^-124, then one rne rounding to bf16: Transformer Engine writes the
+ * transform's output in its input type, bf16, before the amax and the cast. */
 #ifndef AMP_NVFP4_H
 #define AMP_NVFP4_H
 
@@ -34,8 +36,8 @@
 /* The transform's 16 x 16 matrix without its 1/4: h[16 i + j] = s_i H_ij (+-1). */
 AMP_API void amp_rht_matrix(float h[AMP_RHT_N * AMP_RHT_N]);
 /* y (K,B) = x (B,K) transposed; when rht, each run y[k, 16c .. 16c+15] then
- * multiplied by (1/4) diag(s) H as above. y and x do not alias. AMP_EINVAL if
- * rht and B is not a multiple of 16. */
+ * multiplied by (1/4) diag(s) H and rounded to bf16 as above. y and x do not
+ * alias. AMP_EINVAL if rht and B is not a multiple of 16. */
 AMP_API amp_status amp_nvfp4_wgrad_operand(float *y, const float *x, size_t B, size_t K, int rht);
 
 /* Rewrites the policy's "first" and "last" entries of nvfp4_bf16 into the

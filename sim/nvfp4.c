@@ -8,6 +8,7 @@
 #include "amp_layers.h"
 #include "amp_nvfp4.h"
 #include "amp_policy.h"
+#include "amp_round.h"
 #include "amp_tensor.h"
 
 #include <stdio.h>
@@ -48,7 +49,10 @@ amp_status amp_nvfp4_wgrad_operand(float *y, const float *x, size_t B, size_t K,
             }
             for (int j = 0; j < AMP_RHT_N; j++) row[j] = acc[j] * 0.25f;
         }
-    return AMP_OK;
+    /* TE writes the transform's output in its (bf16) input type before the
+     * amax and the cast (its FP32-to-cast fusion only under NVTE_USE_FAST_MATH) */
+    amp_round_opts o = amp_round_defaults();
+    return amp_round_f32(amp_format_get(AMP_FMT_BF16), &o, y, y, B * K, NULL);
 }
 
 amp_status amp_nvfp4_resolve(amp_policy *p, const char *first, const char *last)

@@ -10,8 +10,9 @@
  *    is the library's keyed draw (seed, stream = tensor id, element index);
  *  - the transform: Sylvester's Hadamard matrix built here by its recursion,
  *    Transformer Engine's sign vector typed here, y = (sum_i s_i H_ij x_i) / 4
- *    summed in float32 in index order; H H^T = 16 I exactly, and in exact
- *    arithmetic (small integers) the wgrad dot products are unchanged;
+ *    summed in float32 in index order, rounded to bf16 (rne on the bits);
+ *    H H^T = 16 I exactly, and in exact arithmetic (small integers) the wgrad
+ *    dot products are unchanged;
  *  - the layer's outputs (out, dX, dW, db) from the reference operands through
  *    the FP32 GEMM (tested in check_gemm) and a bf16 rounding;
  *  - ampsim train --precision nvfp4 on the MLP and the GPT: finite losses that
@@ -92,7 +93,15 @@ static void sylvester16(int h[16][16])
 /* Transformer Engine's wgrad sign vector. */
 static const int te_signs[16] = { 1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1 };
 
-/* y (K,B) = x (B,K) transposed, each run of 16 along B times diag(s) H / 4. */
+/* float32 to bf16, round to nearest even on the bits (finite inputs). */
+static float bf16_bits(float v)
+{
+    uint32_t u = amp_f2u(v);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    return amp_u2f(u);
+}
+
+/* y (K,B) = x (B,K) transposed, each run of 16 along B times diag(s) H / 4, in bf16. */
 static void ref_wgrad_operand(float *y, const float *x, size_t B, size_t K, int rht)
 {
     int h[16][16];
@@ -106,7 +115,7 @@ static void ref_wgrad_operand(float *y, const float *x, size_t B, size_t K, int 
                     float v = x[(b0 + (size_t)i) * K + k];
                     acc = acc + (te_signs[i] * h[i][j] > 0 ? v : -v);
                 }
-                y[k * B + b0 + j] = acc * 0.25f;
+                y[k * B + b0 + j] = bf16_bits(acc * 0.25f);
             }
 }
 
