@@ -101,7 +101,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if ((s = amp_tensor_accum(cx->reg, l->w->grad, acc))) return s;
     if (l->b) {
         // db [O] = sum over rows of G, in double, rounded once to float (NVFP4
-        // layers: of the gradient before its quantization, as TE's dbias)
+        // layers: of the gradient before its quantization, as TE's bgrad_quantize)
         const amp_tensor *Gb = l->wg_in ? l->out->grad : G;
         for (int o = 0; o < l->O; o++) {
             double sum = 0;

@@ -93,6 +93,9 @@ class emulate(_OpHandlers):
             raise EmulationError("emulate: policy %s accumulates GEMMs in %s: ampsim.torch emulates FP32 "
                                  "accumulation only (use ampsim train for narrow accumulators)"
                                  % (pol.name, pol.accumulator))
+        if "nvfp4" in pol.json:
+            raise EmulationError("emulate: policy %s has NVFP4 GEMM operands: ampsim.torch does not emulate "
+                                 "them (use ampsim train --precision nvfp4)" % pol.name)
         if what_if is not None:
             raise EmulationError("emulate: what_if is not supported by ampsim.torch (use ampsim train --what-if)")
         self.out, self.log_every, self.hist_every = out, int(log_every), int(hist_every)
