@@ -17,7 +17,7 @@
  *    the FP32 GEMM (tested in check_gemm) and a bf16 rounding;
  *  - ampsim train --precision nvfp4 on the MLP and the GPT: finite losses that
  *    decrease, bf16 first and last layers in tensors.csv, the same bytes with 1
- *    and 2 threads; the policy's JSON keys and preset options.
+ *    and 2 threads and after a resume; the policy's JSON keys and preset options.
  * Seed: fixed, AMP_TEST_SEED=<n> to change; printed on failure. */
 #include "ampsim.h"
 #include "cli_test.h"
@@ -470,6 +470,18 @@ START_TEST(train_mlp)
     ck_assert_msg(strstr(err, "multiple of 16") && strstr(err, "nvfp4:no-hadamard"), "%s", err);
     free(err);
     ck_assert_int_eq(run("train --model mlp --layers 3 --batch 24 --precision nvfp4:no-hadamard --steps 2 --out b2"), 0);
+    /* a resumed run is the run made in one go (the operands are recomputed, the
+     * NVFP4 weights restored) */
+    const char *a = "train --model mlp --layers 4 --hidden 64 --precision nvfp4 --log-every 1 --hist-every 5";
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "%s --steps 20 --out full", a);
+    ck_assert_int_eq(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s --steps 10 --checkpoint-every 10 --out part", a);
+    ck_assert_int_eq(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s --steps 20 --checkpoint-every 10 --resume --out part", a);
+    ck_assert_int_eq(run(cmd), 0);
+    static const char *const rf[] = { "metrics.csv", "tensors.csv", "hist.csv", "summary.json" };
+    ck_assert(ct_same_files("full", "part", rf, 4));
     ct_rmtree();
 }
 END_TEST
