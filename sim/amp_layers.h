@@ -43,6 +43,8 @@ typedef struct amp_linear {
     amp_tensor *in, *in_op;  /* input [B,I] and the operand the GEMM sees */
     amp_tensor *out;         /* [B,O] */
     amp_tensor *gout_op;     /* out->grad as a backward operand (NULL: same) */
+    amp_tensor *wg_in, *wg_gout;  /* NVFP4 layers: the wgrad GEMM's operands, in^T and
+                              * out->grad^T (sim/amp_nvfp4.h); NULL: in_op and gout_op */
     int B, I, O;
 } amp_linear;
 /* Registers <name>.weight, .bias, .out (+ grads, operand copies). in->grad may be NULL. */

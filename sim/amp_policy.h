@@ -41,10 +41,19 @@ typedef struct amp_policy {
                               * a fused affine; 0: both computed in higher precision and
                               * rounded once */
     amp_gemm_kind gemm;      /* FP32 GEMM kernel (reproducible by default) */
+    /* NVFP4 training (the nvfp4 preset; sim/amp_nvfp4.h, docs/fp8.md): the
+     * GEMM operands of every linear layer not named in nvfp4_bf16 are NVFP4
+     * blocks (16x16 weights, 1x16 along the reduction dimension elsewhere) */
+    int nvfp4;               /* 1: on */
+    int nvfp4_rht;           /* 16x16 random Hadamard transform on both wgrad operands */
+    int nvfp4_sr;            /* stochastic rounding of the gradient operands */
+    char nvfp4_bf16[256];    /* layers kept in the policy's formats: comma-separated layer
+                              * names or prefixes ("transformer.h.0."), or first / last */
 } amp_policy;
 
 /* Presets: fp32 fp16-amp bf16-amp bf16-amp-cpu fp16-pure bf16-pure fp8-e4m3
- * fp8-hybrid. AMP_EINVAL naming the preset if unknown. */
+ * fp8-hybrid nvfp4 (nvfp4 takes the options :no-hadamard and :no-sr, e.g.
+ * "nvfp4:no-hadamard:no-sr"). AMP_EINVAL naming the preset if unknown. */
 AMP_API amp_status amp_policy_preset(const char *name, amp_policy *p);
 /* A policy from JSON (see policy.c for the keys); unknown keys are AMP_EINVAL
  * naming the key. */

@@ -20,6 +20,7 @@
 #define AMP_TENSOR_H
 
 #include "amp_base.h"
+#include "amp_block.h"
 #include "amp_format.h"
 #include "amp_round.h"
 #include "amp_scaler.h"
@@ -55,6 +56,11 @@ struct amp_tensor {
     float scale;                 /* FP8 scaling: the scale of the last quantize (1 = none) */
     float gscale;                /* gradients: data = true gradient x gscale (the loss
                                     scale, or this tensor's own under layer-wise scaling) */
+    amp_block_spec blk;          /* blk.cols > 0: a block-scaled tensor (NVFP4 GEMM
+                                    operands): amp_tensor_round rounds it with
+                                    amp_block_round over rows x last axis, fmt is
+                                    the element format, data the dequantised values */
+    int blk_sr;                  /* its elements are rounded stochastically */
     /* links (NULL when absent) */
     amp_tensor *grad;            /* weight -> weight_grad; act -> act_grad */
     amp_tensor *master;          /* weight -> fp32 master copy (amp policies) */

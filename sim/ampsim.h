@@ -16,6 +16,7 @@
 #include "amp_policy.h"
 #include "amp_gemm.h"
 #include "amp_layers.h"
+#include "amp_nvfp4.h"
 #include "amp_data.h"
 #include "amp_model.h"
 #include "amp_optim.h"

@@ -227,9 +227,66 @@ static void block_one(blk_ctx *k, size_t r0, size_t r1, size_t c0, size_t c1)
     bs->amax_sat += (uint64_t)sat;
 }
 
+/* NVFP4 without statistics (st and bs NULL), as training rounds its GEMM
+ * operands: the E4M3 block scales first, exactly as block_one computes them,
+ * then every element scaled in float32 into p and rounded by one
+ * amp_round_f32 call over the tensor (the fast kernels, which agree with
+ * amp_round1 bit for bit; sr keyed by index0 + the element's index, as in
+ * block_one), then dequantised. The same bytes as block_one. */
+static amp_status nvfp4_fast(const blk_ctx *k, size_t R, size_t C)
+{
+    const amp_block_spec *b = k->b;
+    size_t br = (size_t)b->rows, bc = (size_t)b->cols, nbr = (R + br - 1) / br, nbc = (C + bc - 1) / bc;
+    float *p = malloc(R * C * sizeof *p), *mul = malloc(nbr * nbc * sizeof *mul);
+    double *post = malloc(nbr * nbc * sizeof *post);
+    if (!p || !mul || !post) {
+        free(p); free(mul); free(post);
+        return amp_fail(AMP_ENOMEM, "out of memory rounding %zu x %zu values into %s", R, C, b->name);
+    }
+    amp_round_opts so = amp_round_defaults();
+    so.flags = AMP_SATURATE;
+    for (size_t r0 = 0, bi = 0; r0 < R; r0 += br)
+        for (size_t c0 = 0; c0 < C; c0 += bc, bi++) {
+            size_t r1 = r0 + br < R ? r0 + br : R, c1 = c0 + bc < C ? c0 + bc : C;
+            float amax = 0;
+            int bad = 0;
+            for (size_t r = r0; r < r1; r++)
+                for (size_t c = c0; c < c1; c++) {
+                    float a = fabsf(k->x[r * C + c]);
+                    if (!(a <= FLT_MAX)) bad = 1;
+                    else if (a > amax) amax = a;
+                }
+            mul[bi] = 0;
+            post[bi] = bad ? NAN : 0;
+            if (!bad && amax > 0) {
+                float sdec = amax * (k->s_enc * (1.0f / 6.0f));
+                float s8 = amp_round1(amp_format_get(AMP_FMT_E4M3), &so, sdec, 0, NULL);
+                if (s8 > 0) {
+                    float enc = 1.0f / (s8 * k->s_dec);
+                    mul[bi] = enc > FLT_MAX ? FLT_MAX : enc;
+                    post[bi] = (double)s8 * (double)k->s_dec;
+                }
+            }
+            for (size_t r = r0; r < r1; r++)
+                for (size_t c = c0; c < c1; c++) p[r * C + c] = mul[bi] > 0 ? k->x[r * C + c] * mul[bi] : 0.0f;
+        }
+    amp_status s = amp_round_f32(&b->elem, &k->o, p, p, R * C, NULL);
+    for (size_t r = 0; r < R && !s; r++)
+        for (size_t c = 0; c < C; c++) {
+            size_t i = r * C + c, bi = (r / br) * nbc + c / bc;
+            float xi = k->x[i];
+            if (isnan(post[bi])) k->y[i] = NAN;
+            else if (xi == 0 || mul[bi] == 0) k->y[i] = signbit(xi) ? -0.0f : 0.0f;
+            else k->y[i] = (float)((double)p[i] * post[bi]);
+        }
+    free(p); free(mul); free(post);
+    return s;
+}
+
 amp_status amp_block_round(const amp_block_spec *b, const amp_round_opts *o, const float *x, float *y, size_t R,
                            size_t C, amp_stats *st, amp_block_stats *bs)
 {
+    const int want_bs = bs != NULL;
     amp_status s = amp_round_check_opts(&b->elem, o);
     if (s) return s;
     if (b->rows < 1 || b->cols < 1) return amp_fail(AMP_EINVAL, "block spec '%s': bad block shape", b->name);
@@ -250,6 +307,7 @@ amp_status amp_block_round(const amp_block_spec *b, const amp_round_opts *o, con
         k.s_enc = enc;
         k.s_dec = 1.0f / enc;
         bs->tensor_scale = k.s_dec;
+        if (!st && !want_bs) return nvfp4_fast(&k, R, C);
     }
     size_t br = (size_t)b->rows, bc = (size_t)b->cols;
     for (size_t r0 = 0; r0 < R; r0 += br)

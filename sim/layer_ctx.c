@@ -2,6 +2,7 @@
  * layers and models register: a weight with its gradient, grad32 and FP32
  * master, and how its initial values are stored. */
 #include "amp_base.h"
+#include "amp_block.h"
 #include "amp_format.h"
 #include "amp_gemm.h"
 #include "amp_layers.h"
@@ -69,5 +70,7 @@ amp_status amp_ctx_set_weight(amp_ctx *cx, amp_tensor *w, const float *v)
 {
     amp_round_opts o = amp_tensor_opts(cx->reg, w);
     if (w->master) memcpy(w->master->data, v, w->n * sizeof(float));
+    if (w->blk.cols > 0)                     /* block-scaled (NVFP4) weights: rows x last axis */
+        return amp_block_round(&w->blk, &o, v, w->data, w->n / w->shape[w->ndim - 1], w->shape[w->ndim - 1], NULL, NULL);
     return amp_round_f32(&w->fmt, &o, v, w->data, w->n, NULL);
 }

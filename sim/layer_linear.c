@@ -13,6 +13,7 @@
 #include "amp_format.h"
 #include "amp_gemm.h"
 #include "amp_layers.h"
+#include "amp_nvfp4.h"
 #include "amp_policy.h"
 #include "amp_round.h"
 #include "amp_tensor.h"
@@ -32,13 +33,15 @@ amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_ten
     l->B = (int)(in->n / (size_t)l->I);
     l->O = O;
     size_t wshape[2] = { (size_t)O, (size_t)l->I }, bshape[1] = { (size_t)O }, oshape[2] = { (size_t)l->B, (size_t)O };
+    const int nv = amp_nvfp4_layer_on(p, name);   /* NVFP4 operands (sim/amp_nvfp4.h) */
+    const amp_format *wf = nv ? amp_format_get(AMP_FMT_E2M1) : &p->weight;
 
     snprintf(buf, sizeof buf, "%s.weight", name);
-    if ((s = amp_ctx_add_weight(cx, buf, &p->weight, &p->wgrad, 2, wshape, &l->w))) return s;
+    if ((s = amp_ctx_add_weight(cx, buf, wf, &p->wgrad, 2, wshape, &l->w))) return s;
     if (bias) {
-        /* the bias is cast like the weight, except that FP8 weights keep their
-         * bias in the activation format (as Transformer Engine does) */
-        const amp_format *bf = p->weight.bits <= 8 ? &p->act : &p->weight;
+        /* the bias is cast like the weight, except that FP8 (and FP4) weights
+         * keep their bias in the activation format (as Transformer Engine does) */
+        const amp_format *bf = wf->bits <= 8 ? &p->act : &p->weight;
         snprintf(buf, sizeof buf, "%s.bias", name);
         if ((s = amp_ctx_add_weight(cx, buf, bf, &p->wgrad, 1, bshape, &l->b))) return s;
     }
@@ -60,7 +63,7 @@ amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_ten
         if ((s = amp_tensors_add(cx->reg, buf, AMP_ROLE_ACT_GRAD, &p->bwd_in, 2, oshape, &l->gout_op))) return s;
         l->gout_op->rnd_flags = p->op_flags;
     }
-    return AMP_OK;
+    return nv ? amp_nvfp4_linear_init(cx, l, name) : AMP_OK;
 }
 
 // out [B,O] = in_op [B,I] @ w [O,I]^T + b [O]
@@ -91,13 +94,18 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     size_t nw = (size_t)l->O * l->I, nx = (size_t)l->B * l->I;
     if ((s = amp_ctx_scratch(cx, nw > nx ? nw : nx, &acc))) return s;
     // dW [O,I] = G^T [O,B] @ X [B,I]
-    amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, acc, l->I);
+    if (l->wg_in) {
+        if ((s = amp_nvfp4_wgrad(cx, l, acc))) return s;
+    } else
+        amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, acc, l->I);
     if ((s = amp_tensor_accum(cx->reg, l->w->grad, acc))) return s;
     if (l->b) {
-        // db [O] = sum over rows of G, in double, rounded once to float
+        // db [O] = sum over rows of G, in double, rounded once to float (NVFP4
+        // layers: of the gradient before its quantization, as TE's bgrad_quantize)
+        const amp_tensor *Gb = l->wg_in ? l->out->grad : G;
         for (int o = 0; o < l->O; o++) {
             double sum = 0;
-            for (int r = 0; r < l->B; r++) sum += G->data[(size_t)r * l->O + o];
+            for (int r = 0; r < l->B; r++) sum += Gb->data[(size_t)r * l->O + o];
             acc[o] = (float)sum;
         }
         if ((s = amp_tensor_accum(cx->reg, l->b->grad, acc))) return s;

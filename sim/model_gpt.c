@@ -41,6 +41,7 @@
 #include "amp_gemm.h"
 #include "amp_layers.h"
 #include "amp_model.h"
+#include "amp_nvfp4.h"
 #include "amp_policy.h"
 #include "amp_round.h"
 #include "amp_tensor.h"
@@ -472,6 +473,12 @@ amp_status amp_gpt_create(amp_model *m, const amp_policy *pol, int B, int T, int
     m->pol = *pol;
     m->B = B;
     m->T = T;
+    /* NVFP4: the first GEMM layer is block 0's c_attn (the embedding is a
+     * lookup); the last, the tied lm_head, always runs in the policy's formats */
+    if (pol->nvfp4) {
+        amp_status s0 = amp_nvfp4_resolve(&m->pol, "transformer.h.0.attn.c_attn", "lm_head");
+        if (s0) return s0;
+    }
     amp_tensors_init(&m->reg, seed, pol->mode, pol->sr_bits);
     amp_status s = amp_ctx_init(&m->cx, &m->reg, &m->pol);
     if (s) { amp_tensors_free(&m->reg); return s; }

@@ -7,6 +7,7 @@
 #include "amp_data.h"
 #include "amp_layers.h"
 #include "amp_model.h"
+#include "amp_nvfp4.h"
 #include "amp_policy.h"
 #include "amp_tensor.h"
 
@@ -78,6 +79,12 @@ amp_status amp_mlp_create_act(amp_model *m, const amp_policy *pol, int B, int in
     snprintf(m->kind, sizeof m->kind, "mlp");
     m->pol = *pol;
     m->B = B;
+    if (pol->nvfp4) {                        /* NVFP4: the first and last layers are fc1 and fcL */
+        char last[16];
+        snprintf(last, sizeof last, "fc%d", layers);
+        amp_status s0 = amp_nvfp4_resolve(&m->pol, "fc1", last);
+        if (s0) return s0;
+    }
     amp_tensors_init(&m->reg, seed, pol->mode, pol->sr_bits);
     amp_ctx_init(&m->cx, &m->reg, &m->pol);
     mlp *p = calloc(1, sizeof *p);

@@ -16,6 +16,10 @@
  *   "kernels": "default" | "torch_cpu",  (GELU and LayerNorm in higher precision rounded
  *                                         once, or in the arithmetic of PyTorch's CPU
  *                                         kernels; bf16-amp-cpu: torch_cpu)
+ *   "nvfp4": { "hadamard": true | false, "stochastic_rounding": true | false,
+ *              "bf16_layers": ["first", "last", "fc2", "transformer.h.0.", ...] },
+ *                                        (NVFP4 GEMM operands: sim/amp_nvfp4.h; the key
+ *                                         turns them on, each inner key optional)
  *   "name": "my-policy"
  * }
  * "master" other than fp32, or equal to "weight", means no master copy. */
@@ -39,7 +43,7 @@ _Static_assert(AMP_OP_COUNT == 5, "op_names covers every op");
 
 const char *amp_policy_names(void)
 {
-    return "fp32, fp16-amp, bf16-amp, bf16-amp-cpu, fp16-pure, bf16-pure, fp8-e4m3, fp8-hybrid";
+    return "fp32, fp16-amp, bf16-amp, bf16-amp-cpu, fp16-pure, bf16-pure, fp8-e4m3, fp8-hybrid, nvfp4";
 }
 
 static void set_all(amp_policy *p, amp_format_id low, amp_format_id master)
@@ -57,6 +61,33 @@ static void set_all(amp_policy *p, amp_format_id low, amp_format_id master)
     p->op_flags = 0;
     p->update = AMP_UPD_ROUND;
     p->fp8_scaling = 0;
+}
+
+/* NVFP4 defaults: bf16-amp outside the quantized GEMMs (as Transformer
+ * Engine's recipes keep everything else in the autocast dtype), Hadamard
+ * transform and stochastic rounding on, the first and last layers kept. */
+static void nvfp4_defaults(amp_policy *p)
+{
+    p->nvfp4 = 1;
+    p->nvfp4_rht = 1;
+    p->nvfp4_sr = 1;
+    snprintf(p->nvfp4_bf16, sizeof p->nvfp4_bf16, "first,last");
+}
+
+/* "nvfp4" followed by any of ":no-hadamard", ":no-sr". */
+static amp_status nvfp4_preset(const char *name, amp_policy *p)
+{
+    set_all(p, AMP_FMT_BF16, AMP_FMT_FP32);
+    nvfp4_defaults(p);
+    for (const char *c = name + 5; *c == ':';) {
+        const char *e = strchr(c + 1, ':');
+        size_t len = e ? (size_t)(e - c - 1) : strlen(c + 1);
+        if (len == 11 && !strncmp(c + 1, "no-hadamard", 11)) p->nvfp4_rht = 0;
+        else if (len == 5 && !strncmp(c + 1, "no-sr", 5)) p->nvfp4_sr = 0;
+        else return amp_fail(AMP_EINVAL, "precision '%s': nvfp4 options are :no-hadamard and :no-sr", name);
+        c += 1 + len;
+    }
+    return AMP_OK;
 }
 
 amp_status amp_policy_preset(const char *name, amp_policy *p)
@@ -88,6 +119,8 @@ amp_status amp_policy_preset(const char *name, amp_policy *p)
         p->bwd_in = *amp_format_get(name[4] == 'e' ? AMP_FMT_E4M3 : AMP_FMT_E5M2);
         p->op_flags = AMP_SATURATE;
         p->fp8_scaling = name[4] == 'h';
+    } else if (!strncmp(name, "nvfp4", 5) && (!name[5] || name[5] == ':')) {
+        return nvfp4_preset(name, p);
     } else {
         return amp_fail(AMP_EINVAL, "unknown precision '%s' (%s)", name, amp_policy_names());
     }
@@ -155,6 +188,43 @@ static amp_status parse_gemm(const char *what, const cJSON *obj, amp_policy *p)
             else if (k && !strcmp(k, "blas")) p->gemm = AMP_GEMM_BLAS;
             else return amp_fail(AMP_EINVAL, "%s: policy key 'gemm.kernel' must be \"reproducible\" or \"blas\"", what);
         } else return bad_key(what, "gemm.", it->string);
+        if (s) return s;
+    }
+    return AMP_OK;
+}
+
+static amp_status get_bool(const char *what, const cJSON *it, const char *key, int *out)
+{
+    if (!cJSON_IsBool(it)) return amp_fail(AMP_EINVAL, "%s: policy key '%s' must be true or false", what, key);
+    *out = cJSON_IsTrue(it);
+    return AMP_OK;
+}
+
+static amp_status parse_nvfp4(const char *what, const cJSON *obj, amp_policy *p)
+{
+    if (!cJSON_IsObject(obj)) return amp_fail(AMP_EINVAL, "%s: policy key 'nvfp4' must be an object", what);
+    if (!p->nvfp4) nvfp4_defaults(p);
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        amp_status s = AMP_OK;
+        if (!strcmp(it->string, "hadamard")) s = get_bool(what, it, "nvfp4.hadamard", &p->nvfp4_rht);
+        else if (!strcmp(it->string, "stochastic_rounding")) s = get_bool(what, it, "nvfp4.stochastic_rounding", &p->nvfp4_sr);
+        else if (!strcmp(it->string, "bf16_layers")) {
+            if (!cJSON_IsArray(it)) return amp_fail(AMP_EINVAL, "%s: policy key 'nvfp4.bf16_layers' must be an array", what);
+            char buf[sizeof p->nvfp4_bf16];
+            size_t len = 0;
+            buf[0] = 0;
+            for (const cJSON *e = it->child; e; e = e->next) {
+                const char *v = cJSON_GetStringValue(e);
+                if (!v || !*v || strchr(v, ','))
+                    return amp_fail(AMP_EINVAL, "%s: policy key 'nvfp4.bf16_layers' holds layer names (no commas)", what);
+                size_t add = strlen(v) + (len ? 1 : 0);
+                if (len + add >= sizeof buf)
+                    return amp_fail(AMP_EINVAL, "%s: policy key 'nvfp4.bf16_layers' is too long", what);
+                snprintf(buf + len, sizeof buf - len, "%s%s", len ? "," : "", v);
+                len += add;
+            }
+            memcpy(p->nvfp4_bf16, buf, sizeof buf);
+        } else return bad_key(what, "nvfp4.", it->string);
         if (s) return s;
     }
     return AMP_OK;
@@ -229,12 +299,16 @@ amp_status amp_policy_from_json(const char *text, const char *what, amp_policy *
             else if (!strcmp(v, "sr")) p->update = AMP_UPD_SR;
             else if (!strcmp(v, "kahan")) p->update = AMP_UPD_KAHAN;
             else s = amp_fail(AMP_EINVAL, "%s: policy key 'update' must be round, sr or kahan", what);
-        } else s = bad_key(what, "", k);
+        } else if (!strcmp(k, "nvfp4")) s = parse_nvfp4(what, it, p);
+        else s = bad_key(what, "", k);
     }
     cJSON_Delete(root);
     if (s) return s;
     p->has_master = p->master.id == AMP_FMT_FP32 && p->weight.id != AMP_FMT_FP32;
     if (!p->has_master) p->master = p->weight;
+    if (p->nvfp4 && !p->has_master)
+        return amp_fail(AMP_EINVAL, "%s: policy key 'nvfp4' needs FP32 master weights (roles.master fp32, "
+                        "roles.weight narrower)", what);
     if (!p->acc_fp32 && p->acc.id == AMP_FMT_FP32) p->acc_fp32 = 1;
     return AMP_OK;
 }
@@ -275,6 +349,15 @@ char *amp_policy_to_json(const amp_policy *p)
     cJSON_AddStringToObject(o, "update", p->update == AMP_UPD_SR ? "sr" : p->update == AMP_UPD_KAHAN ? "kahan" : "round");
     cJSON_AddBoolToObject(o, "fp8_scaling", p->fp8_scaling);
     cJSON_AddStringToObject(o, "kernels", p->torch_cpu ? "torch_cpu" : "default");
+    if (p->nvfp4) {                          /* only then: other policies' config.json unchanged */
+        cJSON *nv = cJSON_AddObjectToObject(o, "nvfp4"), *ly = cJSON_AddArrayToObject(nv, "bf16_layers");
+        cJSON_AddBoolToObject(nv, "hadamard", p->nvfp4_rht);
+        cJSON_AddBoolToObject(nv, "stochastic_rounding", p->nvfp4_sr);
+        char buf[sizeof p->nvfp4_bf16], *save = NULL;
+        memcpy(buf, p->nvfp4_bf16, sizeof buf);
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(ly, cJSON_CreateString(t));
+    }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;

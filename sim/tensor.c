@@ -1,6 +1,7 @@
 /* The tensor registry: the one list of a model's tensors, and the single place
  * where values are rounded into a tensor's format (with fused statistics). */
 #include "amp_base.h"
+#include "amp_block.h"
 #include "amp_format.h"
 #include "amp_round.h"
 #include "amp_scaler.h"
@@ -228,7 +229,11 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
     amp_round_opts o = amp_tensor_opts(r, t);
     amp_status s;
     int checked = 0;                         /* round_into notes the non-finite results */
-    if (r->fp8 && t->fmt.bits <= 8) {
+    if (t->blk.cols > 0) {
+        size_t cols = t->shape[t->ndim - 1];
+        if (t->blk_sr) o.mode = AMP_RND_SR;
+        s = amp_block_round(&t->blk, &o, src, t->data, t->n / cols, cols, st, NULL);
+    } else if (r->fp8 && t->fmt.bits <= 8) {
         amp_fp8_role role = t->role == AMP_ROLE_WEIGHT ? AMP_FP8_WEIGHT
                           : t->role == AMP_ROLE_ACT_GRAD ? AMP_FP8_GRAD : AMP_FP8_ACT;
         const amp_format *qf = amp_fp8_format(r->fp8, role);

@@ -308,6 +308,8 @@ class TestErrorsAndEvents(unittest.TestCase):
     def test_inexpressible_policy(self):
         with self.assertRaisesRegex(at.EmulationError, "accumulates GEMMs in fp16"):
             at.emulate(MLP(), {"base": "fp16-amp", "gemm": {"accumulator": "fp16"}})
+        with self.assertRaisesRegex(at.EmulationError, "NVFP4 GEMM operands"):
+            at.emulate(MLP(), "nvfp4")
 
     def test_policy_dict_and_json(self):
         p = at.Policy({"base": "bf16-amp", "roles": {"act_grad": "fp16"}})

@@ -105,6 +105,9 @@ class emulate(_OpHandlers):
             raise EmulationError("emulate: policy %s accumulates GEMMs in %s: ampsim.torch emulates FP32 "
                                  "accumulation only (use ampsim train for narrow accumulators)"
                                  % (pol.name, pol.accumulator))
+        if "nvfp4" in pol.json:
+            raise EmulationError("emulate: policy %s has NVFP4 GEMM operands: ampsim.torch does not emulate "
+                                 "them (use ampsim train --precision nvfp4)" % pol.name)
         self._whatif = None
         specs = _whatif.specs_of(what_if)
         if specs is not None:
