@@ -251,24 +251,88 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
     return AMP_OK;
 }
 
+/* accum without statistics, block [lo, lo+len) of t: the bits of the general
+ * path below (round src into the format, add in double, round the sum), without
+ * its double array: a sum that float32 holds exactly goes through the float32
+ * kernel (every path gives a value's bits whatever its width), the others
+ * through amp_round1 with the same SR key (index0 + i). Into fp32 under rne
+ * without flags the rounding of the double sum is the IEEE conversion. */
+#define ACCUM_BLOCK 2048
+static amp_status accum_block(amp_tensor *t, const amp_round_opts *o, const float *src, size_t lo, size_t len)
+{
+    float tmp[ACCUM_BLOCK], y[ACCUM_BLOCK];
+    uint32_t odd[ACCUM_BLOCK];
+    amp_round_opts ob = *o;
+    ob.index0 = o->index0 + lo;
+    float *d = t->data + lo;
+    const float *a = src + lo;
+    int fp32 = t->fmt.id == AMP_FMT_FP32 && !o->flags;
+    if (!fp32) {
+        amp_status s = amp_round_f32(&t->fmt, &ob, a, tmp, len, NULL);
+        if (s) return s;
+        a = tmp;
+    }
+    if (fp32 && o->mode == AMP_RND_NE) {
+        for (size_t i = 0; i < len; i++) {
+            double sum = (double)d[i] + (double)a[i];
+            float v = (float)sum;
+            d[i] = v == v ? v : amp_round1(&t->fmt, &ob, sum, i, NULL);
+        }
+        return AMP_OK;
+    }
+    size_t n_odd = 0;
+    for (size_t i = 0; i < len; i++) {
+        double sum = (double)d[i] + (double)a[i];
+        y[i] = (float)sum;
+        odd[n_odd] = (uint32_t)i;
+        n_odd += (double)y[i] != sum;            /* inexact in float32, or NaN */
+    }
+    amp_status s = amp_round_f32(&t->fmt, &ob, y, y, len, NULL);
+    if (s) return s;
+    for (size_t k = 0; k < n_odd; k++) {
+        size_t i = odd[k];
+        y[i] = amp_round1(&t->fmt, &ob, (double)d[i] + (double)a[i], i, NULL);
+    }
+    memcpy(d, y, len * sizeof(float));
+    return AMP_OK;
+}
+
 amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
 {
     if (!t->written) return amp_tensor_round(r, t, src);
     float *scaled;
     amp_status s0 = rescale(r, t, &src, &scaled);
     if (s0) return s0;
+    amp_round_opts o = amp_tensor_opts(r, t);
+    o.index0 = t->n;                         /* a different SR draw from the first write */
+    amp_stats *st = stats_of(r, t);
+    if (!st && !amp_tensor_stats_due(r, t)) {
+        amp_status s = AMP_OK;
+        long nb = (long)((t->n + ACCUM_BLOCK - 1) / ACCUM_BLOCK);
+        int nt = amp_get_threads();
+        #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 16)
+        for (long b = 0; b < nb; b++) {
+            size_t lo = (size_t)b * ACCUM_BLOCK, len = t->n - lo < ACCUM_BLOCK ? t->n - lo : ACCUM_BLOCK;
+            amp_status sb = accum_block(t, &o, src, lo, len);
+            if (sb) {
+                #pragma omp critical(amp_accum_status)
+                s = sb;
+            }
+        }
+        free(scaled);
+        if (!s) check_finite(r, t);
+        return s;
+    }
     /* second contribution: round it into the format, add in double, round again */
     float *tmp = malloc(t->n * sizeof(float));
     if (!tmp) { free(scaled); return amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name); }
-    amp_round_opts o = amp_tensor_opts(r, t);
-    o.index0 = t->n;                         /* a different SR draw from the first write */
     amp_status s = amp_round_f32(&t->fmt, &o, src, tmp, t->n, NULL);
     if (!s) {
         double *sum = malloc(t->n * sizeof(double));
         if (!sum) s = amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name);
         else {
             for (size_t i = 0; i < t->n; i++) sum[i] = (double)t->data[i] + (double)tmp[i];
-            s = round_into(r, t, &o, NULL, sum, stats_of(r, t));
+            s = round_into(r, t, &o, NULL, sum, st);
             free(sum);
         }
     }
