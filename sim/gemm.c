@@ -291,8 +291,14 @@ static void pack_a(int ta, const float *A, int lda, int M, int K, int r0, int ro
             else if (!ta) memcpy(dst + (size_t)i * K, A + (size_t)(r0 + i) * lda, (size_t)K * sizeof *dst);
         if (!ta) continue;
         int iv = M - r0 < i1 ? M - r0 : i1;
-        for (int k = 0; k < K; k++)
-            for (int i = i0; i < iv; i++) dst[(size_t)i * K + k] = A[(size_t)k * lda + r0 + i];
+        for (int k0 = 0; k0 < K; k0 += 16) {         /* 16 x 16 blocks: few lines in flight */
+            int k1 = k0 + 16 < K ? k0 + 16 : K;
+            for (int i = i0; i < iv; i++) {
+                const float *src = A + r0 + i;
+                float *d = dst + (size_t)i * K;
+                for (int k = k0; k < k1; k++) d[k] = src[(size_t)k * lda];
+            }
+        }
     }
 }
 
@@ -310,10 +316,12 @@ static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, float 
                 for (int jj = 0; jj < nj; jj++) d[jj] = src[jj];
             }
         else
-            for (int jj = 0; jj < nj; jj++) {
-                const float *src = B + (size_t)(j0 + jj) * ldb;
-                for (int k = 0; k < K; k++) dst[(size_t)k * NR + jj] = src[k];
-            }
+            for (int k0 = 0; k0 < K; k0 += 64)      /* blocks of 64 k: the panel rows stay in L1 */
+                for (int jj = 0; jj < nj; jj++) {
+                    const float *src = B + (size_t)(j0 + jj) * ldb;
+                    int k1 = k0 + 64 < K ? k0 + 64 : K;
+                    for (int k = k0; k < k1; k++) dst[(size_t)k * NR + jj] = src[k];
+                }
     }
 }
 

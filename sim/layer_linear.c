@@ -77,6 +77,22 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
     return amp_tensor_round(cx->reg, l->out, acc);
 }
 
+/* db [O] = float(sum_r g[r,o]) with the sum in double over r ascending:
+ * row by row into O double sums (the same order per element). */
+static amp_status bias_grad(float *db, const float *g, int B, int O)
+{
+    double stackbuf[1024], *sum = O <= 1024 ? stackbuf : malloc((size_t)O * sizeof *sum);
+    if (!sum) return amp_fail(AMP_ENOMEM, "out of memory for a bias gradient of %d values", O);
+    for (int o = 0; o < O; o++) sum[o] = 0.0;
+    for (int r = 0; r < B; r++) {
+        const float *gr = g + (size_t)r * O;
+        for (int o = 0; o < O; o++) sum[o] += gr[o];
+    }
+    for (int o = 0; o < O; o++) db[o] = (float)sum[o];
+    if (sum != stackbuf) free(sum);
+    return AMP_OK;
+}
+
 amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
 {
     amp_status s;
@@ -94,12 +110,8 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, acc, l->I);
     if ((s = amp_tensor_accum(cx->reg, l->w->grad, acc))) return s;
     if (l->b) {
-        // db [O] = sum over rows of G, in double, rounded once to float
-        for (int o = 0; o < l->O; o++) {
-            double sum = 0;
-            for (int r = 0; r < l->B; r++) sum += G->data[(size_t)r * l->O + o];
-            acc[o] = (float)sum;
-        }
+        // db [O] = sum over rows of G, in double (rows in order), rounded once to float
+        if ((s = bias_grad(acc, G->data, l->B, l->O))) return s;
         if ((s = amp_tensor_accum(cx->reg, l->b->grad, acc))) return s;
     }
     if (l->in->grad) {
