@@ -134,5 +134,10 @@ AMP_API amp_status amp_tensor_observe(amp_tensors *r, amp_tensor *t);
 AMP_API amp_round_opts amp_tensor_opts(const amp_tensors *r, const amp_tensor *t);
 /* 1 if statistics are due for t this step. */
 AMP_API int amp_tensor_stats_due(const amp_tensors *r, const amp_tensor *t);
+/* y[i] = round(f, o, (double)a[i] + (double)b[i]) for i < n, without
+ * statistics: the bits of amp_round_f64 on the double sums (SR key index0 + i),
+ * without a double array. y may alias a or b. Internal (not exported). */
+amp_status amp_round_sum2(const amp_format *f, const amp_round_opts *o, const float *a, const float *b, float *y,
+                          size_t n);
 
 #endif
