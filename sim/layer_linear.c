@@ -69,7 +69,9 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
     amp_status s;
     float *acc;
     if (l->in_op != l->in && (s = amp_tensor_round(cx->reg, l->in_op, l->in->data))) return s;
-    if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
+    if (l->out->fmt.id == AMP_FMT_FP32 && !l->out->rnd_flags)
+        acc = l->out->data;                  /* the output rounding is the identity: no copy */
+    else if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
     if (l->b)
         for (int r = 0; r < l->B; r++) memcpy(acc + (size_t)r * l->O, l->b->data, (size_t)l->O * sizeof(float));
     amp_gemm(&cx->gemm, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,

@@ -149,6 +149,15 @@ static const amp_format *promote(const amp_format *a, const amp_format *b)
     return amp_format_same(a, b) ? a : amp_format_get(AMP_FMT_FP32);
 }
 
+/* Where a kernel puts values that are then rounded into t: t's own data when
+ * that rounding is the float32 identity (amp_tensor_round then copies
+ * nothing), else the scratch w. For an accumulation (amp_tensor_accum) only
+ * while t has not been written this step (the first write is a rounding). */
+static float *out_buf(const amp_tensor *t, float *w)
+{
+    return t->fmt.id == AMP_FMT_FP32 && !t->rnd_flags && !t->written ? t->data : w;
+}
+
 static amp_status ln_init(amp_model *m, gpt_ln *ln, const char *prefix, const amp_tensor *in, int C, size_t N)
 {
     char buf[AMP_TENSOR_NAME];
@@ -169,13 +178,14 @@ static amp_status ln_init(amp_model *m, gpt_ln *ln, const char *prefix, const am
 
 static amp_status ln_forward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor *in)
 {
+    float *out = out_buf(ln->out, g->work1);
     if (m->pol.torch_cpu)
-        amp_layernorm_forward_torchcpu(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
+        amp_layernorm_forward_torchcpu(out, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
                                        g->N, (size_t)g->C, LN_EPS);
     else
-        amp_layernorm_forward(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
+        amp_layernorm_forward(out, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
                               g->N, (size_t)g->C, LN_EPS);
-    return amp_tensor_round(&m->reg, ln->out, g->work1);
+    return amp_tensor_round(&m->reg, ln->out, out);
 }
 
 /* in->grad += d ln(in) / d in . ln->out->grad; weight and bias gradients too. */
@@ -196,8 +206,9 @@ static amp_status ln_backward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor
 /* out = a + b (promoted format), rounded into out. */
 static amp_status residual_forward(amp_model *m, gpt *g, amp_tensor *out, const amp_tensor *a, const amp_tensor *b)
 {
-    amp_residual_forward(g->work1, a->data, b->data, out->n);
-    return amp_tensor_round(&m->reg, out, g->work1);
+    float *o = out_buf(out, g->work1);
+    amp_residual_forward(o, a->data, b->data, out->n);
+    return amp_tensor_round(&m->reg, out, o);
 }
 
 /* a->grad += out->grad, b->grad += out->grad (each rounded into its format,
@@ -234,17 +245,20 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = round_hidden(m, h->att, &h->att->fmt, g->work1, h->att->n))) return s;
         for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
         if ((s = amp_tensor_round(reg, h->att, g->work1))) return s;
-        amp_attn_softmax_forward(g->work1, h->att->data, B, T, NH);
-        if ((s = amp_tensor_round(reg, h->prob, g->work1))) return s;
+        float *po = out_buf(h->prob, g->work1);
+        amp_attn_softmax_forward(po, h->att->data, B, T, NH);
+        if ((s = amp_tensor_round(reg, h->prob, po))) return s;
         if (h->prob_op != h->prob && (s = amp_tensor_round(reg, h->prob_op, h->prob->data))) return s;
-        amp_attn_values_forward(g->work1, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
-        if ((s = amp_tensor_round(reg, h->y, g->work1))) return s;
+        float *yo = out_buf(h->y, g->work1);
+        amp_attn_values_forward(yo, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        if ((s = amp_tensor_round(reg, h->y, yo))) return s;
         if ((s = amp_linear_forward(cx, &h->attn_proj))) return s;
         if ((s = residual_forward(m, g, h->res_1, x, h->attn_proj.out))) return s;
         if ((s = ln_forward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = amp_linear_forward(cx, &h->c_fc))) return s;
-        amp_gelu_policy_forward(&m->pol, g->work1, h->c_fc.out);
-        if ((s = amp_tensor_round(reg, h->gelu, g->work1))) return s;
+        float *go = out_buf(h->gelu, g->work1);
+        amp_gelu_policy_forward(&m->pol, go, h->c_fc.out);
+        if ((s = amp_tensor_round(reg, h->gelu, go))) return s;
         if ((s = amp_linear_forward(cx, &h->mlp_proj))) return s;
         if ((s = residual_forward(m, g, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         x = h->res_2;
@@ -293,9 +307,10 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         amp_tensor *xin = l > 0 ? g->h[l - 1].res_2 : g->emb;
         if ((s = residual_backward(m, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         if ((s = amp_linear_backward(cx, &h->mlp_proj))) return s;
-        memset(g->work1, 0, h->c_fc.out->n * sizeof(float));
-        amp_gelu_policy_backward(&m->pol, g->work1, h->c_fc.out, h->gelu->grad);
-        if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, g->work1))) return s;
+        float *dg = out_buf(h->c_fc.out->grad, g->work1);
+        memset(dg, 0, h->c_fc.out->n * sizeof(float));
+        amp_gelu_policy_backward(&m->pol, dg, h->c_fc.out, h->gelu->grad);
+        if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, dg))) return s;
         if ((s = amp_linear_backward(cx, &h->c_fc))) return s;
         if ((s = ln_backward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = residual_backward(m, h->res_1, xin, h->attn_proj.out))) return s;
@@ -314,9 +329,10 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
             if ((s = amp_tensor_round(reg, h->prob_op->grad, g->work1))) return s;
             if ((s = amp_tensor_accum(reg, h->prob->grad, h->prob_op->grad->data))) return s;
         } else if ((s = amp_tensor_accum(reg, h->prob->grad, g->work1))) return s;
-        memset(g->work1, 0, na * sizeof(float));
-        amp_attn_softmax_backward(g->work1, h->prob->grad->data, h->prob->data, B, T, NH);
-        if ((s = amp_tensor_accum(reg, h->att->grad, g->work1))) return s;
+        float *da = out_buf(h->att->grad, g->work1);
+        memset(da, 0, na * sizeof(float));
+        amp_attn_softmax_backward(da, h->prob->grad->data, h->prob->data, B, T, NH);
+        if ((s = amp_tensor_accum(reg, h->att->grad, da))) return s;
         /* gradient of the raw scores: att.grad * scale, rounded (unlogged) */
         for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
         if ((s = round_hidden(m, h->att->grad, &g->attn_gin, g->work1, na))) return s;
