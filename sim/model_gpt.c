@@ -400,6 +400,29 @@ static amp_status init_weights(amp_model *m, gpt *g, uint64_t seed)
     return s;
 }
 
+/* Activation gradients inside block l >= 1 use block 0's storage: each is
+ * written and read only during its block's backward, and the blocks run one
+ * after another (statistics are taken as values are rounded). The residual
+ * stream's gradients (res_2.out.grad) cross blocks and keep their own. This
+ * keeps the gradient memory at one block's instead of L blocks'. Called as
+ * soon as block l is built, so its own storage is given back at once. */
+static amp_status share_block_grads(amp_model *m, int l)
+{
+    char pre[32], name[AMP_TENSOR_NAME + 16];
+    snprintf(pre, sizeof pre, "transformer.h.%d.", l);
+    size_t np = strlen(pre);
+    for (int i = 0; l > 0 && i < m->reg.n; i++) {
+        amp_tensor *t = m->reg.t[i];
+        if (t->role != AMP_ROLE_ACT_GRAD || strncmp(t->name, pre, np) || strstr(t->name, ".res_2.out.grad")) continue;
+        snprintf(name, sizeof name, "transformer.h.0.%s", t->name + np);
+        const amp_tensor *owner = amp_tensors_find(&m->reg, name);
+        if (!owner) return amp_fail(AMP_EINVAL, "gpt: %s has no counterpart in block 0", t->name);
+        amp_status s = amp_tensor_share(t, owner);
+        if (s) return s;
+    }
+    return AMP_OK;
+}
+
 static amp_status build(amp_model *m, gpt *g)
 {
     const amp_policy *p = &m->pol;
@@ -447,6 +470,7 @@ static amp_status build(amp_model *m, gpt *g)
         if ((s = amp_linear_init(cx, &h->mlp_proj, nm, h->gelu, g->C, 1))) return s;
         snprintf(nm, sizeof nm, "%s.res_2.out", pre);
         if ((s = add_act(m, nm, promote(&h->res_1->fmt, &h->mlp_proj.out->fmt), 2, (size_t[]){ N, C }, &h->res_2))) return s;
+        if ((s = share_block_grads(m, l))) return s;
         x = h->res_2;
     }
     if ((s = ln_init(m, &g->ln_f, "transformer.ln_f", x, g->C, N))) return s;

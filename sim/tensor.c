@@ -35,7 +35,7 @@ void amp_tensors_free(amp_tensors *r)
 {
     for (int i = 0; i < r->n; i++) {
         amp_tensor *t = r->t[i];
-        free(t->data);
+        if (!t->borrowed) free(t->data);
         free(t->stats);
         free(t->grad32);
         free(t);
@@ -44,6 +44,17 @@ void amp_tensors_free(amp_tensors *r)
     free(r->grads);
     r->t = r->grads = NULL;
     r->n = r->cap = r->ngrads = 0;
+}
+
+amp_status amp_tensor_share(amp_tensor *t, const amp_tensor *owner)
+{
+    if (t == owner) return AMP_OK;
+    if (t->n != owner->n || owner->borrowed)
+        return amp_fail(AMP_EINVAL, "tensor %s cannot share the storage of %s", t->name, owner->name);
+    if (!t->borrowed) free(t->data);
+    t->data = owner->data;
+    t->borrowed = 1;
+    return AMP_OK;
 }
 
 amp_tensor *amp_tensors_find(const amp_tensors *r, const char *name)
