@@ -18,7 +18,18 @@ S, so that start-up and data loading cancel. Each ampsim variant:
 OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 hold for both (Debian's torch
 calls OpenBLAS, whose own pool torch.set_num_threads does not limit).
 
-Run:  /usr/bin/python3 tests/ref/bench_vs_torch.py [--ampsim build/ampsim] [--steps S]"""
+--large: instead, a GPT of 6 layers, width 384, 6 heads, context 256, batch 8
+(about 11M parameters; AdamW lr 6e-4), each side in a child process of its own
+so that each peak RSS (getrusage of that child: ru_maxrss) is its own:
+  PyTorch fp32: median CPU time of --large-steps steps after 2 warm-up steps.
+  ampsim fp16-amp: the difference of S and 2S steps (S = --large-steps) without
+  statistics (--log-every 0 --hist-every 0) and with statistics at every step
+  (--log-every 1 --hist-every 1); statistics every 50 steps cost
+  t_plain + (t_stats - t_plain) / 50 a step. Also ampsim fp32 without statistics.
+Tokens/s = B*T / step time; ratio = ampsim tokens/s / PyTorch tokens/s.
+
+Run:  /usr/bin/python3 tests/ref/bench_vs_torch.py [--ampsim build/ampsim] [--steps S]
+      /usr/bin/python3 tests/ref/bench_vs_torch.py --large [--large-steps S]"""
 import argparse
 import os
 import resource
@@ -84,6 +95,77 @@ def child_cpu():
     return r.ru_utime + r.ru_stime
 
 
+LARGE = dict(L=6, C=384, NH=6, T=256, B=8)
+
+
+def torch_large_child(steps):
+    """In a child process: PyTorch fp32 step time (ms) of the large GPT."""
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+    g.L, g.NH, g.C, g.T = LARGE["L"], LARGE["NH"], LARGE["C"], LARGE["T"]
+    torch.manual_seed(0)
+    model = g.GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randint(0, 256, (LARGE["B"], LARGE["T"]), generator=gen)
+    y = torch.randint(0, 256, (LARGE["B"], LARGE["T"]), generator=gen)
+    ts = []
+    for i in range(2 + steps):
+        c0 = time.process_time()
+        step(model, opt, lambda: model(x, y))
+        if i >= 2:
+            ts.append(time.process_time() - c0)
+    nparams = sum(p.numel() for p in model.parameters())
+    print("%.6f %d" % (statistics.median(ts) * 1e3, nparams))
+
+
+def run_child(cmd):
+    """Runs cmd; returns (stdout, CPU seconds, peak RSS in MiB) of that child alone."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (exit %d)" % (" ".join(cmd), p.returncode))
+    return out.decode(), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+
+
+def ampsim_large(binary, args, steps, d):
+    """ampsim step time (ms) from S and 2S steps, and the peak RSS (MiB) of the longer run."""
+    t, rss = [], 0.0
+    for s in (steps, 2 * steps):
+        _, cpu, rss = run_child([binary, "train"] + args + ["--steps", str(s), "--out", os.path.join(d, "r%d" % s)])
+        t.append(cpu)
+    return (t[1] - t[0]) / steps * 1e3, rss
+
+
+def large(binary, steps):
+    L = LARGE
+    ntok = L["B"] * L["T"]
+    out, _, trss = run_child([sys.executable, os.path.abspath(__file__), "--torch-large-child", str(steps)])
+    tt, nparams = float(out.split()[0]), int(out.split()[1])
+    print("torch %s, 1 thread; gpt L=%d C=%d NH=%d T=%d, B=%d (%d parameters, %d tokens a step), AdamW; CPU time"
+          % (torch.__version__, L["L"], L["C"], L["NH"], L["T"], L["B"], nparams, ntok))
+    print("%-40s %10s %9s %9s %8s" % ("", "ms/step", "tok/s", "peak MiB", "ratio"))
+    print("%-40s %10.1f %9.0f %9.0f %8s" % ("PyTorch fp32", tt, ntok / tt * 1e3, trss, "1.00"))
+    base = ["--model", "gpt", "--layers", str(L["L"]), "--dim", str(L["C"]), "--heads", str(L["NH"]),
+            "--ctx", str(L["T"]), "--batch", str(L["B"]), "--optim", "adamw", "--lr", "0.0006", "--threads", "1"]
+    quiet = ["--log-every", "0", "--hist-every", "0"]
+    every = ["--log-every", "1", "--hist-every", "1"]
+    with tempfile.TemporaryDirectory() as d:
+        rows = []
+        t32, r32 = ampsim_large(binary, base + ["--precision", "fp32"] + quiet, steps, os.path.join(d, "a"))
+        rows.append(("ampsim fp32, no statistics", t32, r32))
+        tp, rp = ampsim_large(binary, base + ["--precision", "fp16-amp"] + quiet, steps, os.path.join(d, "b"))
+        rows.append(("ampsim fp16-amp, no statistics", tp, rp))
+        ts, rs = ampsim_large(binary, base + ["--precision", "fp16-amp"] + every, steps, os.path.join(d, "c"))
+        rows.append(("ampsim fp16-amp, statistics every step", ts, rs))
+        rows.append(("ampsim fp16-amp, statistics every 50", tp + (ts - tp) / 50, max(rp, rs)))
+        for name, t, rss in rows:
+            print("%-40s %10.1f %9.0f %9.0f %8.2f" % (name, t, ntok / t * 1e3, rss, tt / t))
+    sys.stdout.flush()
+
+
 def ampsim_step_ms(binary, args, steps):
     with tempfile.TemporaryDirectory() as d:
         t = []
@@ -99,7 +181,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ampsim", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "ampsim"))
     ap.add_argument("--steps", type=int, default=10, help="GPT steps S of the shorter ampsim run (MLP: 400 S)")
+    ap.add_argument("--large", action="store_true", help="the 6-layer, width-384, context-256 GPT instead")
+    ap.add_argument("--large-steps", type=int, default=3, help="steps S of --large (ampsim runs S and 2S)")
+    ap.add_argument("--torch-large-child", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.torch_large_child:
+        torch_large_child(args.torch_large_child)
+        return
+    if args.large:
+        large(args.ampsim, args.large_steps)
+        return
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     gpt = ["--model", "gpt", "--layers", str(GPT["L"]), "--dim", str(GPT["C"]), "--heads", str(GPT["NH"]),
