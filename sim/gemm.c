@@ -228,7 +228,13 @@ static void gemm_unpacked(int ta, int tb, int M, int N, int K, const float *A, i
  * formats' values pass; NaN and Inf never do. */
 typedef uint32_t __attribute__((may_alias)) u32_alias;
 
-static uint32_t long_values(const u32_alias *u, int n)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define SCAN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define SCAN_CLONES
+#endif
+
+SCAN_CLONES static uint32_t long_values(const u32_alias *u, int n)
 {
     uint32_t bad = 0;
     for (int c = 0; c < n; c++) {
