@@ -80,19 +80,23 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
 }
 
 /* db [O] = float(sum_r g[r,o]) with the sum in double over r ascending:
- * row by row into O double sums (the same order per element). */
-static amp_status bias_grad(float *db, const float *g, int B, int O)
+ * row by row into double sums of 256 columns at a time (the same order per
+ * element; column blocks go to the threads). */
+static void bias_grad(float *db, const float *g, int B, int O)
 {
-    double stackbuf[1024], *sum = O <= 1024 ? stackbuf : malloc((size_t)O * sizeof *sum);
-    if (!sum) return amp_fail(AMP_ENOMEM, "out of memory for a bias gradient of %d values", O);
-    for (int o = 0; o < O; o++) sum[o] = 0.0;
-    for (int r = 0; r < B; r++) {
-        const float *gr = g + (size_t)r * O;
-        for (int o = 0; o < O; o++) sum[o] += gr[o];
+    enum { CB = 256 };
+    int nb = (O + CB - 1) / CB, nt = amp_get_threads();
+    #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb > 1 && (size_t)B * O >= AMP_PAR_MIN)
+    for (int blk = 0; blk < nb; blk++) {
+        int o0 = blk * CB, no = O - o0 < CB ? O - o0 : CB;
+        double sum[CB];
+        for (int o = 0; o < no; o++) sum[o] = 0.0;
+        for (int r = 0; r < B; r++) {
+            const float *gr = g + (size_t)r * O + o0;
+            for (int o = 0; o < no; o++) sum[o] += gr[o];
+        }
+        for (int o = 0; o < no; o++) db[o0 + o] = (float)sum[o];
     }
-    for (int o = 0; o < O; o++) db[o] = (float)sum[o];
-    if (sum != stackbuf) free(sum);
-    return AMP_OK;
 }
 
 amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
@@ -113,7 +117,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if ((s = amp_tensor_accum(cx->reg, l->w->grad, acc))) return s;
     if (l->b) {
         // db [O] = sum over rows of G, in double (rows in order), rounded once to float
-        if ((s = bias_grad(acc, G->data, l->B, l->O))) return s;
+        bias_grad(acc, G->data, l->B, l->O);
         if ((s = amp_tensor_accum(cx->reg, l->b->grad, acc))) return s;
     }
     if (l->in->grad) {

@@ -94,10 +94,9 @@ amp_status amp_optim_attach(amp_optim *o, amp_model *m)
 #endif
 /* (Compiled for AVX-512 and AVX2 too: the loops vectorise over elements, each
  * element the same float32 operations, sqrtf and division being IEEE.) */
-OPT_CLONES static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, float *u, float *s0, float *s1)
+OPT_CLONES static void update_range(const amp_optim *o, const amp_tensor *w, const float *g, const float *p, float *u,
+                                    float *s0, float *s1, size_t n)
 {
-    const float *g = w->grad32;
-    size_t n = w->n;
     float lr = o->lr;
     switch (o->kind) {
     case AMP_OPT_SGD:
@@ -124,6 +123,20 @@ OPT_CLONES static void compute_update(const amp_optim *o, amp_tensor *w, const f
         }
         break;
     }
+    }
+}
+
+/* update_range over the whole weight, in blocks over the threads (each
+ * element's operations do not depend on the split). */
+static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, float *u, float *s0, float *s1)
+{
+    enum { BLK = 16384 };
+    long nb = (long)((w->n + BLK - 1) / BLK);
+    int nt = amp_get_threads();
+    #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 4)
+    for (long b = 0; b < nb; b++) {
+        size_t lo = (size_t)b * BLK, len = w->n - lo < BLK ? w->n - lo : BLK;
+        update_range(o, w, w->grad32 + lo, p + lo, u + lo, s0 ? s0 + lo : NULL, s1 ? s1 + lo : NULL, len);
     }
 }
 
