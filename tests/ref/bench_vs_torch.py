@@ -28,8 +28,16 @@ so that each peak RSS (getrusage of that child: ru_maxrss) is its own:
   t_plain + (t_stats - t_plain) / 50 a step. Also ampsim fp32 without statistics.
 Tokens/s = B*T / step time; ratio = ampsim tokens/s / PyTorch tokens/s.
 
+--threads: no PyTorch; ampsim's step at --threads 1 and 2 (wall time, the
+difference of S and 2S steps, best of --rounds) for the GPT above (fp32) and
+the MLP 64-512-512-10 at batch 256 (fp32), and the sha256 of each run's
+metrics.csv, tensors.csv and hist.csv (statistics every 10 steps), which must
+not depend on the thread count. Prints the load average beside each figure:
+two threads only help when two cores are free.
+
 Run:  /usr/bin/python3 tests/ref/bench_vs_torch.py [--ampsim build/ampsim] [--steps S]
-      /usr/bin/python3 tests/ref/bench_vs_torch.py --large [--large-steps S]"""
+      /usr/bin/python3 tests/ref/bench_vs_torch.py --large [--large-steps S]
+      /usr/bin/python3 tests/ref/bench_vs_torch.py --threads [--rounds R]"""
 import argparse
 import os
 import resource
@@ -166,6 +174,46 @@ def large(binary, steps):
     sys.stdout.flush()
 
 
+def run_sha(d, name):
+    import hashlib
+    h = hashlib.sha256()
+    for f in ("metrics.csv", "tensors.csv", "hist.csv"):
+        with open(os.path.join(d, name, f), "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
+def threads(binary, rounds):
+    gpt = ["--model", "gpt", "--layers", str(GPT["L"]), "--dim", str(GPT["C"]), "--heads", str(GPT["NH"]),
+           "--ctx", str(GPT["T"]), "--batch", str(GPT["B"]), "--optim", "adamw", "--lr", "0.001", "--precision", "fp32"]
+    mlp = ["--hidden", "512", "--layers", "3", "--batch", "256", "--lr", "0.1", "--precision", "fp32"]
+    stats = ["--log-every", "10", "--hist-every", "10"]
+    print("ampsim --threads 2 against --threads 1: wall time per step (difference of S and 2S steps, best of %d)" % rounds)
+    print("%-34s %12s %12s %8s %18s %18s  %s" % ("model", "1 thread ms", "2 threads ms", "speed-up", "sha256 (1)",
+                                                  "sha256 (2)", "load average"))
+    for name, base, steps in (("gpt L=4 C=128 T=64, B=16, AdamW", gpt, 10), ("mlp 64-512-512-10, B=256", mlp, 200)):
+        t, sha = {}, {}
+        with tempfile.TemporaryDirectory() as d:
+            for th in (1, 2):
+                best = float("inf")
+                for r in range(rounds):
+                    w = []
+                    for s in (steps, 2 * steps):
+                        nm = "t%d_r%d_s%d" % (th, r, s)
+                        w0 = time.perf_counter()
+                        subprocess.run([binary, "train"] + base + stats + ["--threads", str(th), "--steps", str(s),
+                                       "--out", os.path.join(d, nm)], check=True, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+                        w.append(time.perf_counter() - w0)
+                    best = min(best, (w[1] - w[0]) / steps * 1e3)
+                t[th] = best
+                sha[th] = run_sha(d, "t%d_r0_s%d" % (th, 2 * steps))
+        load = " ".join("%.2f" % x for x in os.getloadavg())
+        print("%-34s %12.2f %12.2f %8.2f %18s %18s  %s%s" % (name, t[1], t[2], t[1] / t[2], sha[1], sha[2], load,
+                                                           "" if sha[1] == sha[2] else "  BYTES DIFFER"))
+    sys.stdout.flush()
+
+
 def ampsim_step_ms(binary, args, steps):
     with tempfile.TemporaryDirectory() as d:
         t = []
@@ -184,7 +232,12 @@ def main():
     ap.add_argument("--large", action="store_true", help="the 6-layer, width-384, context-256 GPT instead")
     ap.add_argument("--large-steps", type=int, default=3, help="steps S of --large (ampsim runs S and 2S)")
     ap.add_argument("--torch-large-child", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--threads", action="store_true", help="ampsim at --threads 1 and 2 (no PyTorch)")
+    ap.add_argument("--rounds", type=int, default=3, help="--threads: best of R rounds")
     args = ap.parse_args()
+    if args.threads:
+        threads(args.ampsim, args.rounds)
+        return
     if args.torch_large_child:
         torch_large_child(args.torch_large_child)
         return
@@ -206,9 +259,12 @@ def main():
                                    ("gpt L=4 C=128 T=64, B=16, AdamW", gpt, args.steps, torch_gpt_step_ms)):
         tt = tfn(max(20, min(steps, 400)))
         print("%-34s PyTorch fp32 %9.3f ms" % (name, tt))
+        ts = []
         for vname, vargs in variants:
             ta = ampsim_step_ms(args.ampsim, base + vargs, steps)
+            ts.append(ta)
             print("  ampsim %-34s %9.3f ms   ratio %5.2f" % (vname, ta, tt / ta))
+        print("  ampsim fp16-amp + stats/10 over ampsim fp32 (reproducible): %.2f" % (ts[2] / ts[0]))
     sys.stdout.flush()
 
 
