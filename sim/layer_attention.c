@@ -68,6 +68,7 @@ static inline void dots_block(double *out, const float *q, const float *kt, size
 /* Per-thread work space: hs doubles and a transposed (hs,Tp) block. */
 typedef struct attn_ws {
     double *acc;
+    double *coef;                 /* T coefficients of one weighted sum */
     float *kt;
     size_t Tp;
 } attn_ws;
@@ -76,13 +77,15 @@ static void ws_alloc(attn_ws *w, size_t hs, size_t T)
 {
     w->Tp = (T + TB - 1) / TB * TB;
     w->acc = malloc(hs * sizeof *w->acc);
+    w->coef = malloc(T * sizeof *w->coef);
     w->kt = malloc(hs * w->Tp * sizeof *w->kt);
-    AMP_ASSERT(w->acc != NULL && w->kt != NULL);
+    AMP_ASSERT(w->acc != NULL && w->coef != NULL && w->kt != NULL);
 }
 
 static void ws_free(attn_ws *w)
 {
     free(w->acc);
+    free(w->coef);
     free(w->kt);
 }
 
@@ -121,10 +124,30 @@ void amp_attn_scores_forward(float *att, const float *qkv, float scale,
     }
 }
 
-/* acc (n) += x (n) * ds, in double (x float). */
-static inline void axpy_d(double *acc, const float *x, double ds, size_t n)
+/* acc (n) = sum_{j0 <= j < j1} coef[j] x_j, x_j = x + j stride (n floats), in
+ * double, j increasing, from +0: 32 elements at a time held in registers
+ * over the whole sum (the order of each element is the same). */
+#define WS_D 32
+static inline void wsum(double *acc, const double *coef, const float *x, size_t stride, size_t j0, size_t j1,
+                        size_t n)
 {
-    for (size_t d = 0; d < n; d++) acc[d] += ds * x[d];
+    size_t d0 = 0;
+    for (; d0 + WS_D <= n; d0 += WS_D) {
+        double a[WS_D];
+        for (size_t d = 0; d < WS_D; d++) a[d] = 0.0;
+        for (size_t j = j0; j < j1; j++) {
+            const float *xj = x + j * stride + d0;
+            double c = coef[j];
+            for (size_t d = 0; d < WS_D; d++) a[d] += c * xj[d];
+        }
+        for (size_t d = 0; d < WS_D; d++) acc[d0 + d] = a[d];
+    }
+    for (size_t d = d0; d < n; d++) acc[d] = 0.0;
+    for (size_t j = j0; j < j1 && d0 < n; j++) {
+        const float *xj = x + j * stride;
+        double c = coef[j];
+        for (size_t d = d0; d < n; d++) acc[d] += c * xj[d];
+    }
 }
 
 /* y (n) += float(acc (n)). */
@@ -135,18 +158,17 @@ static void add_rounded(float *y, const double *acc, size_t n)
 
 /* One head of amp_attn_scores_backward: dq and dk of (b,h). */
 ATTN_CLONES static void scores_bwd_head(float *dbase, const float *da, const float *base, size_t C3, size_t C,
-                                        size_t T, size_t hs, float scale, double *acc)
+                                        size_t T, size_t hs, float scale, attn_ws *w)
 {
+    double *acc = w->acc, *coef = w->coef;
     for (size_t t = 0; t < T; t++) {          /* dq */
-        for (size_t d = 0; d < hs; d++) acc[d] = 0.0;
-        for (size_t t2 = 0; t2 <= t; t2++)
-            axpy_d(acc, base + t2 * C3 + C, (double)(da[ROW(t) + t2] * scale), hs);
+        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = (double)(da[ROW(t) + t2] * scale);
+        wsum(acc, coef, base + C, C3, 0, t + 1, hs);
         add_rounded(dbase + t * C3, acc, hs);
     }
     for (size_t t2 = 0; t2 < T; t2++) {       /* dk */
-        for (size_t d = 0; d < hs; d++) acc[d] = 0.0;
-        for (size_t t = t2; t < T; t++)
-            axpy_d(acc, base + t * C3, (double)(da[ROW(t) + t2] * scale), hs);
+        for (size_t t = t2; t < T; t++) coef[t] = (double)(da[ROW(t) + t2] * scale);
+        wsum(acc, coef, base, C3, t2, T, hs);
         add_rounded(dbase + t2 * C3 + C, acc, hs);
     }
 }
@@ -159,16 +181,17 @@ void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
 {
     AMP_ASSERT(NH > 0 && C % NH == 0);
     size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
-    #pragma omp parallel for schedule(static) if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t bh = 0; bh < B * NH; bh++) {
-        size_t b = bh / NH, h = bh % NH;
-        const float *da = datt + bh * L;
-        const float *base = qkv + b * T * C3 + h * hs;
-        float *dbase = dqkv + b * T * C3 + h * hs;
-        double *acc = malloc(hs * sizeof *acc);
-        AMP_ASSERT(acc != NULL);
-        scores_bwd_head(dbase, da, base, C3, C, T, hs, scale, acc);
-        free(acc);
+    #pragma omp parallel if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    {
+        attn_ws w;
+        ws_alloc(&w, hs, T);
+        #pragma omp for schedule(static)
+        for (size_t bh = 0; bh < B * NH; bh++) {
+            size_t b = bh / NH, h = bh % NH;
+            scores_bwd_head(dqkv + b * T * C3 + h * hs, datt + bh * L, qkv + b * T * C3 + h * hs, C3, C, T, hs,
+                            scale, &w);
+        }
+        ws_free(&w);
     }
 }
 
@@ -210,11 +233,12 @@ void amp_attn_softmax_backward(float *datt, const float *dprob, const float *pro
 
 /* One head of amp_attn_values_forward: o rows of stride C, p its packed prob. */
 ATTN_CLONES static void values_fwd_head(float *o, const float *p, const float *vb, size_t C3, size_t C, size_t T,
-                                        size_t hs, double *acc)
+                                        size_t hs, attn_ws *w)
 {
+    double *acc = w->acc, *coef = w->coef;
     for (size_t t = 0; t < T; t++) {
-        for (size_t d = 0; d < hs; d++) acc[d] = 0.0;
-        for (size_t t2 = 0; t2 <= t; t2++) axpy_d(acc, vb + t2 * C3, (double)p[ROW(t) + t2], hs);
+        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = (double)p[ROW(t) + t2];
+        wsum(acc, coef, vb, C3, 0, t + 1, hs);
         for (size_t d = 0; d < hs; d++) o[t * C + d] = (float)acc[d];
     }
 }
@@ -226,14 +250,17 @@ void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
 {
     AMP_ASSERT(NH > 0 && C % NH == 0);
     size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
-    #pragma omp parallel for schedule(static) if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t bh = 0; bh < B * NH; bh++) {
-        size_t b = bh / NH, h = bh % NH;
-        const float *vb = qkv + b * T * C3 + 2 * C + h * hs;
-        double *acc = malloc(hs * sizeof *acc);
-        AMP_ASSERT(acc != NULL);
-        values_fwd_head(out + b * T * C + h * hs, prob + bh * L, vb, C3, C, T, hs, acc);
-        free(acc);
+    #pragma omp parallel if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    {
+        attn_ws w;
+        ws_alloc(&w, hs, T);
+        #pragma omp for schedule(static)
+        for (size_t bh = 0; bh < B * NH; bh++) {
+            size_t b = bh / NH, h = bh % NH;
+            values_fwd_head(out + b * T * C + h * hs, prob + bh * L, qkv + b * T * C3 + 2 * C + h * hs, C3, C, T, hs,
+                            &w);
+        }
+        ws_free(&w);
     }
 }
 
@@ -249,10 +276,10 @@ ATTN_CLONES static void values_bwd_head(float *dp, float *dv, const float *go, c
             size_t nj = t + 1 - t0 < TB ? t + 1 - t0 : TB;
             for (size_t j = 0; j < nj; j++) dp[ROW(t) + t0 + j] += (float)d[j];
         }
-    double *acc = w->acc;
+    double *acc = w->acc, *coef = w->coef;
     for (size_t t2 = 0; t2 < T; t2++) {
-        for (size_t dd = 0; dd < hs; dd++) acc[dd] = 0.0;
-        for (size_t t = t2; t < T; t++) axpy_d(acc, go + t * C, (double)p[ROW(t) + t2], hs);
+        for (size_t t = t2; t < T; t++) coef[t] = (double)p[ROW(t) + t2];
+        wsum(acc, coef, go, C, t2, T, hs);
         add_rounded(dv + t2 * C3, acc, hs);
     }
 }
