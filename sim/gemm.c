@@ -111,10 +111,12 @@ const char *amp_gemm_path_name(amp_gemm_path p)
     return p == AMP_GEMM_PATH_AVX512 ? "avx512" : p == AMP_GEMM_PATH_AVX2 ? "avx2" : "generic";
 }
 
-/* ---- tiles: t (MR,NR) = the contract's t for rows a (MR,K) and panel b (K,NR) ---- */
-typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, size_t bs, float *t);
+/* ---- tiles: t (MR,NR) = the contract's t for rows a (MR,K) and panel b (K,NR) ----
+ * Row i of the tile goes to t + i ldt: t itself (beta 0) or fl(t + the value)
+ * (beta 1, the contract's c + t). */
+typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta);
 
-static void tile_generic(int K, const float *a, size_t as, const float *b, size_t bs, float *t)
+static void tile_generic(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta)
 {
     float s[MR][NP][NR];
     memset(s, 0, sizeof s);
@@ -127,7 +129,10 @@ static void tile_generic(int K, const float *a, size_t as, const float *b, size_
         }
     }
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++) t[i * NR + j] = (s[i][0][j] + s[i][1][j]) + (s[i][2][j] + s[i][3][j]);
+        for (int j = 0; j < NR; j++) {
+            float v = (s[i][0][j] + s[i][1][j]) + (s[i][2][j] + s[i][3][j]);
+            t[i * ldt + j] = beta ? t[i * ldt + j] + v : v;
+        }
 }
 
 /* The SIMD tiles: one SIMD lane per output column, the same per-element
@@ -146,7 +151,8 @@ static void tile_generic(int K, const float *a, size_t as, const float *b, size_
 
 /* AVX-512: the whole MR x NR tile (16 accumulators: row i, k mod 4 = r). */
 #define TILE512(name, target, MADD)                                                                          \
-target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t)               \
+target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt,   \
+                        int beta)                                                                            \
 {                                                                                                            \
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00;      \
     __m512 s13 = s00, s20 = s00, s21 = s00, s22 = s00, s23 = s00, s30 = s00, s31 = s00, s32 = s00, s33 = s00; \
@@ -160,17 +166,28 @@ target static void name(int K, const float *a, size_t as, const float *b, size_t
     if (k < K) { b0 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 0, k); k++; }                       \
     if (k < K) { b1 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 1, k); k++; }                       \
     if (k < K) { b2 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 2, k); k++; }                       \
-    _mm512_storeu_ps(t + 0 * NR, _mm512_add_ps(_mm512_add_ps(s00, s01), _mm512_add_ps(s02, s03)));          \
-    _mm512_storeu_ps(t + 1 * NR, _mm512_add_ps(_mm512_add_ps(s10, s11), _mm512_add_ps(s12, s13)));          \
-    _mm512_storeu_ps(t + 2 * NR, _mm512_add_ps(_mm512_add_ps(s20, s21), _mm512_add_ps(s22, s23)));          \
-    _mm512_storeu_ps(t + 3 * NR, _mm512_add_ps(_mm512_add_ps(s30, s31), _mm512_add_ps(s32, s33)));          \
+    __m512 v0 = _mm512_add_ps(_mm512_add_ps(s00, s01), _mm512_add_ps(s02, s03));                             \
+    __m512 v1 = _mm512_add_ps(_mm512_add_ps(s10, s11), _mm512_add_ps(s12, s13));                             \
+    __m512 v2 = _mm512_add_ps(_mm512_add_ps(s20, s21), _mm512_add_ps(s22, s23));                             \
+    __m512 v3 = _mm512_add_ps(_mm512_add_ps(s30, s31), _mm512_add_ps(s32, s33));                             \
+    if (beta) {                                                                                              \
+        v0 = _mm512_add_ps(_mm512_loadu_ps(t), v0);                                                          \
+        v1 = _mm512_add_ps(_mm512_loadu_ps(t + ldt), v1);                                                    \
+        v2 = _mm512_add_ps(_mm512_loadu_ps(t + 2 * ldt), v2);                                                \
+        v3 = _mm512_add_ps(_mm512_loadu_ps(t + 3 * ldt), v3);                                                \
+    }                                                                                                        \
+    _mm512_storeu_ps(t, v0);                                                                                 \
+    _mm512_storeu_ps(t + ldt, v1);                                                                           \
+    _mm512_storeu_ps(t + 2 * ldt, v2);                                                                       \
+    _mm512_storeu_ps(t + 3 * ldt, v3);                                                                       \
 }
 TILE512(tile_avx512, __attribute__((target("avx512f"))), MUL_ADD512)
 TILE512(tile_avx512_fma, __attribute__((target("avx512f,fma"))), FMA512)
 
 /* AVX2: the tile in four 2-row x 8-column quarters (8 accumulators each). */
 #define QUARTER256(name, tile, target, MADD)                                                                 \
-target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t)               \
+target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt,   \
+                        int beta)                                                                            \
 {                                                                                                            \
     __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00;      \
     __m256 s13 = s00;                                                                                        \
@@ -184,13 +201,19 @@ target static void name(int K, const float *a, size_t as, const float *b, size_t
     if (k < K) { b0 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 0, k); k++; }                       \
     if (k < K) { b1 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 1, k); k++; }                       \
     if (k < K) { b2 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 2, k); k++; }                       \
-    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s00, s01), _mm256_add_ps(s02, s03)));                   \
-    _mm256_storeu_ps(t + NR, _mm256_add_ps(_mm256_add_ps(s10, s11), _mm256_add_ps(s12, s13)));              \
+    __m256 v0 = _mm256_add_ps(_mm256_add_ps(s00, s01), _mm256_add_ps(s02, s03));                             \
+    __m256 v1 = _mm256_add_ps(_mm256_add_ps(s10, s11), _mm256_add_ps(s12, s13));                             \
+    if (beta) {                                                                                              \
+        v0 = _mm256_add_ps(_mm256_loadu_ps(t), v0);                                                          \
+        v1 = _mm256_add_ps(_mm256_loadu_ps(t + ldt), v1);                                                    \
+    }                                                                                                        \
+    _mm256_storeu_ps(t, v0);                                                                                 \
+    _mm256_storeu_ps(t + ldt, v1);                                                                           \
 }                                                                                                            \
-static void tile(int K, const float *a, size_t as, const float *b, size_t bs, float *t)                      \
+static void tile(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta) \
 {                                                                                                            \
     for (int i = 0; i < MR; i += 2)                                                                          \
-        for (int j = 0; j < NR; j += 8) name(K, a + (size_t)i * as, as, b + j, bs, t + i * NR + j);          \
+        for (int j = 0; j < NR; j += 8) name(K, a + (size_t)i * as, as, b + j, bs, t + i * ldt + j, ldt, beta); \
 }
 QUARTER256(quarter_avx2, tile_avx2, __attribute__((target("avx2"))), MUL_ADD256)
 QUARTER256(quarter_avx2_fma, tile_avx2_fma, __attribute__((target("avx2,fma"))), FMA256)
@@ -274,8 +297,12 @@ static void run_tiles(const repro_job *j, long q0, long q1)
         const float *a = mi < MR && j->a_tail ? j->a_tail : j->a + (size_t)it * j->a_tile;
         const float *b = j->b + (size_t)p * j->b_panel;
         size_t as = mi < MR && j->a_tail ? (size_t)K : j->as, bs = j->bs;
+        if (mi == MR && nj == NR) {          /* a whole tile: straight into C */
+            j->fn(K, a, as, b, bs, j->C + (size_t)(it * MR) * j->ldc + (size_t)p * NR, (size_t)j->ldc, j->beta != 0.0f);
+            continue;
+        }
         float t[MR * NR];
-        j->fn(K, a, as, b, bs, t);
+        j->fn(K, a, as, b, bs, t, NR, 0);
         for (int i = 0; i < mi; i++) {
             float *c = j->C + (size_t)(it * MR + i) * j->ldc + (size_t)p * NR;
             if (j->beta != 0.0f)
