@@ -99,6 +99,13 @@ static void bias_grad(float *db, const float *g, int B, int O)
     }
 }
 
+/* Where a gradient GEMM writes: t's own data when this is t's first write of
+ * the step and its rounding is the float32 identity (no copy), else w. */
+static float *direct(const amp_tensor *t, float *w)
+{
+    return t->fmt.id == AMP_FMT_FP32 && !t->rnd_flags && !t->written ? t->data : w;
+}
+
 amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
 {
     amp_status s;
@@ -113,8 +120,9 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     size_t nw = (size_t)l->O * l->I, nx = (size_t)l->B * l->I;
     if ((s = amp_ctx_scratch(cx, nw > nx ? nw : nx, &acc))) return s;
     // dW [O,I] = G^T [O,B] @ X [B,I]
-    amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, acc, l->I);
-    if ((s = amp_tensor_accum(cx->reg, l->w->grad, acc))) return s;
+    float *dw = direct(l->w->grad, acc);
+    amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
+    if ((s = amp_tensor_accum(cx->reg, l->w->grad, dw))) return s;
     if (l->b) {
         // db [O] = sum over rows of G, in double (rows in order), rounded once to float
         bias_grad(acc, G->data, l->B, l->O);
@@ -122,7 +130,8 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     }
     if (l->in->grad) {
         // dX [B,I] = G [B,O] @ W [O,I]
-        amp_gemm(&cx->gemm, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, acc, l->I);
+        float *dx = l->in_op == l->in ? direct(l->in->grad, acc) : acc;
+        amp_gemm(&cx->gemm, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, dx, l->I);
         if (l->in_op != l->in && !amp_format_same(&l->in->grad->fmt, &cx->pol->grad)) {
             /* the GEMM ran on a cast of `in`: autograd produces dX in the cast's
              * (gradient) dtype first, and the cast's backward widens it */
@@ -130,7 +139,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
             o.stream |= 1ull << 33;
             if ((s = amp_round_f32(&cx->pol->grad, &o, acc, acc, nx, NULL))) return s;
         }
-        if ((s = amp_tensor_accum(cx->reg, l->in->grad, acc))) return s;
+        if ((s = amp_tensor_accum(cx->reg, l->in->grad, dx))) return s;
     }
     return AMP_OK;
 }
