@@ -403,9 +403,19 @@ static amp_status init_weights(amp_model *m, gpt *g, uint64_t seed)
 /* Activation gradients inside block l >= 1 use block 0's storage: each is
  * written and read only during its block's backward, and the blocks run one
  * after another (statistics are taken as values are rounded). The residual
- * stream's gradients (res_2.out.grad) cross blocks and keep their own. This
- * keeps the gradient memory at one block's instead of L blocks'. Called as
- * soon as block l is built, so its own storage is given back at once. */
+ * stream's gradients (res_2.out.grad) cross blocks and keep their own. So do
+ * the activations that no backward reads (dead once the next forward op has
+ * read them): the raw scores att (softmax's backward reads prob) and the
+ * projections' outputs (the residual adds' backward reads only gradients).
+ * This keeps that memory at one block's instead of L blocks'. Called as soon
+ * as block l is built, so its own storage is given back at once. */
+static int shared_in_blocks(const amp_tensor *t, const char *local)
+{
+    if (t->role == AMP_ROLE_ACT_GRAD) return strcmp(local, "res_2.out.grad") != 0;
+    return t->role == AMP_ROLE_ACT &&
+           (!strcmp(local, "attn.att") || !strcmp(local, "attn.c_proj.out") || !strcmp(local, "mlp.c_proj.out"));
+}
+
 static amp_status share_block_grads(amp_model *m, int l)
 {
     char pre[32], name[AMP_TENSOR_NAME + 16];
@@ -413,7 +423,7 @@ static amp_status share_block_grads(amp_model *m, int l)
     size_t np = strlen(pre);
     for (int i = 0; l > 0 && i < m->reg.n; i++) {
         amp_tensor *t = m->reg.t[i];
-        if (t->role != AMP_ROLE_ACT_GRAD || strncmp(t->name, pre, np) || strstr(t->name, ".res_2.out.grad")) continue;
+        if (strncmp(t->name, pre, np) || !shared_in_blocks(t, t->name + np)) continue;
         snprintf(name, sizeof name, "transformer.h.0.%s", t->name + np);
         const amp_tensor *owner = amp_tensors_find(&m->reg, name);
         if (!owner) return amp_fail(AMP_EINVAL, "gpt: %s has no counterpart in block 0", t->name);
