@@ -416,7 +416,7 @@ static int shared_in_blocks(const amp_tensor *t, const char *local)
            (!strcmp(local, "attn.att") || !strcmp(local, "attn.c_proj.out") || !strcmp(local, "mlp.c_proj.out"));
 }
 
-static amp_status share_block_grads(amp_model *m, int l)
+static amp_status share_block_storage(amp_model *m, int l)
 {
     char pre[32], name[AMP_TENSOR_NAME + 16];
     snprintf(pre, sizeof pre, "transformer.h.%d.", l);
@@ -480,7 +480,7 @@ static amp_status build(amp_model *m, gpt *g)
         if ((s = amp_linear_init(cx, &h->mlp_proj, nm, h->gelu, g->C, 1))) return s;
         snprintf(nm, sizeof nm, "%s.res_2.out", pre);
         if ((s = add_act(m, nm, promote(&h->res_1->fmt, &h->mlp_proj.out->fmt), 2, (size_t[]){ N, C }, &h->res_2))) return s;
-        if ((s = share_block_grads(m, l))) return s;
+        if ((s = share_block_storage(m, l))) return s;
         x = h->res_2;
     }
     if ((s = ln_init(m, &g->ln_f, "transformer.ln_f", x, g->C, N))) return s;
