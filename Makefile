@@ -73,6 +73,10 @@ $(BUILD)/sim/round_fast.o $(BUILD)/sim/round_stats.o $(BUILD)/sim/round_avx512.o
 # be computed unconditionally (-fno-trapping-math: exception flags only; no
 # result changes, -ffp-contract=off stays on).
 $(BUILD)/sim/mathfn.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512 -fno-trapping-math
+# The attention kernels' per-head bodies, GELU and the optimizer update: target
+# clones vectorised over output elements only (each element's operations and
+# their order unchanged; -ffp-contract=off stays on).
+$(BUILD)/sim/layer_attention.o $(BUILD)/sim/layer_gelu.o $(BUILD)/sim/optim.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512
 
 $(BUILD)/libampsim.a: $(LIB_OBJ)
 	@rm -f $@

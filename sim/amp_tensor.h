@@ -68,6 +68,7 @@ struct amp_tensor {
     amp_tensor *state[3];        /* weight -> optimizer states (momentum / exp_avg, exp_avg_sq, kahan) */
     float *grad32;               /* weight: unscaled FP32 gradient, the optimizer's input */
     int decay;                   /* weight: AdamW weight decay applies */
+    int borrowed;                /* data is another tensor's (amp_tensor_share): not freed */
 };
 
 /* The registry: the one list of every tensor of a model. Also carries the
@@ -140,5 +141,16 @@ AMP_API amp_status amp_tensor_observe(amp_tensors *r, amp_tensor *t);
 AMP_API amp_round_opts amp_tensor_opts(const amp_tensors *r, const amp_tensor *t);
 /* 1 if statistics are due for t this step. */
 AMP_API int amp_tensor_stats_due(const amp_tensors *r, const amp_tensor *t);
+/* t's values live in owner's storage from now on (t's own is freed): for
+ * tensors whose values are never needed at the same time, such as the
+ * activation gradients inside different layers (each is dead once its layer's
+ * backward is done; statistics are taken when a value is rounded). Same n
+ * required (AMP_EINVAL otherwise). Internal (not exported). */
+amp_status amp_tensor_share(amp_tensor *t, const amp_tensor *owner);
+/* y[i] = round(f, o, (double)a[i] + (double)b[i]) for i < n, without
+ * statistics: the bits of amp_round_f64 on the double sums (SR key index0 + i),
+ * without a double array. y may alias a or b. Internal (not exported). */
+amp_status amp_round_sum2(const amp_format *f, const amp_round_opts *o, const float *a, const float *b, float *y,
+                          size_t n);
 
 #endif

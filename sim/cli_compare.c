@@ -19,7 +19,8 @@ static void help(void)
            "pair of --precisions x --scalers that makes sense (FP8 strategies such as delayed, current,\n"
            "mx and block only with a policy that scales FP8 tensors, e.g. fp8-hybrid), plus each --run\n"
            "pair, on the same data, initial weights and seed. Runs go in parallel up to --jobs (default:\n"
-           "the number of cores), each as 'ampsim train ... --out DIR/NAME' (NAME = ref or\n"
+           "the number of cores divided by the train option --threads, at least 1), each as\n"
+           "'ampsim train ... --out DIR/NAME' (NAME = ref or\n"
            "PRECISION__SCALER, or PRECISION__LOSSSCALER__FP8STRATEGY for a policy with FP8\n"
            "scaling) with its log in DIR/NAME.log. Then DIR/summary.csv: per run the final\n"
            "loss, max and mean |loss - reference loss|, skipped steps, mean flushed fraction of the\n"
@@ -64,13 +65,29 @@ static void free_argv(char **v)
     free(v);
 }
 
+/* Runs at a time when --jobs is not given: the cores divided by the threads
+ * each run uses (the train option --threads T passed through, default 1), at
+ * least 1, so that jobs x threads does not exceed the cores. */
+static int default_jobs(char *const *pass, int npass)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN), threads = 1;
+    for (int i = 0; i < npass; i++) {
+        const char *v = NULL;
+        if (!strcmp(pass[i], "--threads") && i + 1 < npass) v = pass[i + 1];
+        else if (!strncmp(pass[i], "--threads=", 10)) v = pass[i] + 10;
+        if (v) threads = strtol(v, NULL, 10);
+    }
+    if (threads < 1) threads = 1;
+    long jobs = ncpu / threads;
+    return jobs < 1 ? 1 : jobs > 1024 ? 1024 : (int)jobs;
+}
+
 int amp_cli_compare(int argc, char **argv)
 {
     const char *precisions = NULL, *scalers = NULL, *out = NULL, *ref = "fp32";
     amp_cli_list extra, pass;
     int force = 0, rc = 0;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int jobs = ncpu < 1 ? 1 : ncpu > 1024 ? 1024 : (int)ncpu;
+    int jobs = 0;                            /* 0: cores / threads per run (below) */
     double tol = 0.05;
     if (amp_cli_list_init(&extra, argc) || amp_cli_list_init(&pass, argc)) {
         amp_cli_list_free(&extra);
@@ -95,6 +112,7 @@ int amp_cli_compare(int argc, char **argv)
     rc = amp_cli_parse("compare", argc, argv, opts, &pass, AMP_CLI_PASS, help);
     if (rc) { rc = rc < 0 ? 0 : rc; goto done; }
     int n_extra = extra.n, npass = pass.n;
+    if (!jobs) jobs = default_jobs((char *const *)pass.v, npass);
     if (!out) { rc = amp_cli_usage_error("compare", "--out DIR is required"); goto done; }
     if (!precisions && !n_extra) { rc = amp_cli_usage_error("compare", "nothing to compare: give --precisions (and --scalers) or --run P@SPEC"); goto done; }
 

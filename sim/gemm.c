@@ -111,13 +111,24 @@ const char *amp_gemm_path_name(amp_gemm_path p)
     return p == AMP_GEMM_PATH_AVX512 ? "avx512" : p == AMP_GEMM_PATH_AVX2 ? "avx2" : "generic";
 }
 
-/* ---- tiles: t (MR,NR) = the contract's t for rows a (MR,K) and panel b (K,NR) ---- */
-typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, size_t bs, float *t);
+/* ---- tiles: t (MR,NR) = the contract's t for rows a (MR,K) and panel b (K,NR) ----
+ * Row i of the tile goes to t + i ldt: t itself (beta 0) or fl(t + the value)
+ * (beta 1, the contract's c + t). K may come in blocks (k0 a multiple of NP,
+ * so that k mod NP is the same inside a block): ph & PH_FIRST starts the
+ * partial sums at +0, else loads them from st (MR NP NR floats); ph & PH_LAST
+ * finishes the tile into t, else stores the partial sums into st. The partial
+ * sums go through memory unchanged: the same operations as one pass. */
+#define PH_FIRST 1
+#define PH_LAST 2
+typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta,
+                        float *st, int ph);
 
-static void tile_generic(int K, const float *a, size_t as, const float *b, size_t bs, float *t)
+static void tile_generic(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta,
+                         float *st, int ph)
 {
     float s[MR][NP][NR];
-    memset(s, 0, sizeof s);
+    if (ph & PH_FIRST) memset(s, 0, sizeof s);
+    else memcpy(s, st, sizeof s);
     for (int k = 0; k < K; k++) {
         const float *bk = b + (size_t)k * bs;
         int r = k % NP;
@@ -126,8 +137,15 @@ static void tile_generic(int K, const float *a, size_t as, const float *b, size_
             for (int j = 0; j < NR; j++) s[i][r][j] = s[i][r][j] + ai * bk[j];
         }
     }
+    if (!(ph & PH_LAST)) {
+        memcpy(st, s, sizeof s);
+        return;
+    }
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++) t[i * NR + j] = (s[i][0][j] + s[i][1][j]) + (s[i][2][j] + s[i][3][j]);
+        for (int j = 0; j < NR; j++) {
+            float v = (s[i][0][j] + s[i][1][j]) + (s[i][2][j] + s[i][3][j]);
+            t[i * ldt + j] = beta ? t[i * ldt + j] + v : v;
+        }
 }
 
 /* The SIMD tiles: one SIMD lane per output column, the same per-element
@@ -143,13 +161,21 @@ static void tile_generic(int K, const float *a, size_t as, const float *b, size_
     STEP512(MADD, 0, r, kk); STEP512(MADD, 1, r, kk); STEP512(MADD, 2, r, kk); STEP512(MADD, 3, r, kk)
 #define STEP256(MADD, i, r, kk) s##i##r = MADD(s##i##r, _mm256_set1_ps(a[(size_t)(i) * as + (kk)]), b##r)
 #define ROWS256(MADD, r, kk) STEP256(MADD, 0, r, kk); STEP256(MADD, 1, r, kk)
+/* partial sums (row i, k mod 4 = r) from / to st, W floats a vector */
+#define XFER4(OP, i, W) OP(i, 0, W); OP(i, 1, W); OP(i, 2, W); OP(i, 3, W)
+#define LD512(i, r, W) s##i##r = _mm512_loadu_ps(st + (4 * (i) + (r)) * (W))
+#define ST512(i, r, W) _mm512_storeu_ps(st + (4 * (i) + (r)) * (W), s##i##r)
+#define LD256(i, r, W) s##i##r = _mm256_loadu_ps(st + (4 * (i) + (r)) * (W))
+#define ST256(i, r, W) _mm256_storeu_ps(st + (4 * (i) + (r)) * (W), s##i##r)
 
 /* AVX-512: the whole MR x NR tile (16 accumulators: row i, k mod 4 = r). */
 #define TILE512(name, target, MADD)                                                                          \
-target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t)               \
+target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt,   \
+                        int beta, float *st, int ph)                                                         \
 {                                                                                                            \
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00;      \
     __m512 s13 = s00, s20 = s00, s21 = s00, s22 = s00, s23 = s00, s30 = s00, s31 = s00, s32 = s00, s33 = s00; \
+    if (!(ph & PH_FIRST)) { XFER4(LD512, 0, 16); XFER4(LD512, 1, 16); XFER4(LD512, 2, 16); XFER4(LD512, 3, 16); } \
     int k = 0;                                                                                               \
     for (; k + NP <= K; k += NP) {                                                                           \
         __m512 b0 = _mm512_loadu_ps(b + (size_t)k * bs), b1 = _mm512_loadu_ps(b + (size_t)(k + 1) * bs);     \
@@ -160,20 +186,36 @@ target static void name(int K, const float *a, size_t as, const float *b, size_t
     if (k < K) { b0 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 0, k); k++; }                       \
     if (k < K) { b1 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 1, k); k++; }                       \
     if (k < K) { b2 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 2, k); k++; }                       \
-    _mm512_storeu_ps(t + 0 * NR, _mm512_add_ps(_mm512_add_ps(s00, s01), _mm512_add_ps(s02, s03)));          \
-    _mm512_storeu_ps(t + 1 * NR, _mm512_add_ps(_mm512_add_ps(s10, s11), _mm512_add_ps(s12, s13)));          \
-    _mm512_storeu_ps(t + 2 * NR, _mm512_add_ps(_mm512_add_ps(s20, s21), _mm512_add_ps(s22, s23)));          \
-    _mm512_storeu_ps(t + 3 * NR, _mm512_add_ps(_mm512_add_ps(s30, s31), _mm512_add_ps(s32, s33)));          \
+    if (!(ph & PH_LAST)) {                                                                                   \
+        XFER4(ST512, 0, 16); XFER4(ST512, 1, 16); XFER4(ST512, 2, 16); XFER4(ST512, 3, 16);                  \
+        return;                                                                                              \
+    }                                                                                                        \
+    __m512 v0 = _mm512_add_ps(_mm512_add_ps(s00, s01), _mm512_add_ps(s02, s03));                             \
+    __m512 v1 = _mm512_add_ps(_mm512_add_ps(s10, s11), _mm512_add_ps(s12, s13));                             \
+    __m512 v2 = _mm512_add_ps(_mm512_add_ps(s20, s21), _mm512_add_ps(s22, s23));                             \
+    __m512 v3 = _mm512_add_ps(_mm512_add_ps(s30, s31), _mm512_add_ps(s32, s33));                             \
+    if (beta) {                                                                                              \
+        v0 = _mm512_add_ps(_mm512_loadu_ps(t), v0);                                                          \
+        v1 = _mm512_add_ps(_mm512_loadu_ps(t + ldt), v1);                                                    \
+        v2 = _mm512_add_ps(_mm512_loadu_ps(t + 2 * ldt), v2);                                                \
+        v3 = _mm512_add_ps(_mm512_loadu_ps(t + 3 * ldt), v3);                                                \
+    }                                                                                                        \
+    _mm512_storeu_ps(t, v0);                                                                                 \
+    _mm512_storeu_ps(t + ldt, v1);                                                                           \
+    _mm512_storeu_ps(t + 2 * ldt, v2);                                                                       \
+    _mm512_storeu_ps(t + 3 * ldt, v3);                                                                       \
 }
 TILE512(tile_avx512, __attribute__((target("avx512f"))), MUL_ADD512)
 TILE512(tile_avx512_fma, __attribute__((target("avx512f,fma"))), FMA512)
 
 /* AVX2: the tile in four 2-row x 8-column quarters (8 accumulators each). */
 #define QUARTER256(name, tile, target, MADD)                                                                 \
-target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t)               \
+target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt,   \
+                        int beta, float *st, int ph)                                                         \
 {                                                                                                            \
     __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00;      \
     __m256 s13 = s00;                                                                                        \
+    if (!(ph & PH_FIRST)) { XFER4(LD256, 0, 8); XFER4(LD256, 1, 8); }                                        \
     int k = 0;                                                                                               \
     for (; k + NP <= K; k += NP) {                                                                           \
         __m256 b0 = _mm256_loadu_ps(b + (size_t)k * bs), b1 = _mm256_loadu_ps(b + (size_t)(k + 1) * bs);     \
@@ -184,13 +226,26 @@ target static void name(int K, const float *a, size_t as, const float *b, size_t
     if (k < K) { b0 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 0, k); k++; }                       \
     if (k < K) { b1 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 1, k); k++; }                       \
     if (k < K) { b2 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 2, k); k++; }                       \
-    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s00, s01), _mm256_add_ps(s02, s03)));                   \
-    _mm256_storeu_ps(t + NR, _mm256_add_ps(_mm256_add_ps(s10, s11), _mm256_add_ps(s12, s13)));              \
+    if (!(ph & PH_LAST)) {                                                                                   \
+        XFER4(ST256, 0, 8); XFER4(ST256, 1, 8);                                                              \
+        return;                                                                                              \
+    }                                                                                                        \
+    __m256 v0 = _mm256_add_ps(_mm256_add_ps(s00, s01), _mm256_add_ps(s02, s03));                             \
+    __m256 v1 = _mm256_add_ps(_mm256_add_ps(s10, s11), _mm256_add_ps(s12, s13));                             \
+    if (beta) {                                                                                              \
+        v0 = _mm256_add_ps(_mm256_loadu_ps(t), v0);                                                          \
+        v1 = _mm256_add_ps(_mm256_loadu_ps(t + ldt), v1);                                                    \
+    }                                                                                                        \
+    _mm256_storeu_ps(t, v0);                                                                                 \
+    _mm256_storeu_ps(t + ldt, v1);                                                                           \
 }                                                                                                            \
-static void tile(int K, const float *a, size_t as, const float *b, size_t bs, float *t)                      \
+static void tile(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta, \
+                 float *st, int ph)                                                                          \
 {                                                                                                            \
     for (int i = 0; i < MR; i += 2)                                                                          \
-        for (int j = 0; j < NR; j += 8) name(K, a + (size_t)i * as, as, b + j, bs, t + i * NR + j);          \
+        for (int j = 0; j < NR; j += 8)                                                                      \
+            name(K, a + (size_t)i * as, as, b + j, bs, t + i * ldt + j, ldt, beta,                           \
+                 st ? st + (i / 2 * 2 + j / 8) * 64 : NULL, ph);                                             \
 }
 QUARTER256(quarter_avx2, tile_avx2, __attribute__((target("avx2"))), MUL_ADD256)
 QUARTER256(quarter_avx2_fma, tile_avx2_fma, __attribute__((target("avx2,fma"))), FMA256)
@@ -228,7 +283,13 @@ static void gemm_unpacked(int ta, int tb, int M, int N, int K, const float *A, i
  * formats' values pass; NaN and Inf never do. */
 typedef uint32_t __attribute__((may_alias)) u32_alias;
 
-static uint32_t long_values(const u32_alias *u, int n)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define SCAN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define SCAN_CLONES
+#endif
+
+SCAN_CLONES static uint32_t long_values(const u32_alias *u, int n)
 {
     uint32_t bad = 0;
     for (int c = 0; c < n; c++) {
@@ -251,32 +312,64 @@ static int short_operands(const float *x, int rows, int cols, int ld)
 typedef struct repro_job {
     tile_fn fn;
     int M, N, K, mt, np, ldc;
+    int kc;                       /* k per block (K: no blocking) */
     const float *a, *b;           /* A' rows (in place or packed) and B' panels' origin */
     size_t as, bs, a_tile, b_panel;   /* strides: A' row, B' row; tile, panel steps */
     const float *a_tail;          /* packed last partial row tile (NULL: none) */
     float beta, *C;
 } repro_job;
 
-/* Tiles q in [q0, q1): panel-major (a panel of B stays in cache while the row
- * tiles pass over it). */
-static void run_tiles(const repro_job *j, long q0, long q1)
+/* Tile (it, p), k in [k0, k0 + kl), phase ph (st: its partial sums when K is
+ * blocked). A whole tile finishes straight into C, a partial one through t. */
+static void run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, float *st)
 {
     int M = j->M, N = j->N, K = j->K;
-    for (long q = q0; q < q1; q++) {
-        int p = (int)(q / j->mt), it = (int)(q % j->mt);
-        int mi = M - it * MR < MR ? M - it * MR : MR, nj = N - p * NR < NR ? N - p * NR : NR;
-        const float *a = mi < MR && j->a_tail ? j->a_tail : j->a + (size_t)it * j->a_tile;
-        const float *b = j->b + (size_t)p * j->b_panel;
-        size_t as = mi < MR && j->a_tail ? (size_t)K : j->as, bs = j->bs;
-        float t[MR * NR];
-        j->fn(K, a, as, b, bs, t);
-        for (int i = 0; i < mi; i++) {
-            float *c = j->C + (size_t)(it * MR + i) * j->ldc + (size_t)p * NR;
-            if (j->beta != 0.0f)
-                for (int jj = 0; jj < nj; jj++) c[jj] = c[jj] + t[i * NR + jj];
-            else
-                for (int jj = 0; jj < nj; jj++) c[jj] = t[i * NR + jj];
-        }
+    int mi = M - it * MR < MR ? M - it * MR : MR, nj = N - p * NR < NR ? N - p * NR : NR;
+    const float *a = (mi < MR && j->a_tail ? j->a_tail : j->a + (size_t)it * j->a_tile) + k0;
+    const float *b = j->b + (size_t)p * j->b_panel + (size_t)k0 * j->bs;
+    size_t as = mi < MR && j->a_tail ? (size_t)K : j->as, bs = j->bs;
+    if (mi == MR && nj == NR) {
+        j->fn(kl, a, as, b, bs, j->C + (size_t)(it * MR) * j->ldc + (size_t)p * NR, (size_t)j->ldc, j->beta != 0.0f,
+              st, ph);
+        return;
+    }
+    float t[MR * NR];
+    j->fn(kl, a, as, b, bs, t, NR, 0, st, ph);
+    if (!(ph & PH_LAST)) return;
+    for (int i = 0; i < mi; i++) {
+        float *c = j->C + (size_t)(it * MR + i) * j->ldc + (size_t)p * NR;
+        if (j->beta != 0.0f)
+            for (int jj = 0; jj < nj; jj++) c[jj] = c[jj] + t[i * NR + jj];
+        else
+            for (int jj = 0; jj < nj; jj++) c[jj] = t[i * NR + jj];
+    }
+}
+
+/* Tiles q in [q0, q1): panel-major (a panel of B stays in cache while the row
+ * tiles pass over it). When K > kc, groups of up to GT row tiles of one panel
+ * go through K in blocks of kc, so that a block of the panel stays in L1 while
+ * the group passes over it; each tile's partial sums wait in st between
+ * blocks. (Only the fused path blocks K: it waits on memory, while the
+ * separate multiply and add keep the other paths busy enough.) */
+#define KC 256   /* a multiple of NP */
+#define GT 16
+static void run_tiles(const repro_job *j, long q0, long q1)
+{
+    int K = j->K, KB = j->kc;
+    float st[GT][MR * NP * NR];
+    for (long q = q0; q < q1;) {
+        int p = (int)(q / j->mt), it0 = (int)(q % j->mt);
+        long ng = q1 - q < GT ? q1 - q : GT;
+        if (ng > j->mt - it0) ng = j->mt - it0;
+        if (K <= KB)
+            for (int g = 0; g < ng; g++) run_tile(j, p, it0 + g, 0, K, PH_FIRST | PH_LAST, NULL);
+        else
+            for (int k0 = 0; k0 < K; k0 += KB) {
+                int kl = K - k0 < KB ? K - k0 : KB;
+                int ph = (k0 == 0 ? PH_FIRST : 0) | (k0 + kl == K ? PH_LAST : 0);
+                for (int g = 0; g < ng; g++) run_tile(j, p, it0 + g, k0, kl, ph, st[g]);
+            }
+        q += ng;
     }
 }
 
@@ -291,8 +384,14 @@ static void pack_a(int ta, const float *A, int lda, int M, int K, int r0, int ro
             else if (!ta) memcpy(dst + (size_t)i * K, A + (size_t)(r0 + i) * lda, (size_t)K * sizeof *dst);
         if (!ta) continue;
         int iv = M - r0 < i1 ? M - r0 : i1;
-        for (int k = 0; k < K; k++)
-            for (int i = i0; i < iv; i++) dst[(size_t)i * K + k] = A[(size_t)k * lda + r0 + i];
+        for (int k0 = 0; k0 < K; k0 += 16) {         /* 16 x 16 blocks: few lines in flight */
+            int k1 = k0 + 16 < K ? k0 + 16 : K;
+            for (int i = i0; i < iv; i++) {
+                const float *src = A + r0 + i;
+                float *d = dst + (size_t)i * K;
+                for (int k = k0; k < k1; k++) d[k] = src[(size_t)k * lda];
+            }
+        }
     }
 }
 
@@ -310,10 +409,12 @@ static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, float 
                 for (int jj = 0; jj < nj; jj++) d[jj] = src[jj];
             }
         else
-            for (int jj = 0; jj < nj; jj++) {
-                const float *src = B + (size_t)(j0 + jj) * ldb;
-                for (int k = 0; k < K; k++) dst[(size_t)k * NR + jj] = src[k];
-            }
+            for (int k0 = 0; k0 < K; k0 += 64)      /* blocks of 64 k: the panel rows stay in L1 */
+                for (int jj = 0; jj < nj; jj++) {
+                    const float *src = B + (size_t)(j0 + jj) * ldb;
+                    int k1 = k0 + 64 < K ? k0 + 64 : K;
+                    for (int k = k0; k < k1; k++) dst[(size_t)k * NR + jj] = src[k];
+                }
     }
 }
 
@@ -333,7 +434,7 @@ static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int 
         gemm_unpacked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    repro_job job = { NULL, M, N, K, mt, np, ldc, A, B, (size_t)lda, (size_t)ldb, (size_t)MR * lda, NR, NULL, beta, C };
+    repro_job job = { NULL, M, N, K, mt, np, ldc, K, A, B, (size_t)lda, (size_t)ldb, (size_t)MR * lda, NR, NULL, beta, C };
     float *ap = buf, *bp = buf + na;
     if (ta) {
         pack_a(ta, A, lda, M, K, 0, mt * MR, ap);
@@ -347,6 +448,7 @@ static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int 
     amp_gemm_path path = amp_gemm_path_active();
     int fused = path != AMP_GEMM_PATH_GENERIC && fma_ok() && short_operands(A, ta ? K : M, ta ? M : K, lda) &&
                 short_operands(B, tb ? N : K, tb ? K : N, ldb);
+    job.kc = fused ? KC : K;
     job.fn = path == AMP_GEMM_PATH_AVX512 ? (fused ? tile_avx512_fma : tile_avx512)
              : path == AMP_GEMM_PATH_AVX2 ? (fused ? tile_avx2_fma : tile_avx2) : tile_generic;
     long tiles = (long)mt * np;

@@ -17,27 +17,91 @@
 
 #define ROW(t) ((t) * ((t) + 1) / 2)
 
-/* q . k over n floats, in double with four partial sums (a fixed order). */
-static double dot_f32(const float *a, const float *b, size_t n)
+/* The per-(b,h) bodies are compiled for AVX-512 and AVX2 besides the baseline
+ * (chosen at run time). Vectorisation runs over output elements only (d, or
+ * a block of t2), never across the terms of one sum: every element is the
+ * same sequence of double operations on every path. Products of two floats
+ * are exact in double. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), noinline))
+#else
+#define ATTN_CLONES
+#endif
+
+#define TB 8   /* t2 columns per block of dot products */
+
+/* kt (n,Tp) = rows x[t] (t < T, n floats each, row stride ld) transposed,
+ * zero past T (Tp = T rounded up to TB). Only moves values. */
+static void pack_t(float *kt, const float *x, size_t ld, size_t n, size_t T, size_t Tp)
 {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += (double)a[i] * b[i];
-        s1 += (double)a[i + 1] * b[i + 1];
-        s2 += (double)a[i + 2] * b[i + 2];
-        s3 += (double)a[i + 3] * b[i + 3];
-    }
-    for (; i < n; i++) s0 += (double)a[i] * b[i];
-    return (s0 + s1) + (s2 + s3);
+    for (size_t i = 0; i < n; i++) memset(kt + i * Tp + T, 0, (Tp - T) * sizeof *kt);
+    for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < n; i++) kt[i * Tp + t] = x[t * ld + i];
 }
 
-/* Per-thread accumulators: hs doubles. */
-static double *acc_alloc(size_t hs)
+/* out[j] = q . k_{t0+j} for j < TB, k read from kt (n,Tp) columns t0..t0+TB-1,
+ * each in double with four partial sums (a fixed order):
+ *   s[i mod 4] += q_i k_i for i < n - n mod 4, then s0 += q_i k_i for the rest,
+ *   result (s0 + s1) + (s2 + s3). */
+static inline void dots_block(double *out, const float *q, const float *kt, size_t Tp, size_t t0, size_t n)
 {
-    double *a = malloc(hs * sizeof *a);
-    AMP_ASSERT(a != NULL);
-    return a;
+    double s0[TB] = { 0 }, s1[TB] = { 0 }, s2[TB] = { 0 }, s3[TB] = { 0 };
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float *k0 = kt + i * Tp + t0, *k1 = k0 + Tp, *k2 = k1 + Tp, *k3 = k2 + Tp;
+        double q0 = q[i], q1 = q[i + 1], q2 = q[i + 2], q3 = q[i + 3];
+        for (size_t j = 0; j < TB; j++) {
+            s0[j] += q0 * k0[j];
+            s1[j] += q1 * k1[j];
+            s2[j] += q2 * k2[j];
+            s3[j] += q3 * k3[j];
+        }
+    }
+    for (; i < n; i++) {
+        const float *k0 = kt + i * Tp + t0;
+        double q0 = q[i];
+        for (size_t j = 0; j < TB; j++) s0[j] += q0 * k0[j];
+    }
+    for (size_t j = 0; j < TB; j++) out[j] = (s0[j] + s1[j]) + (s2[j] + s3[j]);
+}
+
+/* Per-thread work space: hs doubles and a transposed (hs,Tp) block. */
+typedef struct attn_ws {
+    double *acc;
+    double *coef;                 /* T coefficients of one weighted sum */
+    float *kt;
+    size_t Tp;
+} attn_ws;
+
+static void ws_alloc(attn_ws *w, size_t hs, size_t T)
+{
+    w->Tp = (T + TB - 1) / TB * TB;
+    w->acc = malloc(hs * sizeof *w->acc);
+    w->coef = malloc(T * sizeof *w->coef);
+    w->kt = malloc(hs * w->Tp * sizeof *w->kt);
+    AMP_ASSERT(w->acc != NULL && w->coef != NULL && w->kt != NULL);
+}
+
+static void ws_free(attn_ws *w)
+{
+    free(w->acc);
+    free(w->coef);
+    free(w->kt);
+}
+
+/* One head's scores: a (T(T+1)/2) = float(q[t] . k[t2]) * scale, with q, k
+ * rows of stride C3. */
+ATTN_CLONES static void scores_head(float *a, const float *q, const float *k, size_t C3, size_t T, size_t hs, float scale,
+                        attn_ws *w)
+{
+    double d[TB];
+    pack_t(w->kt, k, C3, hs, T, w->Tp);
+    for (size_t t = 0; t < T; t++)
+        for (size_t t0 = 0; t0 <= t; t0 += TB) {
+            dots_block(d, q + t * C3, w->kt, w->Tp, t0, hs);
+            size_t nj = t + 1 - t0 < TB ? t + 1 - t0 : TB;
+            for (size_t j = 0; j < nj; j++) a[ROW(t) + t0 + j] = (float)d[j] * scale;
+        }
 }
 
 /* att (B,NH,T(T+1)/2) = float(q . k) * scale, q and k from qkv (B,T,3C). */
@@ -46,15 +110,67 @@ void amp_attn_scores_forward(float *att, const float *qkv, float scale,
 {
     AMP_ASSERT(NH > 0 && C % NH == 0);
     size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
-    #pragma omp parallel for collapse(2) schedule(static) if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t bh = 0; bh < B * NH; bh++)
-        for (size_t t = 0; t < T; t++) {
+    #pragma omp parallel if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    {
+        attn_ws w;
+        ws_alloc(&w, hs, T);
+        #pragma omp for schedule(static)
+        for (size_t bh = 0; bh < B * NH; bh++) {
             size_t b = bh / NH, h = bh % NH;
-            const float *q = qkv + (b * T + t) * C3 + h * hs;
-            float *a = att + bh * L + ROW(t);
-            for (size_t t2 = 0; t2 <= t; t2++)
-                a[t2] = (float)dot_f32(q, qkv + (b * T + t2) * C3 + C + h * hs, hs) * scale;
+            const float *base = qkv + b * T * C3 + h * hs;
+            scores_head(att + bh * L, base, base + C, C3, T, hs, scale, &w);
         }
+        ws_free(&w);
+    }
+}
+
+/* acc (n) = sum_{j0 <= j < j1} coef[j] x_j, x_j = x + j stride (n floats), in
+ * double, j increasing, from +0: 32 elements at a time held in registers
+ * over the whole sum (the order of each element is the same). */
+#define WS_D 32
+static inline void wsum(double *acc, const double *coef, const float *x, size_t stride, size_t j0, size_t j1,
+                        size_t n)
+{
+    size_t d0 = 0;
+    for (; d0 + WS_D <= n; d0 += WS_D) {
+        double a[WS_D];
+        for (size_t d = 0; d < WS_D; d++) a[d] = 0.0;
+        for (size_t j = j0; j < j1; j++) {
+            const float *xj = x + j * stride + d0;
+            double c = coef[j];
+            for (size_t d = 0; d < WS_D; d++) a[d] += c * xj[d];
+        }
+        for (size_t d = 0; d < WS_D; d++) acc[d0 + d] = a[d];
+    }
+    for (size_t d = d0; d < n; d++) acc[d] = 0.0;
+    for (size_t j = j0; j < j1 && d0 < n; j++) {
+        const float *xj = x + j * stride;
+        double c = coef[j];
+        for (size_t d = d0; d < n; d++) acc[d] += c * xj[d];
+    }
+}
+
+/* y (n) += float(acc (n)). */
+static void add_rounded(float *y, const double *acc, size_t n)
+{
+    for (size_t d = 0; d < n; d++) y[d] += (float)acc[d];
+}
+
+/* One head of amp_attn_scores_backward: dq and dk of (b,h). */
+ATTN_CLONES static void scores_bwd_head(float *dbase, const float *da, const float *base, size_t C3, size_t C,
+                                        size_t T, size_t hs, float scale, attn_ws *w)
+{
+    double *acc = w->acc, *coef = w->coef;
+    for (size_t t = 0; t < T; t++) {          /* dq */
+        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = (double)(da[ROW(t) + t2] * scale);
+        wsum(acc, coef, base + C, C3, 0, t + 1, hs);
+        add_rounded(dbase + t * C3, acc, hs);
+    }
+    for (size_t t2 = 0; t2 < T; t2++) {       /* dk */
+        for (size_t t = t2; t < T; t++) coef[t] = (double)(da[ROW(t) + t2] * scale);
+        wsum(acc, coef, base, C3, t2, T, hs);
+        add_rounded(dbase + t2 * C3 + C, acc, hs);
+    }
 }
 
 /* dqkv (B,T,3C), q and k parts: with ds = float(datt * scale),
@@ -65,32 +181,17 @@ void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
 {
     AMP_ASSERT(NH > 0 && C % NH == 0);
     size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
-    #pragma omp parallel for schedule(static) if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t bh = 0; bh < B * NH; bh++) {
-        size_t b = bh / NH, h = bh % NH;
-        const float *da = datt + bh * L;
-        const float *base = qkv + b * T * C3 + h * hs;
-        float *dbase = dqkv + b * T * C3 + h * hs;
-        double *acc = acc_alloc(hs);
-        for (size_t t = 0; t < T; t++) {          /* dq */
-            for (size_t d = 0; d < hs; d++) acc[d] = 0.0;
-            for (size_t t2 = 0; t2 <= t; t2++) {
-                double ds = (double)(da[ROW(t) + t2] * scale);
-                const float *k = base + t2 * C3 + C;
-                for (size_t d = 0; d < hs; d++) acc[d] += ds * k[d];
-            }
-            for (size_t d = 0; d < hs; d++) dbase[t * C3 + d] += (float)acc[d];
+    #pragma omp parallel if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    {
+        attn_ws w;
+        ws_alloc(&w, hs, T);
+        #pragma omp for schedule(static)
+        for (size_t bh = 0; bh < B * NH; bh++) {
+            size_t b = bh / NH, h = bh % NH;
+            scores_bwd_head(dqkv + b * T * C3 + h * hs, datt + bh * L, qkv + b * T * C3 + h * hs, C3, C, T, hs,
+                            scale, &w);
         }
-        for (size_t t2 = 0; t2 < T; t2++) {       /* dk */
-            for (size_t d = 0; d < hs; d++) acc[d] = 0.0;
-            for (size_t t = t2; t < T; t++) {
-                double ds = (double)(da[ROW(t) + t2] * scale);
-                const float *q = base + t * C3;
-                for (size_t d = 0; d < hs; d++) acc[d] += ds * q[d];
-            }
-            for (size_t d = 0; d < hs; d++) dbase[t2 * C3 + C + d] += (float)acc[d];
-        }
-        free(acc);
+        ws_free(&w);
     }
 }
 
@@ -130,6 +231,18 @@ void amp_attn_softmax_backward(float *datt, const float *dprob, const float *pro
         }
 }
 
+/* One head of amp_attn_values_forward: o rows of stride C, p its packed prob. */
+ATTN_CLONES static void values_fwd_head(float *o, const float *p, const float *vb, size_t C3, size_t C, size_t T,
+                                        size_t hs, attn_ws *w)
+{
+    double *acc = w->acc, *coef = w->coef;
+    for (size_t t = 0; t < T; t++) {
+        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = (double)p[ROW(t) + t2];
+        wsum(acc, coef, vb, C3, 0, t + 1, hs);
+        for (size_t d = 0; d < hs; d++) o[t * C + d] = (float)acc[d];
+    }
+}
+
 /* out (B,T,C) [b,t,h*hs+d] = sum_{t2<=t} prob[b,h,t,t2] v[b,t2,h,d]
  * (in double, increasing t2, one rounding). */
 void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
@@ -137,23 +250,37 @@ void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
 {
     AMP_ASSERT(NH > 0 && C % NH == 0);
     size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
-    #pragma omp parallel for schedule(static) if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t bh = 0; bh < B * NH; bh++) {
-        size_t b = bh / NH, h = bh % NH;
-        const float *vb = qkv + b * T * C3 + 2 * C + h * hs;
-        double *acc = acc_alloc(hs);
-        for (size_t t = 0; t < T; t++) {
-            const float *p = prob + bh * L + ROW(t);
-            for (size_t d = 0; d < hs; d++) acc[d] = 0.0;
-            for (size_t t2 = 0; t2 <= t; t2++) {
-                double pt = p[t2];
-                const float *v = vb + t2 * C3;
-                for (size_t d = 0; d < hs; d++) acc[d] += pt * v[d];
-            }
-            float *o = out + (b * T + t) * C + h * hs;
-            for (size_t d = 0; d < hs; d++) o[d] = (float)acc[d];
+    #pragma omp parallel if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    {
+        attn_ws w;
+        ws_alloc(&w, hs, T);
+        #pragma omp for schedule(static)
+        for (size_t bh = 0; bh < B * NH; bh++) {
+            size_t b = bh / NH, h = bh % NH;
+            values_fwd_head(out + b * T * C + h * hs, prob + bh * L, qkv + b * T * C3 + 2 * C + h * hs, C3, C, T, hs,
+                            &w);
         }
-        free(acc);
+        ws_free(&w);
+    }
+}
+
+/* One head of amp_attn_values_backward. */
+ATTN_CLONES static void values_bwd_head(float *dp, float *dv, const float *go, const float *p, const float *v,
+                                        size_t C3, size_t C, size_t T, size_t hs, attn_ws *w)
+{
+    double d[TB];
+    pack_t(w->kt, v, C3, hs, T, w->Tp);
+    for (size_t t = 0; t < T; t++)
+        for (size_t t0 = 0; t0 <= t; t0 += TB) {
+            dots_block(d, go + t * C, w->kt, w->Tp, t0, hs);
+            size_t nj = t + 1 - t0 < TB ? t + 1 - t0 : TB;
+            for (size_t j = 0; j < nj; j++) dp[ROW(t) + t0 + j] += (float)d[j];
+        }
+    double *acc = w->acc, *coef = w->coef;
+    for (size_t t2 = 0; t2 < T; t2++) {
+        for (size_t t = t2; t < T; t++) coef[t] = (double)p[ROW(t) + t2];
+        wsum(acc, coef, go, C, t2, T, hs);
+        add_rounded(dv + t2 * C3, acc, hs);
     }
 }
 
@@ -165,28 +292,21 @@ void amp_attn_values_backward(float *dprob, float *dqkv, const float *dout,
 {
     AMP_ASSERT(NH > 0 && C % NH == 0);
     size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
-    #pragma omp parallel for schedule(static) if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t bh = 0; bh < B * NH; bh++) {
-        size_t b = bh / NH, h = bh % NH;
-        const float *v = qkv + b * T * C3 + 2 * C + h * hs;
-        float *dv = dqkv + b * T * C3 + 2 * C + h * hs;
-        const float *go = dout + b * T * C + h * hs;
-        const float *p = prob + bh * L;
-        float *dp = dprob + bh * L;
-        for (size_t t = 0; t < T; t++)
-            for (size_t t2 = 0; t2 <= t; t2++)
-                dp[ROW(t) + t2] += (float)dot_f32(go + t * C, v + t2 * C3, hs);
-        double *acc = acc_alloc(hs);
-        for (size_t t2 = 0; t2 < T; t2++) {
-            for (size_t d = 0; d < hs; d++) acc[d] = 0.0;
-            for (size_t t = t2; t < T; t++) {
-                double pt = p[ROW(t) + t2];
-                const float *g = go + t * C;
-                for (size_t d = 0; d < hs; d++) acc[d] += pt * g[d];
-            }
-            for (size_t d = 0; d < hs; d++) dv[t2 * C3 + d] += (float)acc[d];
+    #pragma omp parallel if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    {
+        attn_ws w;
+        ws_alloc(&w, hs, T);
+        #pragma omp for schedule(static)
+        for (size_t bh = 0; bh < B * NH; bh++) {
+            size_t b = bh / NH, h = bh % NH;
+            const float *v = qkv + b * T * C3 + 2 * C + h * hs;
+            float *dv = dqkv + b * T * C3 + 2 * C + h * hs;
+            const float *go = dout + b * T * C + h * hs;
+            const float *p = prob + bh * L;
+            float *dp = dprob + bh * L;
+            values_bwd_head(dp, dv, go, p, v, C3, C, T, hs, &w);
         }
-        free(acc);
+        ws_free(&w);
     }
 }
 

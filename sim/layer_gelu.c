@@ -14,38 +14,52 @@
  * PyTorch's float kernel): within a few float ulps of the exact value. */
 #define GELU_CHUNK 256   /* values per call of amp_tanhf_n */
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define GELU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define GELU_CLONES
+#endif
+
+/* One chunk of m <= GELU_CHUNK values (compiled for AVX-512 and AVX2 too: the
+ * loops vectorise over elements, each element the same float32 operations). */
+GELU_CLONES static void gelu_fwd_chunk(float *out, const float *x, size_t m)
+{
+    float th[GELU_CHUNK];
+    if (m == 0) return;
+    for (size_t i = 0; i < m; i++) th[i] = GELU_K * (x[i] + GELU_A * x[i] * x[i] * x[i]);
+    amp_tanhf_n(th, th, m);
+    for (size_t i = 0; i < m; i++) out[i] = 0.5f * x[i] * (1.0f + th[i]);
+}
+
 void amp_gelu_forward(float *out, const float *inp, size_t n)
 {
     #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t c0 = 0; c0 < n; c0 += GELU_CHUNK) {
-        size_t m = n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK;
-        float th[GELU_CHUNK];
-        const float *x = inp + c0;
-        for (size_t i = 0; i < m; i++) th[i] = GELU_K * (x[i] + GELU_A * x[i] * x[i] * x[i]);
-        amp_tanhf_n(th, th, m);
-        for (size_t i = 0; i < m; i++) out[c0 + i] = 0.5f * x[i] * (1.0f + th[i]);
-    }
+    for (size_t c0 = 0; c0 < n; c0 += GELU_CHUNK)
+        gelu_fwd_chunk(out + c0, inp + c0, n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK);
 }
 
 /* dinp (n) += gelu'(x) dout, in float32 arithmetic, with
  * gelu'(x) = 0.5 (1 + th) + 0.5 x (1 - th^2) k (1 + 3 a x^2), th = tanh(k (x + a x^3)).
  * Large |x|: th = +-1 exactly, and gelu' is taken as 1 or 0. */
+GELU_CLONES static void gelu_bwd_chunk(float *dinp, const float *xv, const float *dout, size_t m)
+{
+    float tv[GELU_CHUNK];
+    if (m == 0) return;
+    for (size_t i = 0; i < m; i++) tv[i] = GELU_K * (xv[i] + GELU_A * xv[i] * xv[i] * xv[i]);
+    amp_tanhf_n(tv, tv, m);
+    for (size_t i = 0; i < m; i++) {
+        float x = xv[i], th = tv[i];
+        float d = th == 1.0f || th == -1.0f ? 0.5f * (1.0f + th)   /* (no 0 * inf for huge x) */
+                : 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
+        dinp[i] += d * dout[i];
+    }
+}
+
 void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
     #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t c0 = 0; c0 < n; c0 += GELU_CHUNK) {
-        size_t m = n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK;
-        float tv[GELU_CHUNK];
-        const float *xv = inp + c0;
-        for (size_t i = 0; i < m; i++) tv[i] = GELU_K * (xv[i] + GELU_A * xv[i] * xv[i] * xv[i]);
-        amp_tanhf_n(tv, tv, m);
-        for (size_t i = 0; i < m; i++) {
-            float x = xv[i], th = tv[i];
-            float d = th == 1.0f || th == -1.0f ? 0.5f * (1.0f + th)   /* (no 0 * inf for huge x) */
-                    : 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
-            dinp[c0 + i] += d * dout[c0 + i];
-        }
-    }
+    for (size_t c0 = 0; c0 < n; c0 += GELU_CHUNK)
+        gelu_bwd_chunk(dinp + c0, inp + c0, dout + c0, n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK);
 }
 
 /* Rounding into f after each operation (RNE, no statistics). */

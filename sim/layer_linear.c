@@ -72,12 +72,41 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
     amp_status s;
     float *acc;
     if (l->in_op != l->in && (s = amp_tensor_round(cx->reg, l->in_op, l->in->data))) return s;
-    if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
+    if (l->out->fmt.id == AMP_FMT_FP32 && !l->out->rnd_flags)
+        acc = l->out->data;                  /* the output rounding is the identity: no copy */
+    else if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
     if (l->b)
         for (int r = 0; r < l->B; r++) memcpy(acc + (size_t)r * l->O, l->b->data, (size_t)l->O * sizeof(float));
     amp_gemm(&cx->gemm, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,
              l->b ? 1.0f : 0.0f, acc, l->O);
     return amp_tensor_round(cx->reg, l->out, acc);
+}
+
+/* db [O] = float(sum_r g[r,o]) with the sum in double over r ascending:
+ * row by row into double sums of 256 columns at a time (the same order per
+ * element; column blocks go to the threads). */
+static void bias_grad(float *db, const float *g, int B, int O)
+{
+    enum { CB = 256 };
+    int nb = (O + CB - 1) / CB, nt = amp_get_threads();
+    #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb > 1 && (size_t)B * O >= AMP_PAR_MIN)
+    for (int blk = 0; blk < nb; blk++) {
+        int o0 = blk * CB, no = O - o0 < CB ? O - o0 : CB;
+        double sum[CB];
+        for (int o = 0; o < no; o++) sum[o] = 0.0;
+        for (int r = 0; r < B; r++) {
+            const float *gr = g + (size_t)r * O + o0;
+            for (int o = 0; o < no; o++) sum[o] += gr[o];
+        }
+        for (int o = 0; o < no; o++) db[o0 + o] = (float)sum[o];
+    }
+}
+
+/* Where a gradient GEMM writes: t's own data when this is t's first write of
+ * the step and its rounding is the float32 identity (no copy), else w. */
+static float *direct(const amp_tensor *t, float *w)
+{
+    return t->fmt.id == AMP_FMT_FP32 && !t->rnd_flags && !t->written ? t->data : w;
 }
 
 amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
@@ -94,25 +123,22 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     size_t nw = (size_t)l->O * l->I, nx = (size_t)l->B * l->I;
     if ((s = amp_ctx_scratch(cx, nw > nx ? nw : nx, &acc))) return s;
     // dW [O,I] = G^T [O,B] @ X [B,I]
+    float *dw = direct(l->w->grad, acc);
     if (l->wg_in) {
-        if ((s = amp_nvfp4_wgrad(cx, l, acc))) return s;
+        if ((s = amp_nvfp4_wgrad(cx, l, dw))) return s;
     } else
-        amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, acc, l->I);
-    if ((s = amp_tensor_accum(cx->reg, l->w->grad, acc))) return s;
+        amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
+    if ((s = amp_tensor_accum(cx->reg, l->w->grad, dw))) return s;
     if (l->b) {
-        // db [O] = sum over rows of G, in double, rounded once to float (NVFP4
-        // layers: of the gradient before its quantization, as TE's bgrad_quantize)
-        const amp_tensor *Gb = l->wg_in ? l->out->grad : G;
-        for (int o = 0; o < l->O; o++) {
-            double sum = 0;
-            for (int r = 0; r < l->B; r++) sum += Gb->data[(size_t)r * l->O + o];
-            acc[o] = (float)sum;
-        }
+        // db [O] = sum over rows of G, in double (rows in order), rounded once to float
+        // (NVFP4 layers: of the gradient before its quantization, as TE's bgrad_quantize)
+        bias_grad(acc, (l->wg_in ? l->out->grad : G)->data, l->B, l->O);
         if ((s = amp_tensor_accum(cx->reg, l->b->grad, acc))) return s;
     }
     if (l->in->grad) {
         // dX [B,I] = G [B,O] @ W [O,I]
-        amp_gemm(&cx->gemm, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, acc, l->I);
+        float *dx = l->in_op == l->in ? direct(l->in->grad, acc) : acc;
+        amp_gemm(&cx->gemm, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, dx, l->I);
         if (l->in_op != l->in && !amp_format_same(&l->in->grad->fmt, &cx->pol->grad)) {
             /* the GEMM ran on a cast of `in`: autograd produces dX in the cast's
              * (gradient) dtype first, and the cast's backward widens it */
@@ -120,7 +146,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
             o.stream |= 1ull << 33;
             if ((s = amp_round_f32(&cx->pol->grad, &o, acc, acc, nx, NULL))) return s;
         }
-        if ((s = amp_tensor_accum(cx->reg, l->in->grad, acc))) return s;
+        if ((s = amp_tensor_accum(cx->reg, l->in->grad, dx))) return s;
     }
     return AMP_OK;
 }

@@ -150,6 +150,15 @@ static const amp_format *promote(const amp_format *a, const amp_format *b)
     return amp_format_same(a, b) ? a : amp_format_get(AMP_FMT_FP32);
 }
 
+/* Where a kernel puts values that are then rounded into t: t's own data when
+ * that rounding is the float32 identity (amp_tensor_round then copies
+ * nothing), else the scratch w. For an accumulation (amp_tensor_accum) only
+ * while t has not been written this step (the first write is a rounding). */
+static float *out_buf(const amp_tensor *t, float *w)
+{
+    return t->fmt.id == AMP_FMT_FP32 && !t->rnd_flags && !t->written ? t->data : w;
+}
+
 static amp_status ln_init(amp_model *m, gpt_ln *ln, const char *prefix, const amp_tensor *in, int C, size_t N)
 {
     char buf[AMP_TENSOR_NAME];
@@ -170,13 +179,14 @@ static amp_status ln_init(amp_model *m, gpt_ln *ln, const char *prefix, const am
 
 static amp_status ln_forward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor *in)
 {
+    float *out = out_buf(ln->out, g->work1);
     if (m->pol.torch_cpu)
-        amp_layernorm_forward_torchcpu(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
+        amp_layernorm_forward_torchcpu(out, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
                                        g->N, (size_t)g->C, LN_EPS);
     else
-        amp_layernorm_forward(g->work1, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
+        amp_layernorm_forward(out, ln->mean, ln->rstd, in->data, plain_w(ln->w), plain_w(ln->b),
                               g->N, (size_t)g->C, LN_EPS);
-    return amp_tensor_round(&m->reg, ln->out, g->work1);
+    return amp_tensor_round(&m->reg, ln->out, out);
 }
 
 /* in->grad += d ln(in) / d in . ln->out->grad; weight and bias gradients too. */
@@ -197,8 +207,9 @@ static amp_status ln_backward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor
 /* out = a + b (promoted format), rounded into out. */
 static amp_status residual_forward(amp_model *m, gpt *g, amp_tensor *out, const amp_tensor *a, const amp_tensor *b)
 {
-    amp_residual_forward(g->work1, a->data, b->data, out->n);
-    return amp_tensor_round(&m->reg, out, g->work1);
+    float *o = out_buf(out, g->work1);
+    amp_residual_forward(o, a->data, b->data, out->n);
+    return amp_tensor_round(&m->reg, out, o);
 }
 
 /* a->grad += out->grad, b->grad += out->grad (each rounded into its format,
@@ -235,17 +246,20 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = round_hidden(m, h->att, &h->att->fmt, g->work1, h->att->n))) return s;
         for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
         if ((s = amp_tensor_round(reg, h->att, g->work1))) return s;
-        amp_attn_softmax_forward(g->work1, h->att->data, B, T, NH);
-        if ((s = amp_tensor_round(reg, h->prob, g->work1))) return s;
+        float *po = out_buf(h->prob, g->work1);
+        amp_attn_softmax_forward(po, h->att->data, B, T, NH);
+        if ((s = amp_tensor_round(reg, h->prob, po))) return s;
         if (h->prob_op != h->prob && (s = amp_tensor_round(reg, h->prob_op, h->prob->data))) return s;
-        amp_attn_values_forward(g->work1, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
-        if ((s = amp_tensor_round(reg, h->y, g->work1))) return s;
+        float *yo = out_buf(h->y, g->work1);
+        amp_attn_values_forward(yo, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        if ((s = amp_tensor_round(reg, h->y, yo))) return s;
         if ((s = amp_linear_forward(cx, &h->attn_proj))) return s;
         if ((s = residual_forward(m, g, h->res_1, x, h->attn_proj.out))) return s;
         if ((s = ln_forward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = amp_linear_forward(cx, &h->c_fc))) return s;
-        amp_gelu_policy_forward(&m->pol, g->work1, h->c_fc.out);
-        if ((s = amp_tensor_round(reg, h->gelu, g->work1))) return s;
+        float *go = out_buf(h->gelu, g->work1);
+        amp_gelu_policy_forward(&m->pol, go, h->c_fc.out);
+        if ((s = amp_tensor_round(reg, h->gelu, go))) return s;
         if ((s = amp_linear_forward(cx, &h->mlp_proj))) return s;
         if ((s = residual_forward(m, g, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         x = h->res_2;
@@ -294,9 +308,10 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         amp_tensor *xin = l > 0 ? g->h[l - 1].res_2 : g->emb;
         if ((s = residual_backward(m, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         if ((s = amp_linear_backward(cx, &h->mlp_proj))) return s;
-        memset(g->work1, 0, h->c_fc.out->n * sizeof(float));
-        amp_gelu_policy_backward(&m->pol, g->work1, h->c_fc.out, h->gelu->grad);
-        if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, g->work1))) return s;
+        float *dg = out_buf(h->c_fc.out->grad, g->work1);
+        memset(dg, 0, h->c_fc.out->n * sizeof(float));
+        amp_gelu_policy_backward(&m->pol, dg, h->c_fc.out, h->gelu->grad);
+        if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, dg))) return s;
         if ((s = amp_linear_backward(cx, &h->c_fc))) return s;
         if ((s = ln_backward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = residual_backward(m, h->res_1, xin, h->attn_proj.out))) return s;
@@ -315,9 +330,10 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
             if ((s = amp_tensor_round(reg, h->prob_op->grad, g->work1))) return s;
             if ((s = amp_tensor_accum(reg, h->prob->grad, h->prob_op->grad->data))) return s;
         } else if ((s = amp_tensor_accum(reg, h->prob->grad, g->work1))) return s;
-        memset(g->work1, 0, na * sizeof(float));
-        amp_attn_softmax_backward(g->work1, h->prob->grad->data, h->prob->data, B, T, NH);
-        if ((s = amp_tensor_accum(reg, h->att->grad, g->work1))) return s;
+        float *da = out_buf(h->att->grad, g->work1);
+        memset(da, 0, na * sizeof(float));
+        amp_attn_softmax_backward(da, h->prob->grad->data, h->prob->data, B, T, NH);
+        if ((s = amp_tensor_accum(reg, h->att->grad, da))) return s;
         /* gradient of the raw scores: att.grad * scale, rounded (unlogged) */
         for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
         if ((s = round_hidden(m, h->att->grad, &g->attn_gin, g->work1, na))) return s;
@@ -385,6 +401,45 @@ static amp_status init_weights(amp_model *m, gpt *g, uint64_t seed)
     return s;
 }
 
+/* Activation gradients inside block l >= 1 use the storage of the earliest
+ * block that has the same tensor (block 0, unless the policy gives block 0
+ * other tensors, as nvfp4 does by keeping its first layer in bf16): each is
+ * written and read only during its block's backward, and the blocks run one
+ * after another (statistics are taken as values are rounded). The residual
+ * stream's gradients (res_2.out.grad) cross blocks and keep their own. So do
+ * the activations that no backward reads (dead once the next forward op has
+ * read them): the raw scores att (softmax's backward reads prob) and the
+ * projections' outputs (the residual adds' backward reads only gradients).
+ * This keeps that memory at one block's instead of L blocks'. Called as soon
+ * as block l is built, so its own storage is given back at once. */
+static int shared_in_blocks(const amp_tensor *t, const char *local)
+{
+    if (t->role == AMP_ROLE_ACT_GRAD) return strcmp(local, "res_2.out.grad") != 0;
+    return t->role == AMP_ROLE_ACT &&
+           (!strcmp(local, "attn.att") || !strcmp(local, "attn.c_proj.out") || !strcmp(local, "mlp.c_proj.out"));
+}
+
+static amp_status share_block_storage(amp_model *m, int l)
+{
+    char pre[32], name[AMP_TENSOR_NAME + 16];
+    snprintf(pre, sizeof pre, "transformer.h.%d.", l);
+    size_t np = strlen(pre);
+    for (int i = 0; l > 0 && i < m->reg.n; i++) {
+        amp_tensor *t = m->reg.t[i];
+        if (strncmp(t->name, pre, np) || !shared_in_blocks(t, t->name + np)) continue;
+        /* the earliest block with the same tensor owns the storage (a block
+         * the policy keeps in another format may lack it: nvfp4's block 0) */
+        const amp_tensor *owner = NULL;
+        for (int k = 0; k < l && !owner; k++) {
+            snprintf(name, sizeof name, "transformer.h.%d.%s", k, t->name + np);
+            owner = amp_tensors_find(&m->reg, name);
+        }
+        amp_status s = owner ? amp_tensor_share(t, owner) : AMP_OK;
+        if (s) return s;
+    }
+    return AMP_OK;
+}
+
 static amp_status build(amp_model *m, gpt *g)
 {
     const amp_policy *p = &m->pol;
@@ -432,6 +487,7 @@ static amp_status build(amp_model *m, gpt *g)
         if ((s = amp_linear_init(cx, &h->mlp_proj, nm, h->gelu, g->C, 1))) return s;
         snprintf(nm, sizeof nm, "%s.res_2.out", pre);
         if ((s = add_act(m, nm, promote(&h->res_1->fmt, &h->mlp_proj.out->fmt), 2, (size_t[]){ N, C }, &h->res_2))) return s;
+        if ((s = share_block_storage(m, l))) return s;
         x = h->res_2;
     }
     if ((s = ln_init(m, &g->ln_f, "transformer.ln_f", x, g->C, N))) return s;

@@ -87,10 +87,16 @@ amp_status amp_optim_attach(amp_optim *o, amp_model *m)
 
 /* The update of one weight into u[] (float32); states updated in place (in FP32,
  * rounded into their format afterwards by the caller). */
-static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, float *u, float *s0, float *s1)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define OPT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define OPT_CLONES
+#endif
+/* (Compiled for AVX-512 and AVX2 too: the loops vectorise over elements, each
+ * element the same float32 operations, sqrtf and division being IEEE.) */
+OPT_CLONES static void update_range(const amp_optim *o, const amp_tensor *w, const float *g, const float *p, float *u,
+                                    float *s0, float *s1, size_t n)
 {
-    const float *g = w->grad32;
-    size_t n = w->n;
     float lr = o->lr;
     switch (o->kind) {
     case AMP_OPT_SGD:
@@ -117,6 +123,20 @@ static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, fl
         }
         break;
     }
+    }
+}
+
+/* update_range over the whole weight, in blocks over the threads (each
+ * element's operations do not depend on the split). */
+static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, float *u, float *s0, float *s1)
+{
+    enum { BLK = 16384 };
+    long nb = (long)((w->n + BLK - 1) / BLK);
+    int nt = amp_get_threads();
+    #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 4)
+    for (long b = 0; b < nb; b++) {
+        size_t lo = (size_t)b * BLK, len = w->n - lo < BLK ? w->n - lo : BLK;
+        update_range(o, w, w->grad32 + lo, p + lo, u + lo, s0 ? s0 + lo : NULL, s1 ? s1 + lo : NULL, len);
     }
 }
 
@@ -162,8 +182,7 @@ amp_status amp_optim_step(amp_optim *o, amp_model *m, uint64_t *vanished)
                     s = amp_round_f64(&w->state[2]->fmt, &co, sum, c, n, NULL);
                 }
             } else {
-                for (size_t k = 0; k < n; k++) sum[k] = (double)st->data[k] + (double)u[k];
-                s = amp_round_f64(&st->fmt, &ro, sum, st->data, n, NULL);
+                s = amp_round_sum2(&st->fmt, &ro, st->data, u, st->data, n);   /* round(p + u) */
             }
         }
         for (size_t k = 0; k < n; k++) lost += u[k] != 0.0f && st->data[k] == old[k];

@@ -36,7 +36,7 @@ void amp_tensors_free(amp_tensors *r)
 {
     for (int i = 0; i < r->n; i++) {
         amp_tensor *t = r->t[i];
-        free(t->data);
+        if (!t->borrowed) free(t->data);
         free(t->stats);
         free(t->grad32);
         free(t);
@@ -45,6 +45,17 @@ void amp_tensors_free(amp_tensors *r)
     free(r->grads);
     r->t = r->grads = NULL;
     r->n = r->cap = r->ngrads = 0;
+}
+
+amp_status amp_tensor_share(amp_tensor *t, const amp_tensor *owner)
+{
+    if (t == owner) return AMP_OK;
+    if (t->n != owner->n || owner->borrowed)
+        return amp_fail(AMP_EINVAL, "tensor %s cannot share the storage of %s", t->name, owner->name);
+    if (!t->borrowed) free(t->data);
+    t->data = owner->data;
+    t->borrowed = 1;
+    return AMP_OK;
 }
 
 amp_tensor *amp_tensors_find(const amp_tensors *r, const char *name)
@@ -256,24 +267,115 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
     return AMP_OK;
 }
 
+/* amp_round_sum2 on a block of at most SUM2_BLOCK values: a sum that float32
+ * holds exactly goes through the float32 kernel (every path gives a value's
+ * bits whatever its width), the others through amp_round1 with the same SR
+ * key (index0 + i). Into fp32 under rne without flags the rounding of the
+ * double sum is the IEEE conversion. */
+#define SUM2_BLOCK 2048
+static amp_status sum2_block(const amp_format *f, const amp_round_opts *o, const float *a, const float *b,
+                             float *y, size_t n)
+{
+    if (f->id == AMP_FMT_FP32 && !o->flags && o->mode == AMP_RND_NE) {
+        for (size_t i = 0; i < n; i++) {
+            double sum = (double)a[i] + (double)b[i];
+            float v = (float)sum;
+            y[i] = v == v ? v : amp_round1(f, o, sum, i, NULL);
+        }
+        return AMP_OK;
+    }
+    float v[SUM2_BLOCK];
+    uint32_t odd[SUM2_BLOCK];
+    if (n == 0) return AMP_OK;
+    size_t n_odd = 0;
+    for (size_t i = 0; i < n; i++) {
+        double sum = (double)a[i] + (double)b[i];
+        v[i] = (float)sum;
+        odd[n_odd] = (uint32_t)i;
+        n_odd += (double)v[i] != sum;            /* inexact in float32, or NaN */
+    }
+    amp_status s = amp_round_f32(f, o, v, v, n, NULL);
+    if (s) return s;
+    for (size_t k = 0; k < n_odd; k++) {
+        size_t i = odd[k];
+        v[i] = amp_round1(f, o, (double)a[i] + (double)b[i], i, NULL);
+    }
+    memcpy(y, v, n * sizeof(float));
+    return AMP_OK;
+}
+
+amp_status amp_round_sum2(const amp_format *f, const amp_round_opts *o, const float *a, const float *b, float *y,
+                          size_t n)
+{
+    amp_status s = AMP_OK;
+    long nb = (long)((n + SUM2_BLOCK - 1) / SUM2_BLOCK);
+    int nt = amp_get_threads();
+    #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 16)
+    for (long k = 0; k < nb; k++) {
+        size_t lo = (size_t)k * SUM2_BLOCK, len = n - lo < SUM2_BLOCK ? n - lo : SUM2_BLOCK;
+        amp_round_opts ob = *o;
+        ob.index0 = o->index0 + lo;
+        amp_status sb = sum2_block(f, &ob, a + lo, b + lo, y + lo, len);
+        if (sb) {
+            #pragma omp critical(amp_sum2_status)
+            s = sb;
+        }
+    }
+    return s;
+}
+
+/* accum without statistics, block [lo, lo+len) of t: src rounded into the
+ * format (into fp32 without flags: itself), then amp_round_sum2 with data. */
+static amp_status accum_block(amp_tensor *t, const amp_round_opts *o, const float *src, size_t lo, size_t len)
+{
+    float tmp[SUM2_BLOCK];
+    amp_round_opts ob = *o;
+    ob.index0 = o->index0 + lo;
+    const float *a = src + lo;
+    if (t->fmt.id != AMP_FMT_FP32 || o->flags) {
+        amp_status s = amp_round_f32(&t->fmt, &ob, a, tmp, len, NULL);
+        if (s) return s;
+        a = tmp;
+    }
+    return sum2_block(&t->fmt, &ob, t->data + lo, a, t->data + lo, len);
+}
+
 amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
 {
     if (!t->written) return amp_tensor_round(r, t, src);
     float *scaled;
     amp_status s0 = rescale(r, t, &src, &scaled);
     if (s0) return s0;
+    amp_round_opts o = amp_tensor_opts(r, t);
+    o.index0 = t->n;                         /* a different SR draw from the first write */
+    amp_stats *st = stats_of(r, t);
+    if (!st && !amp_tensor_stats_due(r, t)) {
+        amp_status s = AMP_OK;
+        long nb = (long)((t->n + SUM2_BLOCK - 1) / SUM2_BLOCK);
+        int nt = amp_get_threads();
+        #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 16)
+        for (long b = 0; b < nb; b++) {
+            size_t lo = (size_t)b * SUM2_BLOCK, len = t->n - lo < SUM2_BLOCK ? t->n - lo : SUM2_BLOCK;
+            amp_status sb = accum_block(t, &o, src, lo, len);
+            if (sb) {
+                #pragma omp critical(amp_accum_status)
+                s = sb;
+            }
+        }
+        free(scaled);
+        if (!s) check_finite(r, t);
+        return s;
+    }
     /* second contribution: round it into the format, add in double, round again */
     float *tmp = malloc(t->n * sizeof(float));
     if (!tmp) { free(scaled); return amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name); }
-    amp_round_opts o = amp_tensor_opts(r, t);
-    o.index0 = t->n;                         /* a different SR draw from the first write */
     amp_status s = amp_round_f32(&t->fmt, &o, src, tmp, t->n, NULL);
     if (!s) {
         double *sum = malloc(t->n * sizeof(double));
         if (!sum) s = amp_fail(AMP_ENOMEM, "out of memory accumulating %s", t->name);
         else {
             for (size_t i = 0; i < t->n; i++) sum[i] = (double)t->data[i] + (double)tmp[i];
-            s = round_into(r, t, &o, NULL, sum, stats_of(r, t));
+            s = round_into(r, t, &o, NULL, sum, st);
             free(sum);
         }
     }

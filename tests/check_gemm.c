@@ -100,7 +100,7 @@ static const amp_gemm_path paths[] = { AMP_GEMM_PATH_GENERIC, AMP_GEMM_PATH_AVX2
 START_TEST(test_paths_shapes)
 {
     static const int shapes[][3] = { { 1, 1, 1 }, { 1, 1, 0 }, { 3, 5, 2 }, { 4, 16, 4 }, { 5, 17, 7 },
-                                     { 7, 33, 67 }, { 32, 10, 32 }, { 13, 40, 129 } };
+                                     { 7, 33, 67 }, { 32, 10, 32 }, { 13, 40, 129 }, { 9, 21, 515 }, { 5, 16, 1030 } };
     int tested = 0;
     for (size_t pi = 0; pi < 3; pi++) {
         amp_gemm_set_path(paths[pi]);

@@ -409,6 +409,43 @@ START_TEST(test_same_init_every_policy)
 }
 END_TEST
 
+/* Activation gradients inside blocks 1.. live in block 0's storage (each is
+ * dead once its block's backward is done), and so do the three activations no
+ * backward reads; the residual stream's gradients and the other activations
+ * keep their own. (That the gradients stay right is
+ * test_model_gradients, on two blocks; the bytes of runs, check_repro.) */
+START_TEST(test_block_grads_shared)
+{
+    amp_model m;
+    make_model(&m, "fp16-amp", 2, 8, 16, 3, 2);
+    int shared = 0;
+    for (int i = 0; i < m.reg.n; i++) {
+        const amp_tensor *t = m.reg.t[i];
+        int l, len = 0;
+        if (sscanf(t->name, "transformer.h.%d.%n", &l, &len) != 1 || len == 0) {
+            ck_assert_int_eq(t->borrowed, 0);
+            continue;
+        }
+        char name[AMP_TENSOR_NAME + 16];
+        snprintf(name, sizeof name, "transformer.h.0.%s", t->name + len);
+        const amp_tensor *t0 = amp_tensors_find(&m.reg, name);
+        ck_assert_ptr_nonnull(t0);
+        const char *loc = t->name + len;
+        int expect = l > 0 && (t->role == AMP_ROLE_ACT_GRAD ? strcmp(loc, "res_2.out.grad") != 0
+                               : !strcmp(loc, "attn.att") || !strcmp(loc, "attn.c_proj.out") || !strcmp(loc, "mlp.c_proj.out"));
+        ck_assert_msg((t->data == t0->data) == (expect || l == 0), "%s: shared %d, expected %d", t->name,
+                      t->data == t0->data, expect);
+        ck_assert_int_eq(t->borrowed, expect);
+        shared += expect;
+    }
+    ck_assert_int_ge(shared, 2 * (12 + 3));      /* every internal gradient of blocks 1 and 2, 3 activations */
+    amp_tensor *a = amp_tensors_find(&m.reg, "transformer.h.0.mlp.c_fc.out.grad");
+    amp_tensor *b = amp_tensors_find(&m.reg, "transformer.h.0.attn.c_proj.out.grad");
+    ck_assert_int_eq(amp_tensor_share(b, a), AMP_EINVAL);   /* sizes differ */
+    amp_model_free(&m);
+}
+END_TEST
+
 START_TEST(test_bad_sizes)
 {
     amp_policy pol;
@@ -442,6 +479,7 @@ int main(void)
     tcase_add_test(tc, test_attention_logged);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_bad_sizes);
+    tcase_add_test(tc, test_block_grads_shared);
     tcase_add_test(tc, test_same_init_every_policy);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);

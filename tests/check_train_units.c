@@ -239,6 +239,92 @@ START_TEST(test_registry_stats_and_nonfinite)
 }
 END_TEST
 
+/* amp_round_sum2 (float sums, blocks, the float32 kernel where the sum is
+ * exact in float32) against amp_round_f64 on the double sums, bit for bit:
+ * formats, modes and flags, sums that are exact, inexact, overflowing,
+ * subnormal, NaN and inf, across block boundaries and an index0 offset. */
+START_TEST(test_round_sum2)
+{
+    static const amp_format_id fmts[] = { AMP_FMT_FP32, AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3, AMP_FMT_E5M2, AMP_FMT_E2M1 };
+    static const amp_rounding modes[] = { AMP_RND_NE, AMP_RND_SR, AMP_RND_TZ, AMP_RND_UP };
+    enum { N = 5000 };
+    float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *y = malloc(N * sizeof *y), *ref = malloc(N * sizeof *ref);
+    double *sum = malloc(N * sizeof *sum);
+    ck_assert(a && b && y && ref && sum);
+    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+        const amp_format *fmt = amp_format_get(fmts[f]);
+        for (int i = 0; i < N; i++) {              /* values of the format, exponents far apart */
+            double u = amp_rand_uniform(7, f, 2 * (uint64_t)i), v = amp_rand_uniform(7, f, 2 * (uint64_t)i + 1);
+            a[i] = (float)((u < 0.5 ? -1 : 1) * ldexp(1.0 + v, (int)(u * 1000) % 80 - 40));
+            b[i] = (float)((v < 0.3 ? -1 : 1) * ldexp(1.0 + u, (int)(v * 1000) % 80 - 40));
+            if (i % 97 == 0) b[i] = -a[i];
+            if (i % 101 == 0) b[i] = 0x1p127f;
+            if (i % 103 == 0) a[i] = NAN;
+            if (i % 107 == 0) a[i] = INFINITY;
+            if (i % 109 == 0) { a[i] = 0x1p-149f; b[i] = 0x1p-148f; }
+        }
+        amp_round_opts r0 = amp_round_defaults();
+        amp_round_f32(fmt, &r0, a, a, N, NULL);
+        amp_round_f32(fmt, &r0, b, b, N, NULL);
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+            for (unsigned flags = 0; flags <= AMP_SATURATE; flags += AMP_SATURATE) {
+                amp_round_opts o = amp_round_defaults();
+                o.mode = modes[m];
+                o.flags = flags;
+                o.seed = 11;
+                o.stream = 5;
+                o.index0 = 77;
+                for (int i = 0; i < N; i++) sum[i] = (double)a[i] + (double)b[i];
+                ck_assert_int_eq(amp_round_f64(fmt, &o, sum, ref, N, NULL), AMP_OK);
+                ck_assert_int_eq(amp_round_sum2(fmt, &o, a, b, y, N), AMP_OK);
+                for (int i = 0; i < N; i++) {
+                    uint32_t ub, ur;
+                    memcpy(&ub, &y[i], 4);
+                    memcpy(&ur, &ref[i], 4);
+                    ck_assert_msg(ub == ur, "%s %s flags %u: %a + %a: sum2 %08x, f64 %08x", fmt->name,
+                                  amp_rounding_name(o.mode), flags, (double)a[i], (double)b[i], ub, ur);
+                }
+                memcpy(y, a, N * sizeof *y);     /* in place */
+                ck_assert_int_eq(amp_round_sum2(fmt, &o, y, b, y, N), AMP_OK);
+                for (int i = 0; i < N; i++) ck_assert(!memcmp(&y[i], &ref[i], 4));
+            }
+    }
+    free(a); free(b); free(y); free(ref); free(sum);
+}
+END_TEST
+
+/* A second write into a tensor (amp_tensor_accum) gives the same bits whether
+ * statistics are due (the double-array path) or not (amp_round_sum2). */
+START_TEST(test_accum_paths_agree)
+{
+    static const amp_format_id fmts[] = { AMP_FMT_FP32, AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3 };
+    enum { N = 4500 };
+    float x1[N], x2[N], y[2][N];
+    for (int i = 0; i < N; i++) {
+        x1[i] = (float)ldexp(amp_rand_uniform(3, 1, i) - 0.5, (int)(amp_rand_uniform(3, 2, i) * 30) - 15);
+        x2[i] = (float)ldexp(amp_rand_uniform(3, 3, i) - 0.5, (int)(amp_rand_uniform(3, 4, i) * 30) - 15);
+    }
+    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+        for (int mode = AMP_RND_NE; mode <= AMP_RND_SR; mode += AMP_RND_SR - AMP_RND_NE)
+            for (int with_stats = 0; with_stats < 2; with_stats++) {
+                amp_tensors r;
+                amp_tensor *t;
+                amp_tensors_init(&r, 4, (amp_rounding)mode, 0);
+                ck_assert_int_eq(amp_tensors_add(&r, "g", AMP_ROLE_ACT_GRAD, amp_format_get(fmts[f]), 1,
+                                                 (size_t[]){ N }, &t), AMP_OK);
+                amp_tensors_begin_step(&r, 2, with_stats ? AMP_ROLES_LOGGED : 0);
+                ck_assert_int_eq(amp_tensor_stats_due(&r, t), with_stats);
+                ck_assert_int_eq(amp_tensor_accum(&r, t, x1), AMP_OK);
+                ck_assert_int_eq(amp_tensor_accum(&r, t, x2), AMP_OK);
+                memcpy(y[with_stats], t->data, sizeof y[0]);
+                amp_tensors_free(&r);
+                if (with_stats)
+                    ck_assert_msg(!memcmp(y[0], y[1], sizeof y[0]), "%s mode %d: accum paths differ",
+                                  amp_format_get(fmts[f])->name, mode);
+            }
+}
+END_TEST
+
 START_TEST(test_digits_batches)
 {
     char path[4096];
@@ -363,6 +449,8 @@ int main(void)
     tcase_add_test(tc, test_sgd_fp32_single_rounding);
     tcase_add_test(tc, test_pure_bf16_updates);
     tcase_add_test(tc, test_registry_stats_and_nonfinite);
+    tcase_add_test(tc, test_round_sum2);
+    tcase_add_test(tc, test_accum_paths_agree);
     tcase_add_test(tc, test_digits_batches);
     tcase_add_test(tc, test_init_independent_of_policy);
     tcase_add_test(tc, test_runlog_sync_reopen);
