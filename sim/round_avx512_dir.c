@@ -49,21 +49,23 @@ typedef struct dcnt {
 
 #define GOLDEN 0x9e3779b97f4a7c15ULL
 
-AI TD __m512i mix64v(__m512i z)
+/* sr_mix64(z) ^ c (one three-way xor at the end) */
+AI TD __m512i mix64v(__m512i z, __m512i c)
 {
     z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 30));
     z = _mm512_mullo_epi64(z, _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ULL));
     z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 27));
     z = _mm512_mullo_epi64(z, _mm512_set1_epi64((long long)0x94d049bb133111ebULL));
-    return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+    return _mm512_ternarylogic_epi64(z, _mm512_srli_epi64(z, 31), c, 0x96);
 }
 
 /* the 16 draws of the next group: values 0-7 in *a, 8-15 in *b; returns
  * their high halves in value order (the low halves: the even words) */
 AI TD __m512i draws16(dir512 *k, __m512i *a, __m512i *b)
 {
-    *a = mix64v(_mm512_xor_si512(mix64v(k->ka), k->key));
-    *b = mix64v(_mm512_xor_si512(mix64v(k->kb), k->key));
+    const __m512i zero = _mm512_setzero_si512();
+    *a = mix64v(mix64v(k->ka, k->key), zero);
+    *b = mix64v(mix64v(k->kb, k->key), zero);
     k->ka = _mm512_add_epi64(k->ka, k->kstep);
     k->kb = _mm512_add_epi64(k->kb, k->kstep);
     return _mm512_permutex2var_epi32(*a, k->odd, *b);
@@ -204,6 +206,11 @@ AI TD void dir_step(dir512 *k, dcnt *c, const uint32_t *x, uint32_t *y, uint8_t 
 {
     const __m512i m1 = _mm512_set1_epi32(-1);
     __m512i u = live == 0xffff ? _mm512_loadu_si512(x) : _mm512_maskz_loadu_epi32(live, x);
+    if (cnt) {                                    /* the next block, while this one's statistics run
+                                                   * (a prefetch past the end does not fault) */
+        _mm_prefetch((const char *)(x + BLOCK), _MM_HINT_T1);
+        _mm_prefetch((const char *)(y + BLOCK), _MM_HINT_ET1);
+    }
     __m512i a = _mm512_and_si512(u, k->absm), rhi = m1, ra = m1, rb = m1;
     __mmask16 neg = _mm512_movepi32_mask(u), small;
     if (mode == AMP_RND_SR) rhi = draws16(k, &ra, &rb);
