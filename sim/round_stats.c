@@ -358,6 +358,7 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
 {
     uint8_t e8[BLOCK + VB];
     scan sc;
+    (void)dir, (void)spec;                        /* used by the AVX-512 paths only */
     uint32_t n_fin_y = 0;
     amp_class ovf_cls = (amp_class)p->ovf_cls[0];     /* rne: overflow or saturated, either sign */
     if (thr) {
