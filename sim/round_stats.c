@@ -467,7 +467,7 @@ void amp_round_stats_f32(const kparams *p, const rne_thr *thr, kern_cls_fn kc, i
     int spec = 1;                                 /* amp_rne_scan512: no overflow so far */
     int dir = 0;                                  /* round_avx512_dir.c: 1 the double sums, 2 the kernel */
 #ifdef AMP_HIST512
-    if (paths && amp_dir512_ok()) dir = p->e8 ? 1 : 3;
+    if (paths && amp_dir512_ok() && !p->e8) dir = 3;   /* e8m0: its own kernels, faster with block_sums */
 #endif
     kparams pb = *p;                              /* sr: the index of each block's first value */
     for (size_t i = 0; i < n; i += BLOCK) {
