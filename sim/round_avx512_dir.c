@@ -8,9 +8,10 @@
  * The rounding is round_elem's, written with masks: the relative-quantum
  * result on the bit pattern, the fixed-quantum result (target subnormal,
  * emin > -126) from k = |x| 2^(mbits-emin) split into integer and fraction,
- * then flush, overflow and the sign. NaN and inf inputs are not handled: a
- * block with one (amax at or above the inf pattern) is redone by the generic
- * kernels (block_round_stats, dir_run).
+ * then flush, overflow and the sign. Without statistics inf and NaN inputs
+ * take their results at the end; with statistics a block with one (amax at
+ * or above the inf pattern) is redone by the generic kernels
+ * (block_round_stats).
  *
  * The classes, for finite x (r: the magnitude bits after rounding, before the
  * flush and range checks; flush: r == 0, or ftz and r < min normal, or daz and
@@ -24,8 +25,9 @@
  *
  * sr: the draw of element i is sr_draw(key, index0 + i), eight 64-bit lanes
  * per vector (vpmullq), key + index * golden kept as a running sum; the high
- * 32-bit halves of 16 draws are gathered into one vector in element order
- * (and the low halves for the fixed-quantum path). */
+ * 32-bit halves of 16 draws are gathered into one vector in element order;
+ * the fixed-quantum path gathers the low halves only for a vector where some
+ * high half equals its threshold's. */
 #include "round_kernels.h"
 
 #ifdef AMP_HIST512
