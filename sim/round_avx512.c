@@ -63,6 +63,8 @@ rne_scan512_step(const rne512 k, scan512 *a5, const uint32_t *x, uint32_t *y, ui
     const __m512i absm = _mm512_set1_epi32(0x7fffffff), zero = _mm512_setzero_si512();
     const __m512i m1 = _mm512_set1_epi32(-1);
     __m512i u = live == 0xffff ? _mm512_loadu_si512(x) : _mm512_maskz_loadu_epi32(live, x);
+    _mm_prefetch((const char *)(x + BLOCK), _MM_HINT_T1);   /* the next block, while this one's */
+    _mm_prefetch((const char *)(y + BLOCK), _MM_HINT_ET1);  /* statistics run (no fault past the end) */
     __m512i a = _mm512_and_si512(u, absm);
     __mmask16 small;
     __m512i res = rne512_round(k, u, a, int_sub, negz, ovf_on, &small);

@@ -3,7 +3,8 @@
  * With statistics, the classification counters, log2 histogram, amax, amin
  * and error sums are fused into the same pass over each block
  * (sim/round_stats.c); the hand-written AVX-512 / GFNI paths of the hot loops
- * are in sim/round_avx512.c, the shared definitions in sim/round_kernels.h.
+ * are in sim/round_avx512.c (rne) and sim/round_avx512_dir.c (the other modes,
+ * sr included), the shared definitions in sim/round_kernels.h.
  *
  * Covered: every signed format with subnormals whose min normal is a float32
  * normal (emin >= -126), and e8m0 (its own kernels, below), in the modes rne,
@@ -532,6 +533,7 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
         kern_fn k = p.rne_ok ? (p.int_sub ? k_rne_int : k_rne_sub) : kernels[o->mode];
 #ifdef AMP_HIST512
         if (p.rne_ok && machine_paths()) k = amp_rne512;
+        else if (machine_paths() && amp_dir512_ok()) k = amp_dir512;
 #endif
         k(&p, xu, yu, n);
         return 1;

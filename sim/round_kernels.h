@@ -153,4 +153,17 @@ void amp_hist_gfni(uint32_t *hist, const uint8_t *e8, size_t n, uint32_t lo, uin
 void amp_sums_rne512(blockacc *acc, const float *x, const float *y, size_t n, float scale, double unscale2,
                      int masked, int ident);
 
+/* sim/round_avx512_dir.c, on machines with AVX-512 F/BW/VL/DQ (amp_dir512_ok):
+ * the modes but plain rne (round_elem, e8m0 aside) with the class counters and
+ * the scan in one loop, and block_sums; the same bits as the generic code.
+ * amp_dir_scan512 (the kernel, the class counters and the scan of a block)
+ * returns 0, having counted nothing, for a block with a NaN or inf input;
+ * amp_sums_dbl512 (block_sums) returns 0, having added nothing, for a block
+ * with a quotient that is not finite: the generic code redoes those. */
+int amp_dir512_ok(void);
+int amp_dir_scan512(const kparams *p, scan *sc, uint32_t *cls, const uint32_t *x, uint32_t *y, uint8_t *e8,
+                    size_t n);
+void amp_dir512(const kparams *p, const uint32_t *x, uint32_t *y, size_t n);
+int amp_sums_dbl512(blockacc *acc, const uint32_t *x, const uint32_t *y, size_t n);
+
 #endif

@@ -10,7 +10,9 @@
  *     amp_rne_scan512 with AVX-512) and also counts the classes by thresholds on
  *     |x|: rounding is monotone and sign-symmetric, so each class is a range
  *     of |x| (rne_thresholds). Other modes count classes in their kernel
- *     (round_elem) and scan after it (block_scan). Blocks with NaN, inf or
+ *     (round_elem) and scan after it (block_scan); with AVX-512, kernel,
+ *     class counters and scan are one loop (amp_dir_scan512, sr draws
+ *     included). Blocks with NaN, inf or
  *     float32 subnormal inputs take a scalar pass for what the reductions
  *     cannot tell (block_nonfinite, block_rare).
  *  2. the histogram of the exponent fields: with GFNI, 8 fields per window
@@ -26,7 +28,8 @@
  *     relative error (y - x) / x is divided in float32 (relative error 2^-23
  *     at most per term) and squared in double; a block where that quotient
  *     overflows float32 (a directed mode rounding a tiny x up to a large
- *     quantum) is redone with the quotient in double. Every sum is added in a
+ *     quantum) is redone with the quotient in double (with AVX-512:
+ *     amp_sums_dbl512, the same lanes and bits). Every sum is added in a
  *     fixed order, so the bytes do not depend on the thread count. */
 #define HIST_VEC_SPAN 48
 typedef uint8_t vu8 __attribute__((vector_size(VB)));
@@ -351,10 +354,11 @@ static void block_rare(blockacc *acc, const uint32_t *x, size_t n, uint32_t *ama
  * thr, by the fused rne kernel and scan (class counts by thresholds);
  * otherwise by the mode's kernel with class counters, then the scan. */
 static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *thr, kern_cls_fn kc,
-                              const uint32_t *x, uint32_t *y, size_t n, int paths, int *spec)
+                              const uint32_t *x, uint32_t *y, size_t n, int paths, int dir, int *spec)
 {
     uint8_t e8[BLOCK + VB];
     scan sc;
+    (void)dir, (void)spec;                        /* used by the AVX-512 paths only */
     uint32_t n_fin_y = 0;
     amp_class ovf_cls = (amp_class)p->ovf_cls[0];     /* rne: overflow or saturated, either sign */
     if (thr) {
@@ -373,8 +377,13 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         acc->cls[AMP_CLS_NAN_IN] += (uint32_t)n - fin - inf;
         acc->cls[ovf_cls] += fin - le;
     } else {
-        kc(p, x, y, acc->cls, n);
-        block_scan(&sc, x, e8, n);
+#ifdef AMP_HIST512
+        if (!(dir & 2) || !amp_dir_scan512(p, &sc, acc->cls, x, y, e8, n))
+#endif
+        {
+            kc(p, x, y, acc->cls, n);
+            block_scan(&sc, x, e8, n);
+        }
     }
     uint32_t amax = sc.amax, amin = sc.amin_m1 < 0x7f7fffffu ? sc.amin_m1 + 1u : 0x7f800000u;
     uint32_t nmin = amin, nmax = amax;
@@ -429,7 +438,10 @@ static void block_round_stats(blockacc *acc, const kparams *p, const rne_thr *th
         /* finite nonzero x with finite y: overflowing values are out unless saturated */
         acc->n_rel += n_fin_y - sc.c[0];
     } else {
-        block_sums(acc, x, y, n);
+#ifdef AMP_HIST512
+        if (!(dir & 1) || !amp_sums_dbl512(acc, x, y, n))
+#endif
+            block_sums(acc, x, y, n);
     }
 }
 
@@ -453,6 +465,10 @@ void amp_round_stats_f32(const kparams *p, const rne_thr *thr, kern_cls_fn kc, i
     acc_init(&acc);
     uint32_t xin[BLOCK];
     int spec = 1;                                 /* amp_rne_scan512: no overflow so far */
+    int dir = 0;                                  /* round_avx512_dir.c: 1 the double sums, 2 the kernel */
+#ifdef AMP_HIST512
+    if (paths && amp_dir512_ok() && !p->e8) dir = 3;   /* e8m0: its own kernels, faster with block_sums */
+#endif
     kparams pb = *p;                              /* sr: the index of each block's first value */
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
@@ -462,7 +478,7 @@ void amp_round_stats_f32(const kparams *p, const rne_thr *thr, kern_cls_fn kc, i
             xb = xin;
         }
         pb.sr_idx0 = p->sr_idx0 + i;
-        block_round_stats(&acc, &pb, thr, kc, xb, yu + i, len, paths, &spec);
+        block_round_stats(&acc, &pb, thr, kc, xb, yu + i, len, paths, dir, &spec);
     }
     st->n += n;
     uint64_t others = 0;

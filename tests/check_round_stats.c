@@ -384,8 +384,8 @@ END_TEST
 
 /* Every kernel path (amp_set_simd: generic C, AVX-512, GFNI) gives the same
  * bits: results (with and without statistics) and whole statistics against
- * the generic path, in every
- * format, deterministic mode and overflow flag, on data of several kinds
+ * the generic path, in every format and mode (sr with all, 8 and 40 random
+ * bits), with no flag, saturate, and ftz + daz, on data of several kinds
  * (any bit pattern, ordinary values, values of the format, overflowing
  * values), at lengths with partial vectors and blocks. */
 START_TEST(paths_same_bits)
@@ -409,13 +409,16 @@ START_TEST(paths_same_bits)
                 ck_assert(amp_round_f32(f, &ne, x, x, n, NULL) == AMP_OK);
             }
             for (int m = 0; m < AMP_RND_COUNT; m++)
-                for (int sat = 0; sat < 2; sat++)
+                for (int sat = 0; sat < 3; sat++)
                     for (int len = 0; len < 2; len++) {
-                        if (m == AMP_RND_SR) continue;
                         size_t cnt = len ? n : 10;
                         amp_round_opts o = amp_round_defaults();
                         o.mode = (amp_rounding)m;
-                        o.flags = sat ? AMP_SATURATE : 0;
+                        o.flags = sat == 1 ? AMP_SATURATE : sat == 2 ? AMP_FTZ | AMP_DAZ : 0;
+                        o.seed = seed + (uint64_t)fi;     /* sr: all bits, then 8 and 40 of them */
+                        o.index0 = (uint64_t)kind << 40;
+                        o.sr_bits = sat == 0 ? 0 : sat == 1 ? 8 : 40;
+                        if (amp_round_check_opts(f, &o) != AMP_OK) continue;
                         amp_stats s0, s1;
                         amp_set_simd(AMP_SIMD_GENERIC);
                         amp_stats_init(&s0);
@@ -426,13 +429,13 @@ START_TEST(paths_same_bits)
                             amp_stats_init(&s1);
                             ck_assert(amp_round_f32(f, &o, x, y1, cnt, &s1) == AMP_OK);
                             ck_assert_msg(!memcmp(y0, y1, cnt * sizeof *y0) && !memcmp(&s0, &s1, sizeof s0),
-                                          "%s %s%s kind %d n %zu: path %s differs from generic", f->name,
-                                          amp_rounding_name(o.mode), sat ? " saturate" : "", kind, cnt,
+                                          "%s %s flags %u kind %d n %zu: path %s differs from generic", f->name,
+                                          amp_rounding_name(o.mode), o.flags, kind, cnt,
                                           amp_simd_name((amp_simd)cap));
                             ck_assert(amp_round_f32(f, &o, x, y1, cnt, NULL) == AMP_OK);   /* no statistics */
-                            ck_assert_msg(!memcmp(y0, y1, cnt * sizeof *y0), "%s %s%s kind %d n %zu: path %s "
+                            ck_assert_msg(!memcmp(y0, y1, cnt * sizeof *y0), "%s %s flags %u kind %d n %zu: path %s "
                                           "without statistics differs", f->name, amp_rounding_name(o.mode),
-                                          sat ? " saturate" : "", kind, cnt, amp_simd_name((amp_simd)cap));
+                                          o.flags, kind, cnt, amp_simd_name((amp_simd)cap));
                             compared++;
                         }
                     }
