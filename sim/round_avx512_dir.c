@@ -296,7 +296,9 @@ int amp_dir512_ok(void)
     return m;
 }
 
-static double lanes_in_order(__m512d v)
+/* (compiled for AVX-512 like its callers: a 512-bit vector passed to a function
+ * built without AVX-512 goes by another ABI, and reads garbage when not inlined) */
+AI TD double lanes_in_order(__m512d v)
 {
     double l[8], s = 0;
     memcpy(l, &v, sizeof l);
