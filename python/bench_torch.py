@@ -23,6 +23,11 @@ import sys
 import tempfile
 import time
 
+# one thread for every pool before torch loads: torch.set_num_threads(1) leaves
+# the BLAS and OpenMP pools free to spin on another core, which CPU time counts
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "tests"))
