@@ -7,6 +7,7 @@
 #include "ampsim.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -275,9 +276,5 @@ int main(void)
     tcase_add_test(tc, fp8_scaling);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -15,6 +15,7 @@
 #include "cli_test.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
@@ -808,12 +809,7 @@ static Suite *suite(void)
 
 int main(void)
 {
-    const char *e = getenv("AMP_TEST_SEED");
-    if (e) seed = strtoull(e, NULL, 0);
+    amp_check_seed("check_analyze", "AMP_TEST_SEED", &seed);
     quick = getenv("AMP_QUICK") && atoi(getenv("AMP_QUICK"));
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(suite()) ? 1 : 0;
 }

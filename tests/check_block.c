@@ -20,6 +20,7 @@
 #include "ampsim.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -404,11 +405,6 @@ static Suite *suite(void)
 
 int main(void)
 {
-    const char *e = getenv("AMP_TEST_SEED");
-    if (e) seed = strtoull(e, NULL, 0);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    amp_check_seed("check_block", "AMP_TEST_SEED", &seed);
+    return amp_check_failures(suite()) ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 #include "cli_test.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,9 +241,5 @@ int main(void)
     tcase_add_checked_fixture(c, cli_setup, cli_teardown);
     tcase_add_test(c, cli);
     suite_add_tcase(s, c);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

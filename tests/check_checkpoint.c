@@ -7,6 +7,7 @@
 #include "ampsim.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -467,9 +468,5 @@ int main(void)
     tcase_add_test(tc, scaler_optim_round_trip);
     tcase_add_test(tc, full_disk_keeps_previous);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

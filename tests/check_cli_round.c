@@ -10,6 +10,7 @@
 #include "ampsim.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -456,9 +457,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(suite()) ? 1 : 0;
 }

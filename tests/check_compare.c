@@ -4,6 +4,7 @@
 #include "cli_test.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,9 +165,5 @@ int main(void)
     tcase_add_test(tc, compare_runs_fair_and_summarised);
     tcase_add_test(tc, compare_bad_input);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -7,6 +7,7 @@
  * --resume of a --dp run gives the same bytes; bad options exit 2.
  * Needs $AMPSIM and $AMP_SRCDIR. */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,9 +348,5 @@ int main(void)
     tcase_add_test(tc, test_dp_resume);
     tcase_add_test(tc, test_bad_options);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failures = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failures ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

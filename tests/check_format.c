@@ -5,6 +5,7 @@
 #include "ampsim.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,9 +273,5 @@ int main(void)
     tcase_add_test(tc, rejected_names);
     tcase_add_test(tc, cli_formats_csv);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -5,6 +5,7 @@
  * values at the edge of the fused path's exactness test, and on shapes that
  * are not multiples of the tile. */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -164,9 +165,7 @@ END_TEST
 
 int main(void)
 {
-    const char *env = getenv("AMP_SEED");
-    if (env) seed = strtoull(env, NULL, 0);
-    printf("check_gemm: seed %llu (set AMP_SEED to change)\n", (unsigned long long)seed);
+    amp_check_seed("check_gemm", "AMP_SEED", &seed);
     Suite *s = suite_create("gemm");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
@@ -175,9 +174,5 @@ int main(void)
     tcase_add_test(tc, test_no_fusion_on_float32);
     tcase_add_test(tc, test_kind_names);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -12,6 +12,7 @@
  * - Logging: the attention scores and probabilities carry statistics.
  * - Same bytes with 1 and 2 threads. Bad sizes are AMP_EINVAL. */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,9 +483,5 @@ int main(void)
     tcase_add_test(tc, test_block_grads_shared);
     tcase_add_test(tc, test_same_init_every_policy);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(su) ? 1 : 0;
 }

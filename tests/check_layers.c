@@ -3,6 +3,7 @@
  * semantics against the compiler's _Float16 conversion, the narrow
  * accumulator against the known swamping result. */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -381,9 +382,7 @@ END_TEST
 
 int main(void)
 {
-    const char *env = getenv("AMP_SEED");
-    if (env) seed = strtoull(env, NULL, 0);
-    printf("check_layers: seed %llu (set AMP_SEED to change)\n", (unsigned long long)seed);
+    amp_check_seed("check_layers", "AMP_SEED", &seed);
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
@@ -395,9 +394,5 @@ int main(void)
     tcase_add_test(tc, test_linear_fp16_amp_rounding);
     tcase_add_test(tc, test_narrow_accumulator);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

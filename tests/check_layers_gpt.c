@@ -13,6 +13,7 @@
  * references (a plain double implementation with an explicit -inf mask and
  * full matrices for attention; closed forms elsewhere). */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -639,9 +640,7 @@ static void remove_tmpdir(void)
 
 int main(void)
 {
-    const char *s = getenv("AMP_TEST_SEED");
-    if (s) g_seed = strtoull(s, NULL, 0);
-    fprintf(stderr, "check_layers_gpt: seed %llu (AMP_TEST_SEED to change)\n", (unsigned long long)g_seed);
+    amp_check_seed("check_layers_gpt", "AMP_TEST_SEED", &g_seed);
     Suite *su = suite_create("layers_gpt");
     TCase *tc = tcase_create("layers");
     tcase_add_test(tc, test_embed);
@@ -658,9 +657,5 @@ int main(void)
     tcase_add_test(td, test_austen_real);
     tcase_set_timeout(td, 30);
     suite_add_tcase(su, td);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(su) ? 1 : 0;
 }

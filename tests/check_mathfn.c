@@ -4,6 +4,7 @@
  * log, the overflow and underflow edges, quadrant boundaries for cos2pi).
  * Prints the largest error seen. AMP_SEED changes the arguments. */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <mpfr.h>
 #include <stdint.h>
@@ -223,9 +224,7 @@ END_TEST
 
 int main(void)
 {
-    const char *env = getenv("AMP_SEED");
-    if (env) seed = strtoull(env, NULL, 0);
-    printf("check_mathfn: seed %llu (set AMP_SEED to change)\n", (unsigned long long)seed);
+    amp_check_seed("check_mathfn", "AMP_SEED", &seed);
     Suite *s = suite_create("mathfn");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
@@ -237,9 +236,5 @@ int main(void)
     tcase_add_test(tc, test_sqrt);
     tcase_add_test(tc, test_arrays);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -5,6 +5,7 @@
 #include "cli_test.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,9 +118,5 @@ int main(void)
     tcase_add_test(tc, loss_scale_collapses_to_zero);
     tcase_add_test(tc, nan_in_data_is_bad_input);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

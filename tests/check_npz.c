@@ -6,6 +6,7 @@
 #include "ampsim.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,9 +153,5 @@ int main(void)
     tcase_add_test(t, broken_files);
     tcase_add_test(t, non_float_members_left_out);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -23,6 +23,7 @@
 #include "cli_test.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -535,11 +536,6 @@ static Suite *suite(void)
 
 int main(void)
 {
-    const char *e = getenv("AMP_TEST_SEED");
-    if (e) seed = strtoull(e, NULL, 0);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    amp_check_seed("check_nvfp4", "AMP_TEST_SEED", &seed);
+    return amp_check_failures(suite()) ? 1 : 0;
 }

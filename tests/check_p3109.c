@@ -15,6 +15,7 @@
 #include "round_ref.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,9 +209,5 @@ int main(void)
     tcase_add_loop_test(t, boundaries_against_mpfr, 0, N_FMT);
     tcase_add_test(t, special_values_and_saturation);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -13,6 +13,7 @@
 #include "skip.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -446,10 +447,7 @@ int main(void)
     tcase_add_test(tc, killed_midway);
     tcase_add_test(tc, unwritable_outputs);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = amp_check_failures(s);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", basedir);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", basedir);

@@ -3,6 +3,7 @@
  * here (every figure a valid PNG, PDF and SVG; index.html links only files
  * that exist; a missing or corrupt input is exit 2 naming the file). */
 #include <check.h>
+#include "check_main.h"
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -640,9 +641,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(suite()) ? 1 : 0;
 }

@@ -6,6 +6,7 @@
  * The sums were made on one machine; any machine that runs this suite checks
  * them. Regenerate them (tests/repro/regen.sh) only when results change on
  * purpose, and say why in the commit. */
+#include "check_main.h"
 #include "cli_test.h"
 #include "skip.h"
 
@@ -158,9 +159,5 @@ int main(void)
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_openblas_coretypes);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include "ampsim.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -187,9 +188,5 @@ int main(void)
     tcase_add_test(tc, killed_and_resumed_runs_are_byte_identical);
     tcase_add_test(tc, bad_checkpoint_and_other_options_refused);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "round_ref.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <float.h>
 
 /* Asserts without Check's per-call bookkeeping (ck_assert writes a checkpoint to
@@ -593,10 +594,7 @@ int main(void)
     tcase_add_test(pins, pin_fnuz_inf_to_nan);
     tcase_add_test(pins, pin_directed_overflow);
     suite_add_tcase(s, pins);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = amp_check_failures(s);
     if (failed) fprintf(stderr, "check_round: seed 0x%llx (set AMP_TEST_SEED to repeat)\n", (unsigned long long)seed);
     return failed ? 1 : 0;
 }

@@ -17,6 +17,7 @@
 #include "round_ref.h"
 
 #include <check.h>
+#include "check_main.h"
 
 static uint64_t seed;
 static size_t n_rne, n_other;
@@ -115,10 +116,7 @@ int main(void)
     tcase_set_timeout(tc, 1200);
     tcase_add_loop_test(tc, random_vs_mpfr, 0, N_FORMATS);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = amp_check_failures(s);
     if (failed) fprintf(stderr, "check_round_random: seed 0x%llx (set AMP_TEST_SEED to repeat)\n", (unsigned long long)seed);
     return failed ? 1 : 0;
 }

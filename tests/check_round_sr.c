@@ -7,6 +7,7 @@
  * classes), on the generic path and on the machine's paths; and the same bytes
  * whatever the chunking. AMP_SEED changes the inputs. */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -139,9 +140,7 @@ END_TEST
 
 int main(void)
 {
-    const char *env = getenv("AMP_SEED");
-    if (env) seed = strtoull(env, NULL, 0);
-    printf("check_round_sr: seed %llu (set AMP_SEED to change)\n", (unsigned long long)seed);
+    amp_check_seed("check_round_sr", "AMP_SEED", &seed);
     Suite *s = suite_create("round_sr");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
@@ -149,9 +148,5 @@ int main(void)
     tcase_add_test(tc, test_sr_chunks);
     tcase_add_test(tc, test_e8m0_modes);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "skip.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <mpfr.h>
 #include <omp.h>
 
@@ -739,10 +740,7 @@ int main(void)
     tcase_add_test(mp, mpfr_restores_exponent_range);
     tcase_add_test(mp, mpfr_thread_safe);
     suite_add_tcase(s, mp);
-    SRunner *runner = srunner_create(s);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
+    int failed = amp_check_failures(s);
     if (failed) fprintf(stderr, "check_round_stats: seed 0x%llx (set AMP_TEST_SEED to repeat)\n", (unsigned long long)seed);
     return failed ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 #include "skip.h"
 
 #include <check.h>
+#include "check_main.h"
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -399,9 +400,5 @@ int main(void)
     tcase_add_test(tc, killed_sweep_resumes);
     tcase_add_test(tc, mpi_without_plugin_runs_on_rank0);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

@@ -3,6 +3,7 @@
  * static loss scale, byte-identical logs across --threads, the run directory,
  * --save/--init, and exit 2 on bad options. Needs $AMPSIM and $AMP_SRCDIR. */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,9 +401,5 @@ int main(void)
     tcase_add_test(tc, test_layerwise_scaling);
     tcase_add_test(tc, test_checkpoint_resume);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }

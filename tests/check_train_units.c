@@ -4,6 +4,7 @@
  * non-finite detection, SR keys), the digits data (batches, shuffling,
  * validation), SHA-256 against a known digest. */
 #include <check.h>
+#include "check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,9 +456,5 @@ int main(void)
     tcase_add_test(tc, test_init_independent_of_policy);
     tcase_add_test(tc, test_runlog_sync_reopen);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return amp_check_failures(s) ? 1 : 0;
 }
