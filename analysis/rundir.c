@@ -203,6 +203,12 @@ out:
     return st;
 }
 
+static int is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 /* ---- whatif.csv ----------------------------------------------------------- */
 void amp_run_whatif_free(amp_run_whatif *w)
 {
@@ -235,9 +241,8 @@ static amp_status whatif_row(const amp_csv *c, const char *p, size_t i, const in
 int amp_run_has_whatif(const char *dir)
 {
     char p[4200];
-    struct stat sb;
     snprintf(p, sizeof p, "%s/%s", dir, AMP_RUN_WHATIF);
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+    return is_file(p);
 }
 
 amp_status amp_run_read_whatif(const char *dir, amp_run_whatif *w)
@@ -278,11 +283,6 @@ static amp_status read_json(const char *path, char **text)
     return AMP_OK;
 }
 
-static int is_file(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
 
 amp_status amp_run_read_config(const char *dir, char **text)
 {

@@ -13,20 +13,16 @@ from .. import _lib
 from . import _rt
 
 _VP, _SZ, _D = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_double
-for _name, _args in (
-        ("amp_layernorm_forward", [_VP] * 6 + [_SZ, _SZ, _D]),
-        ("amp_layernorm_forward_torchcpu", [_VP] * 6 + [_SZ, _SZ, _D]),
-        ("amp_layernorm_backward", [_VP] * 8 + [_SZ, _SZ]),
-        ("amp_gelu_forward", [_VP, _VP, _SZ]),
-        ("amp_gelu_backward", [_VP, _VP, _VP, _SZ]),
-        ("amp_gelu_forward_fmt", [_VP, _VP, _SZ, _VP]),
-        ("amp_gelu_backward_fmt", [_VP, _VP, _VP, _SZ, _VP]),
-        ("amp_softmax_rows_forward", [_VP, _VP, _SZ, _SZ]),
-        ("amp_softmax_rows_backward", [_VP, _VP, _VP, _SZ, _SZ]),
-        ("amp_bmm_f64", [_VP, _VP, _VP, _SZ, _SZ, _SZ, _SZ, ctypes.c_int])):
-    _f = getattr(_lib.lib, _name)
-    _f.restype = None
-    _f.argtypes = _args
+_lib._fn("amp_layernorm_forward", None, *[_VP] * 6, _SZ, _SZ, _D)
+_lib._fn("amp_layernorm_forward_torchcpu", None, *[_VP] * 6, _SZ, _SZ, _D)
+_lib._fn("amp_layernorm_backward", None, *[_VP] * 8, _SZ, _SZ)
+_lib._fn("amp_gelu_forward", None, _VP, _VP, _SZ)
+_lib._fn("amp_gelu_backward", None, _VP, _VP, _VP, _SZ)
+_lib._fn("amp_gelu_forward_fmt", None, _VP, _VP, _SZ, _VP)
+_lib._fn("amp_gelu_backward_fmt", None, _VP, _VP, _VP, _SZ, _VP)
+_lib._fn("amp_softmax_rows_forward", None, _VP, _VP, _SZ, _SZ)
+_lib._fn("amp_softmax_rows_backward", None, _VP, _VP, _VP, _SZ, _SZ)
+_lib._fn("amp_bmm_f64", None, _VP, _VP, _VP, _SZ, _SZ, _SZ, _SZ, ctypes.c_int)
 _L = _lib.lib
 
 

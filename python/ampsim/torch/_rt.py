@@ -49,6 +49,17 @@ def _opts(fmt, mode, saturate, sr_bits):
     return o
 
 
+def keyed_opts(fmt, mode, saturate, sr_bits, seed=0, stream=0, index0=0):
+    """The library's amp_round_opts for these options, with the stochastic
+    rounding key (seed, stream, index0) filled in (a shared cached struct when
+    there is no key)."""
+    o = _opts(fmt, mode, saturate, sr_bits)
+    if mode == "sr" or seed or stream or index0:
+        o = _lib.AmpRoundOpts.from_buffer_copy(o)
+        o.seed, o.stream, o.index0 = seed, stream, index0
+    return o
+
+
 def mix64(z):
     z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & 0xFFFFFFFFFFFFFFFF
@@ -77,10 +88,7 @@ def round_t(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, 
     xa = xd.contiguous().numpy()
     y = np.empty(xa.shape, dtype=np.float32)
     f = fmt_struct(fmt)
-    o = _opts(fmt, mode, saturate, sr_bits)
-    if mode == "sr" or seed or stream or index0:
-        o = _lib.AmpRoundOpts.from_buffer_copy(o)
-        o.seed, o.stream, o.index0 = seed, stream, index0
+    o = keyed_opts(fmt, mode, saturate, sr_bits, seed, stream, index0)
     st = None
     if stats:
         st = _lib.AmpStats()

@@ -56,10 +56,10 @@ class WhatIf:
             name = emu._param_names.get(id(p), "param")
             g = p.grad.detach() if p.grad is not None else torch.zeros_like(p)
             g = (g * inv if inv != 1.0 else g).to(torch.float32).contiguous()
-            o = _lib.AmpRoundOpts.from_buffer_copy(_rt._opts(fmt, pol.rounding, False, pol.sr_bits))
-            if pol.rounding == "sr":
-                o.seed = _rt.step_seed(emu.seed, emu.step_index)
-                o.stream = emu._tid(name + ".grad")
+            sr = pol.rounding == "sr"
+            o = _rt.keyed_opts(fmt, pol.rounding, False, pol.sr_bits,
+                               _rt.step_seed(emu.seed, emu.step_index) if sr else 0,
+                               emu._tid(name + ".grad") if sr else 0)
             nm = name.encode()
             keep += [g, nm]
             grads.append(_lib.AmpWhatifGrad(nm, g.data_ptr(), g.numel(), ctypes.pointer(f._f), o))
