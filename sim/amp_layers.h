@@ -169,7 +169,7 @@ AMP_API void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *d
 AMP_API void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
 AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout);
 
-/* ---- general-shape forms (layer_rows.c) -----------------------------------
+/* ---- general-shape forms (layer_attention.c) ------------------------------
  * Each output element computed as the attention kernels compute theirs, for
  * models that form attention from separate matmul and softmax calls.
  * amp_softmax_rows_forward: softmax of each of `rows` rows of n floats, as

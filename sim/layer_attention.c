@@ -195,6 +195,27 @@ void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
     }
 }
 
+/* p (n) = softmax of a (n): the maximum subtracted, expf in float, the sum in
+ * double in order, p = float(e / sum). A -inf entry gives 0 and adds +0. */
+static void softmax_row(float *p, const float *a, size_t n)
+{
+    float mx = -INFINITY;
+    for (size_t j = 0; j < n; j++) if (a[j] > mx) mx = a[j];
+    for (size_t j = 0; j < n; j++) p[j] = a[j] - mx;
+    amp_expf_n(p, p, n);
+    double sum = 0.0;
+    for (size_t j = 0; j < n; j++) sum += p[j];
+    for (size_t j = 0; j < n; j++) p[j] = (float)(p[j] / sum);
+}
+
+/* dx (n) += p (dp - sum_j p dp), the sum in double in order. */
+static void softmax_row_bwd(float *dx, const float *dp, const float *p, size_t n)
+{
+    double s = 0.0;
+    for (size_t j = 0; j < n; j++) s += (double)p[j] * dp[j];
+    for (size_t j = 0; j < n; j++) dx[j] += (float)((double)p[j] * ((double)dp[j] - s));
+}
+
 /* prob (B,NH,T(T+1)/2) = row-wise softmax of att over t2 <= t. */
 void amp_attn_softmax_forward(float *prob, const float *att,
                               size_t B, size_t T, size_t NH)
@@ -202,17 +223,7 @@ void amp_attn_softmax_forward(float *prob, const float *att,
     size_t L = amp_causal_len(T);
     #pragma omp parallel for collapse(2) schedule(static) if (B * NH * L >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t bh = 0; bh < B * NH; bh++)
-        for (size_t t = 0; t < T; t++) {
-            const float *a = att + bh * L + ROW(t);
-            float *p = prob + bh * L + ROW(t);
-            float mx = -INFINITY;
-            for (size_t t2 = 0; t2 <= t; t2++) if (a[t2] > mx) mx = a[t2];
-            double sum = 0.0;
-            for (size_t t2 = 0; t2 <= t; t2++) p[t2] = a[t2] - mx;
-            amp_expf_n(p, p, t + 1);
-            for (size_t t2 = 0; t2 <= t; t2++) sum += p[t2];
-            for (size_t t2 = 0; t2 <= t; t2++) p[t2] = (float)(p[t2] / sum);
-        }
+        for (size_t t = 0; t < T; t++) softmax_row(prob + bh * L + ROW(t), att + bh * L + ROW(t), t + 1);
 }
 
 /* datt += prob (dprob - sum_t2 prob dprob), all (B,NH,T(T+1)/2). */
@@ -224,11 +235,64 @@ void amp_attn_softmax_backward(float *datt, const float *dprob, const float *pro
     for (size_t bh = 0; bh < B * NH; bh++)
         for (size_t t = 0; t < T; t++) {
             size_t o = bh * L + ROW(t);
-            double s = 0.0;
-            for (size_t t2 = 0; t2 <= t; t2++) s += (double)prob[o + t2] * dprob[o + t2];
-            for (size_t t2 = 0; t2 <= t; t2++)
-                datt[o + t2] += (float)((double)prob[o + t2] * ((double)dprob[o + t2] - s));
+            softmax_row_bwd(datt + o, dprob + o, prob + o, t + 1);
         }
+}
+
+/* ---- the same arithmetic in general shapes ---------------------------------
+ * For models that form attention from separate matmul and softmax calls
+ * (ampsim.torch under kernels="ampsim"): every element as above, so masked
+ * entries (-inf scores, zero probabilities) add exact zeros. */
+void amp_softmax_rows_forward(float *prob, const float *x, size_t rows, size_t n)
+{
+    #pragma omp parallel for schedule(static) if (rows * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t r = 0; r < rows; r++) softmax_row(prob + r * n, x + r * n, n);
+}
+
+void amp_softmax_rows_backward(float *dx, const float *dprob, const float *prob, size_t rows, size_t n)
+{
+    #pragma omp parallel for schedule(static) if (rows * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t r = 0; r < rows; r++) softmax_row_bwd(dx + r * n, dprob + r * n, prob + r * n, n);
+}
+
+/* One product of amp_bmm_f64: b_rows, the scores' dot products (dots_block);
+ * else the values' ordered weighted sums (wsum). w: ws_alloc(K, N) for
+ * b_rows, ws_alloc(N, K) otherwise. */
+ATTN_CLONES static void bmm_one(float *out, const float *a, const float *b, size_t M, size_t N, size_t K, int b_rows,
+                                attn_ws *w)
+{
+    if (b_rows) {
+        double d[TB];
+        pack_t(w->kt, b, K, K, N, w->Tp);
+        for (size_t i = 0; i < M; i++)
+            for (size_t j0 = 0; j0 < N; j0 += TB) {
+                dots_block(d, a + i * K, w->kt, w->Tp, j0, K);
+                size_t nj = N - j0 < TB ? N - j0 : TB;
+                for (size_t j = 0; j < nj; j++) out[i * N + j0 + j] = (float)d[j];
+            }
+        return;
+    }
+    for (size_t i = 0; i < M; i++) {
+        for (size_t k = 0; k < K; k++) w->coef[k] = (double)a[i * K + k];
+        wsum(w->acc, w->coef, b, N, 0, K, N);
+        for (size_t j = 0; j < N; j++) out[i * N + j] = (float)w->acc[j];
+    }
+}
+
+void amp_bmm_f64(float *out, const float *a, const float *b, size_t P, size_t M, size_t N, size_t K, int b_rows)
+{
+    if (!K || !N) {                                /* empty sums are +0 */
+        memset(out, 0, P * M * N * sizeof *out);
+        return;
+    }
+    #pragma omp parallel if (P * M * N * K >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    {
+        attn_ws w;
+        ws_alloc(&w, b_rows ? K : N, b_rows ? N : K);
+        #pragma omp for schedule(static)
+        for (size_t p = 0; p < P; p++) bmm_one(out + p * M * N, a + p * M * K, b + p * N * K, M, N, K, b_rows, &w);
+        ws_free(&w);
+    }
 }
 
 /* One head of amp_attn_values_forward: o rows of stride C, p its packed prob. */

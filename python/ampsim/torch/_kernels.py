@@ -2,7 +2,7 @@
 ``emulate(kernels="ampsim")``: layer norm, tanh GELU, softmax over the last
 dimension and products of two activations (attention's ``q @ k^T`` and
 ``prob @ v``) compute every element as the C GPT does (sim/layer_norm.c,
-sim/layer_gelu.c, sim/layer_rows.c), so a PyTorch model and the C emulator
+sim/layer_gelu.c, sim/layer_attention.c), so a PyTorch model and the C emulator
 give the same bits where their models agree. ``pick`` says whether a call
 has a form these kernels cover; other calls keep PyTorch's kernels."""
 import ctypes
