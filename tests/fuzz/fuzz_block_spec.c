@@ -3,6 +3,7 @@
  * parses to the same spec, and rounds a small tensor (one block and a short
  * one) without error. */
 #include "ampsim.h"
+#include "fuzz_memfile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = 0;
     amp_block_spec b, b2;
     amp_status st = amp_block_parse(text, &b);
     free(text);

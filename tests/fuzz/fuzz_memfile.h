@@ -1,15 +1,18 @@
-/* Fuzz helper: readers that take a path read the input through a memfd
- * (/proc/self/fd/N), so no disk file is written per execution. */
+/* Fuzz helpers: readers that take a path read the input through a memfd
+ * (/proc/self/fd/N), so no disk file is written per execution; parsers that
+ * take a string get the input as a NUL-terminated copy. */
 #ifndef FUZZ_MEMFILE_H
 #define FUZZ_MEMFILE_H
 
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 /* Replaces the memfd's contents with data and returns its path. */
-static const char *fuzz_memfile(const uint8_t *data, size_t size)
+static inline const char *fuzz_memfile(const uint8_t *data, size_t size)
 {
     static int fd = -1;
     static char path[64];
@@ -23,6 +26,16 @@ static const char *fuzz_memfile(const uint8_t *data, size_t size)
         abort();
     }
     return path;
+}
+
+/* The input as a NUL-terminated string (free it); NULL when out of memory. */
+static inline char *fuzz_text(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text) return NULL;
+    memcpy(text, data, size);
+    text[size] = 0;
+    return text;
 }
 
 #endif

@@ -3,6 +3,7 @@
  * An accepted policy is written back with amp_policy_to_json, which must be
  * read again to the same JSON (the policy survives config.json). */
 #include "ampsim.h"
+#include "fuzz_memfile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = 0;
     amp_policy p;
     amp_status st = amp_policy_from_json(text, "fuzz.json", &p);
     free(text);

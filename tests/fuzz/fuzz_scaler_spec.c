@@ -3,6 +3,7 @@
  * canonical SPEC that parses to the same canonical text, and initializes its
  * scaler (loss or FP8), which runs one update / observation. */
 #include "ampsim.h"
+#include "fuzz_memfile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = 0;
     amp_scaler_spec sp, sp2;
     amp_status st = amp_scaler_spec_parse(text, &sp);
     free(text);

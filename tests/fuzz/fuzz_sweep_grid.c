@@ -2,6 +2,7 @@
  * gives AMP_OK with a plan whose every run has its train arguments (and a
  * name under its group's folder), or an error naming the grid file. */
 #include "amp_base.h"
+#include "fuzz_memfile.h"
 #include "amp_compare.h"
 #include "amp_sweep.h"
 
@@ -13,10 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 1 << 16) return 0;
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = 0;
     amp_sweep sw;
     amp_status st = amp_sweep_parse(text, "grid.json", &sw);
     free(text);
