@@ -91,12 +91,7 @@ class Policy:
         return "Policy(%r)" % self.name
 
 
-_BITS = {"fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16}
-
-
 def _bits(fmt):
-    """Storage bits of a format name (8 for the FP8 names, 32 for fp32)."""
-    if fmt in _BITS:
-        return _BITS[fmt]
+    """Storage bits of a format name, from the format table."""
     from .. import Format
     return Format(fmt).bits
