@@ -24,7 +24,7 @@ and a count within that call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _rt
+from . import _grad, _rt
 from . import _whatif
 from ._functions import _CastFn
 from ._handlers import _FMT, _Frame, _Mode, _OpHandlers, _fmt_of, _join
@@ -367,8 +367,15 @@ class emulate(_OpHandlers):
             sat = pol.saturate and _rt.fmt_struct(fmt).bits <= 8
             w = _CastFn.apply(p, self, name, fmt, pol.weight_grad, sat)
             setattr(w, _FMT, fmt)
+            # the cached low-precision copy sums its uses' gradients in format
+            w = _grad.source(w, pol.weight_grad)
         self._casts[key] = (p._version, w)
-        return w
+        return _grad.use(w)
+
+    def _grad_fmt(self, fmt):
+        """The gradient format of a tensor held in fmt."""
+        pol = self.policy
+        return pol.weight_grad if fmt == pol.weight and fmt != pol.act else pol.act_grad
 
     def _register_weight(self, name):
         if name in self._ids:
