@@ -3,6 +3,7 @@ rounding, a GEMM-like op and the softmax cross-entropy, each rounding its
 gradients in backward as the C emulator does."""
 import torch
 
+from . import _lowp
 from ._rt import fmt_of as _fmt_of
 
 
@@ -50,23 +51,33 @@ class _GemmFn(torch.autograd.Function):
         ctx.wnames = call.wnames
         leaves = []
         pre = []             # operands cast from an FP32 tensor: dX is rounded first
+        casts = []
+        for i, (t, k) in enumerate(zip(ts, kinds)):
+            if k == "act":
+                c = emu._operand(t, site, i, call.act_only)
+                pre.append(c is not t and _fmt_of(t) == "fp32")
+                t = c
+            else:
+                pre.append(False)
+            casts.append(t)
+        # torch_cpu policies: the GEMM itself on real low-precision tensors
+        # (oneDNN's bf16 kernels, forward and backward, as under CPU autocast)
+        dt = _lowp.gemm_dtype(emu)
         with torch.enable_grad():
-            ops = []
-            for i, (t, k) in enumerate(zip(ts, kinds)):
-                if k == "act":
-                    c = emu._operand(t, site, i, call.act_only)
-                    pre.append(c is not t and _fmt_of(t) == "fp32")
-                    t = c
-                else:
-                    pre.append(False)
-                need = ctx.needs_input_grad[4 + i]
-                leaf = t.detach().requires_grad_(need)
-                leaves.append(leaf)
-                ops.append(leaf)
-            out = call(*ops)
+            for i, t in enumerate(casts):
+                leaf = t.detach() if dt is None else t.detach().to(dt)
+                leaves.append(leaf.requires_grad_(ctx.needs_input_grad[4 + i]))
+            out = call(*leaves)
+            if dt is not None:
+                out = out.float()
         ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
         ctx.fp8 = pol.fp8_scaling and not call.act_only
         ctx.out, ctx.leaves = out, leaves
+        if dt is not None and emu._stats_due("act"):
+            # the output's statistics: the FP32 product that the bf16 kernel rounded
+            with torch.no_grad():
+                emu._round(call(*[t.detach() for t in casts]), pol.act, site + ".out", "act")
+            return emu._round(out, pol.act, None, "act")
         return emu._round(out, pol.act, site + ".out", "act")
 
     @staticmethod
@@ -81,8 +92,8 @@ class _GemmFn(torch.autograd.Function):
             need = [i for i, l in enumerate(ctx.leaves) if l.requires_grad]
             res = [None] * len(ctx.leaves)
             if need:
-                gs = dict(zip(need, torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g,
-                                                        allow_unused=True)))
+                gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)
+                gs = dict(zip(need, (x.float() if x is not None else None for x in gs)))
                 # the C emulator's order: weight gradient, bias gradient, input gradient
                 for i in sorted(need, key=lambda i: _BWD_ORDER.get(ctx.kinds[i], 2)):
                     gi, k = gs[i], ctx.kinds[i]

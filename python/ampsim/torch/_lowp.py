@@ -25,12 +25,19 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _FMT_OF_DTYPE = {v: k for k, v in DTYPES.items()}
 
 
+def _torch_cpu(emu):
+    """PyTorch's kernels under a torch_cpu policy that rounds to nearest (as
+    PyTorch's dtype conversions do)."""
+    pol = emu.policy
+    return emu.kernels == "torch" and pol.json.get("kernels") == "torch_cpu" and pol.rounding == "rne"
+
+
 def applies(emu, kind, ins):
     """True when this call runs on real low-precision tensors: a torch_cpu
     policy with PyTorch's kernels, an op class the policy does not force to
     FP32, and at least one input in a format that is a torch dtype."""
     pol = emu.policy
-    if emu.kernels != "torch" or pol.json.get("kernels") != "torch_cpu" or kind in pol.fp32_ops:
+    if not _torch_cpu(emu) or kind in pol.fp32_ops:
         return False
     low = False
     for t in ins:
@@ -42,6 +49,18 @@ def applies(emu, kind, ins):
                 return False
             low = True
     return low
+
+
+def gemm_dtype(emu):
+    """The torch dtype GEMM-like calls run in under a torch_cpu policy with
+    PyTorch's kernels (operands, weights and biases all cast into one format
+    that is a torch dtype), else None."""
+    pol = emu.policy
+    if not _torch_cpu(emu) or pol.fp8_scaling:
+        return None
+    if not pol.fwd_in == pol.weight == pol.bias:
+        return None
+    return DTYPES.get(pol.fwd_in)
 
 
 class _LowFn(torch.autograd.Function):
