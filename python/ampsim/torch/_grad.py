@@ -197,3 +197,16 @@ def tensor_hook(func, args, kwargs):
     hook = args[1] if len(args) > 1 else kwargs.get("hook")
     watch(t, hook)
     return True, _Handle(buf, hook)
+
+
+_WIDEN = {torch.Tensor.float, torch.Tensor.to, torch.Tensor.type}
+
+
+def widened(func, args, out):
+    """x.float(), x.to(torch.float32), x.type(torch.float32) on an emulated
+    low-precision tensor: PyTorch returns the float32 tensor itself, but under
+    autocast it is a cast to FP32 (a new tensor, whose gradient the cast's
+    backward rounds into x's format). Returns the FP32-format alias (or out)."""
+    if func in _WIDEN and args and out is args[0] and getattr(out, _FMT, "fp32") != "fp32":
+        return out.view_as(out)
+    return out

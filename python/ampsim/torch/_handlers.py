@@ -33,7 +33,7 @@ class _Mode(TorchFunctionMode):
                 if done:
                     return res
                 args, kwargs = _grad.uses(args, kwargs)
-            out = func(*args, **kwargs)
+            out = _grad.widened(func, args, func(*args, **kwargs))
             emu._other(func, args, kwargs, out)
             return out
         kind, name = op
