@@ -55,7 +55,7 @@ SONAME  := libampsim.so.0
 SHLIB   := libampsim.so.$(VERSION)
 
 .PHONY: all check check-run check-layers sanitize valgrind bench install clean demo deps deps-base deps-python \
-        deps-fuzz check-exhaustive fuzz fuzz-ci check-python install-python shots
+        deps-fuzz check-exhaustive fuzz fuzz-ci check-python check-long install-python shots
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
 LAYER_INC_sim      := -Isim
@@ -178,6 +178,13 @@ PY_DIR ?= $(PREFIX)/lib/python3/dist-packages
 # (make check runs them too, inside tests/run_suites.sh.)
 check-python: $(BUILD)/libampsim.so $(BUILD)/ampsim
 	AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMPSIM_LIB=$(CURDIR)/$(BUILD)/libampsim.so $(PYTHON) python/run_tests.py
+
+# Long runs kept out of make check: the Python package's long_*.py tests
+# (25-step trajectories of ampsim.torch against torch.autocast).
+check-long: $(BUILD)/libampsim.so $(BUILD)/ampsim
+	@for f in python/tests/long_*.py; do \
+	  echo "== $$f"; \
+	  AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMPSIM_LIB=$(CURDIR)/$(BUILD)/libampsim.so $(PYTHON) $$f || exit 1; done
 
 install: install-python
 install-python:

@@ -3,7 +3,7 @@ rounding, a GEMM-like op and the softmax cross-entropy, each rounding its
 gradients in backward as the C emulator does."""
 import torch
 
-from . import _lowp
+from . import _lowp, _rt
 from ._rt import fmt_of as _fmt_of
 
 
@@ -139,3 +139,95 @@ class _XentFn(torch.autograd.Function):
         return out, None
 
 
+
+
+# ---- backward rules that read the rounded output (CUDA-list policies) ----------------
+# Under autocast the saved output of tanh, sigmoid, exp, softmax and log_softmax
+# is the low-precision tensor the forward returned; their backward kernels
+# (derivatives.yaml: tanh_backward(grad, result), sigmoid_backward(grad, result),
+# grad * result, _softmax_backward_data(grad, result), _log_softmax_backward_data)
+# compute in float from it and round once. An FP32 graph would read the
+# unrounded output.
+def _tanh_bwd(g, y, dim):
+    return g * (1 - y * y)
+
+
+def _sigmoid_bwd(g, y, dim):
+    return g * (1 - y) * y
+
+
+def _exp_bwd(g, y, dim):
+    return g * y
+
+
+def _softmax_bwd(g, y, dim):
+    return y * (g - (g * y).sum(dim, keepdim=True))
+
+
+def _log_softmax_bwd(g, y, dim):
+    return g - torch.exp(y) * g.sum(dim, keepdim=True)
+
+
+_OUT_RULES = {"tanh": (torch.tanh, _tanh_bwd), "sigmoid": (torch.sigmoid, _sigmoid_bwd),
+              "exp": (torch.exp, _exp_bwd), "softmax": (torch.softmax, _softmax_bwd),
+              "log_softmax": (torch.log_softmax, _log_softmax_bwd)}
+
+
+class _SavedOutFn(torch.autograd.Function):
+    """y = op(x) in FP32; backward from the output rounded into fmt."""
+
+    @staticmethod
+    def forward(ctx, x, name, fmt, dim):
+        fn, ctx.bwd = _OUT_RULES[name]
+        y = fn(x, dim) if dim is not None else fn(x)
+        ctx.y, ctx.dim = _rt.round_t(y, fmt)[0], dim
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = ctx.bwd(g, ctx.y, ctx.dim)
+        ctx.y = None
+        return gx, None, None, None
+
+
+class _DivFn(torch.autograd.Function):
+    """a / b of two low-precision tensors (same shape). derivatives.yaml:
+    grad / other for a, and -grad * ((self / other) / other) for b, each of
+    those ops rounded into fmt (a / b is one op; the divisor's gradient three)."""
+
+    @staticmethod
+    def forward(ctx, a, b, fmt):
+        ctx.save_for_backward(a, b)
+        ctx.fmt = fmt
+        return a / b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        f = ctx.fmt
+        ga = g / b if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            q = _rt.round_t(_rt.round_t(a / b, f)[0] / b, f)[0]
+            gb = -g * q
+        return ga, gb, None
+
+
+def saved_output_rule(name, args, kwargs, fmt):
+    """The call under the rule above (FP32 output, rounded by the caller), or
+    None when the call is not one it covers."""
+    if name in _OUT_RULES:
+        x = args[0] if args else kwargs.get("input")
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        extra = {k: v for k, v in kwargs.items() if k not in ("input", "dim", "_stacklevel")}
+        if not isinstance(x, torch.Tensor) or len(args) > 2 or any(v is not None for v in extra.values()):
+            return None
+        if (dim is None) != (name in ("tanh", "sigmoid", "exp")):
+            return None
+        return _SavedOutFn.apply(x, name, fmt, dim)
+    if name == "div" and len(args) == 2 and not kwargs:
+        a, b = args
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+                and _fmt_of(a) == fmt and _fmt_of(b) == fmt:
+            return _DivFn.apply(a, b, fmt)
+    return None

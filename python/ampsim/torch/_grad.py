@@ -176,8 +176,11 @@ class _Handle:
 
 
 def _set_grad(t):
+    acc = []
+
     def fn(g):
-        t.grad = g.clone() if t.grad is None else t.grad + g
+        acc[:] = [g.clone() if not acc else acc[0] + g]
+        t.grad = acc[0]
     return fn
 
 

@@ -3,7 +3,7 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _grad, _kernels, _lowp, _ops
+from . import _functions, _grad, _kernels, _lowp, _ops
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
@@ -257,6 +257,9 @@ class _OpHandlers:
         if out is None and (self.kernels == "ampsim" or name == "gelu"):
             with self._quiet():
                 out = self._ampsim_kernel(name, args, kwargs)
+        if out is None and kind not in pol.fp32_ops and ins and _fmt_of(ins[0]) != "fp32":
+            # backward rules that read the rounded output (tanh, softmax...) or round per op (a / b)
+            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]))
         if out is None:
             out = func(*args, **kwargs)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
