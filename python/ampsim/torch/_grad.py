@@ -9,20 +9,30 @@ Every contribution is itself a gradient of that dtype (rounded).
 
 Emulated tensors are float32 tensors holding values of a format, so autograd
 would add their contributions in FP32 and round once. Here every emulated
-low-precision output passes through a *source* node (_SourceFn) that owns a
-buffer, and every use of it through a *use* node (_UseFn). A use node's
-backward rounds its contribution into the gradient format and adds it into the
-buffer, rounding the sum (InputBuffer::add's rule); it passes nothing to the
-source. The source's backward, which the engine runs only after every use
-(all are its inputs), hands the buffer on. A use node is created just before
-the op that consumes the tensor, so its sequence number sits just below that
-op's node: the engine runs it right after the op's backward, and the buffer
-sees the contributions in the order the real input buffer would.
+low-precision output that requires grad passes through a *source* node
+(_SourceFn) that owns a buffer, and every use after the first through a *use*
+node (_UseFn). A use node's backward adds its contribution into the buffer,
+each contribution and each sum rounded into the gradient format
+(InputBuffer::add's rule), and passes nothing on to the source. The source's
+backward, which the engine runs only after every use (all are its inputs),
+adds the first use's contribution and hands the buffer on.
 
-Cost: two more autograd nodes per low-precision tensor and use (measured in
-docs/torch.md). A use hidden from the function mode (a tensor handed to code
-that runs outside the emulation) reaches the source directly; its FP32 sum is
-added to the buffer last, as one more contribution.
+Order. The CPU engine (torch/csrc/autograd/engine.cpp, ReadyQueue) always
+runs the ready node with the highest sequence number, and no node waits on
+one with a lower number, so a node runs only after every node created after
+it: contributions arrive in the reverse order of their consumers' creation.
+A use node is created just before its consumer, so it runs right after the
+consumer's backward, in that same order; the first use's consumer runs last,
+so its contribution, which reaches the source directly, is added last.
+
+A lone contribution is kept as it came: the producer's backward rounds it
+(as before, with its statistics). Cost: one more autograd node per
+low-precision tensor, and one per use beyond the first (docs/torch.md).
+A use hidden from the function mode (a tensor handed to code that runs
+outside the emulation) reaches the source with the first use's and is added
+with it. ``torch.autograd.grad(loss, h)`` for an emulated tensor h sees no
+gradient (the uses pass theirs to the buffer); ``h.retain_grad()`` and
+``h.register_hook(fn)`` are kept as watchers of the buffer and see it.
 """
 import torch
 
@@ -39,10 +49,10 @@ class _Buffer:
     after an in-place op, are left to autograd). A lone contribution is kept
     as it came (raw): the producer's backward rounds it into the format and
     its statistics see the value before that rounding, as the C emulator's."""
-    __slots__ = ("fmt", "g", "raw", "node", "watchers")
+    __slots__ = ("fmt", "g", "raw", "node", "watchers", "used")
 
     def __init__(self, fmt):
-        self.fmt, self.g, self.raw, self.node, self.watchers = fmt, None, False, None, None
+        self.fmt, self.g, self.raw, self.node, self.watchers, self.used = fmt, None, False, None, None, False
 
     def add(self, g):
         if self.g is None:
@@ -73,13 +83,15 @@ class _SourceFn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         buf = ctx.buf
-        if g is not None:                       # uses the mode did not see: one more contribution
+        if g is not None:                       # the first use (and any the mode did not see)
             buf.add(g)
         out = buf.take()
         if out is not None and buf.watchers:
             r = _round(out, buf.fmt)
             for fn in buf.watchers:
-                fn(r)
+                new = fn(r)             # a hook may return a replacement, as autograd's do
+                if new is not None:
+                    r = out = new
         return out, None
 
 
@@ -114,9 +126,14 @@ def source(y, gfmt):
 
 
 def use(t):
-    """One use of t: t behind a use node when t is a source's output (else t)."""
+    """One use of t: t behind a use node when t is a source's output (else t).
+    The first use needs none: its consumer has the lowest sequence number, so
+    its contribution arrives last, and reaches the source directly."""
     buf = getattr(t, BUF_ATTR, None)
     if buf is None or not torch.is_grad_enabled() or t.grad_fn is not buf.node:
+        return t
+    if not buf.used:
+        buf.used = True
         return t
     u = _UseFn.apply(t, buf)
     for a in (_FMT, "_ampsim_pview"):
