@@ -15,7 +15,11 @@ carries its format as an attribute. Rounding is done by the C kernel:
 - weights (nn.Parameter) reach a GEMM through a cast Function: rounded once
   per step into the weight format (the cast cache); its backward rounds the
   weight gradient into the weight-gradient format;
-- other emulated ops round their output once (and its gradient in backward).
+- other emulated ops round their output once (and its gradient in backward);
+- gradients keep their format: the contributions of a low-precision tensor's
+  uses are added in the gradient format, in autograd's order (_grad.py);
+- under a torch_cpu policy (bf16-amp-cpu) with kernels="torch" the ops run on
+  real bfloat16 tensors, forward and backward, as under CPU autocast (_lowp.py).
 Module forward pre/post hooks give the names: a leaf module's first op is
 named by the module path (``fc1``), other ops by the module path, the op name
 and a count within that call (``relu1``, ``h.0.attn.matmul2``); tensors are
@@ -77,7 +81,8 @@ class emulate(_OpHandlers):
     config : dict, optional
         Extra keys for config.json.
     kernels : str
-        "torch" (default): the FP32 arithmetic of the ops is PyTorch's own.
+        "torch" (default): the FP32 arithmetic of the ops is PyTorch's own
+        (under bf16-amp-cpu: PyTorch's bfloat16 CPU kernels).
         "ampsim": the C emulator's kernels wherever a call has a form they
         cover: the softmax cross-entropy, a linear layer's bias gradient,
         layer norm over the last axis, tanh GELU, softmax over the last axis
