@@ -95,12 +95,8 @@ class _SourceFn(torch.autograd.Function):
         return out, None
 
 
-class _UseFn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, buf):
-        ctx.set_materialize_grads(False)
-        ctx.buf = buf
-        return x.detach()
+class _UseFn(_SourceFn):
+    """(forward: the source's)"""
 
     @staticmethod
     def backward(ctx, g):

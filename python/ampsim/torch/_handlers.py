@@ -199,17 +199,7 @@ class _OpHandlers:
         def call(*xs):
             if form is not None:
                 return _kernels.matmul(xs[0], xs[1], form)
-            a2, kw2 = list(args), dict(kwargs)
-            for (c, k), x in zip(slots, xs):
-                if c == "a":
-                    a2[k] = x
-                elif c == "k":
-                    kw2[k] = x
-                else:
-                    i, j = k
-                    lst = list(a2[i])
-                    lst[j] = x
-                    a2[i] = lst
+            a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
             return func(*a2, **kw2)
         call.op = name
         call.wnames = wnames

@@ -17,6 +17,7 @@ gradients of that bf16 graph: the rules are PyTorch's by construction.
 """
 import torch
 
+from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import fmt_of as _fmt_of
 
@@ -114,17 +115,7 @@ def call(func, args, kwargs):
             ts.append(a)
 
     def run(*xs):
-        a2, kw2 = list(args), dict(kwargs)
-        for (c, k), x in zip(slots, xs):
-            if c == "a":
-                a2[k] = x
-            elif c == "k":
-                kw2[k] = x
-            else:
-                i, j = k
-                lst = list(a2[i])
-                lst[j] = x
-                a2[i] = lst
+        a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
         r = func(*a2, **kw2)
         run.dtype = r.dtype if isinstance(r, torch.Tensor) else None
         return r
