@@ -107,7 +107,8 @@ class Hand(nn.Module if HAVE_TORCH else object):
 
 def by_hand(m, x, y, fmt, buffer=None):
     """Hand's step-0 weight gradients under a CUDA-list policy, every rounding
-    written out (r: into fmt). buffer(c_add, c_sig, c_mul, c_tanh) forms h's
+    written out (r: into fmt; CUDA's Half/BFloat16 scalar arithmetic rounds
+    after each operator). buffer(c_add, c_sig, c_mul, c_tanh) forms h's
     gradient; default: autograd's input buffer in fmt, in arrival order."""
     def r(v):
         return _rt.round_t(v.detach(), fmt)[0]
@@ -127,9 +128,9 @@ def by_hand(m, x, y, fmt, buffer=None):
     c_add = ge                                   # e = d + h
     gu = r(ge / s)
     gs = r(-ge * r(r(u / s) / s))                # div's divisor: -grad * ((self / other) / other)
-    c_sig = r(gs * (1 - sg) * sg)                # sigmoid_backward(grad, result), in float
+    c_sig = r(r(gs * r(1 - sg)) * sg)            # CUDA sigmoid_backward(grad, result): a * (1 - b) * b
     c_mul, gt = r(gu * t), r(gu * h)
-    c_tanh = r(gt * (1 - t * t))                 # tanh_backward(grad, result), in float
+    c_tanh = r(gt * r(1 - r(t * t)))             # CUDA tanh_backward(grad, result): a * (1 - b * b)
     if buffer is None:
         # arrival order: the add's backward, then div -> add(+1) -> sigmoid, then mul, then tanh
         gh = r(r(r(c_add + c_sig) + c_mul) + c_tanh)

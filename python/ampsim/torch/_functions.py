@@ -143,28 +143,34 @@ class _XentFn(torch.autograd.Function):
 
 # ---- backward rules that read the rounded output (CUDA-list policies) ----------------
 # Under autocast the saved output of tanh, sigmoid, exp, softmax and log_softmax
-# is the low-precision tensor the forward returned; their backward kernels
-# (derivatives.yaml: tanh_backward(grad, result), sigmoid_backward(grad, result),
-# grad * result, _softmax_backward_data(grad, result), _log_softmax_backward_data)
-# compute in float from it and round once. An FP32 graph would read the
-# unrounded output.
-def _tanh_bwd(g, y, dim):
-    return g * (1 - y * y)
+# is the low-precision tensor the forward returned, and their backward reads
+# it (derivatives.yaml: tanh_backward(grad, result), sigmoid_backward(grad,
+# result), grad * result, _softmax_backward_data(grad, result),
+# _log_softmax_backward_data). An FP32 graph would read the unrounded output.
+# CUDA's tanh_backward and sigmoid_backward for Half and BFloat16
+# (aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu) are written in
+# scalar_t arithmetic, whose every operator (c10/util/Half-inl.h,
+# BFloat16-inl.h) computes in float and rounds into the dtype: a * (1 - b * b)
+# rounds three times, a * (1 - b) * b three times. grad * result is one
+# multiplication (float, one rounding); the softmax backward kernels
+# accumulate in float and round once. r(x) rounds into the format.
+def _tanh_bwd(g, y, dim, r):
+    return r(g * r(1 - r(y * y)))
 
 
-def _sigmoid_bwd(g, y, dim):
-    return g * (1 - y) * y
+def _sigmoid_bwd(g, y, dim, r):
+    return r(r(g * r(1 - y)) * y)
 
 
-def _exp_bwd(g, y, dim):
+def _exp_bwd(g, y, dim, r):
     return g * y
 
 
-def _softmax_bwd(g, y, dim):
+def _softmax_bwd(g, y, dim, r):
     return y * (g - (g * y).sum(dim, keepdim=True))
 
 
-def _log_softmax_bwd(g, y, dim):
+def _log_softmax_bwd(g, y, dim, r):
     return g - torch.exp(y) * g.sum(dim, keepdim=True)
 
 
@@ -180,12 +186,13 @@ class _SavedOutFn(torch.autograd.Function):
     def forward(ctx, x, name, fmt, dim):
         fn, ctx.bwd = _OUT_RULES[name]
         y = fn(x, dim) if dim is not None else fn(x)
-        ctx.y, ctx.dim = _rt.round_t(y, fmt)[0], dim
+        ctx.y, ctx.dim, ctx.fmt = _rt.round_t(y, fmt)[0], dim, fmt
         return y
 
     @staticmethod
     def backward(ctx, g):
-        gx = ctx.bwd(g, ctx.y, ctx.dim)
+        fmt = ctx.fmt
+        gx = ctx.bwd(g, ctx.y, ctx.dim, lambda v: _rt.round_t(v, fmt)[0])
         ctx.y = None
         return gx, None, None, None
 
