@@ -76,7 +76,8 @@ ls "$dir" | sed -n 's/\.cmd$//p' | xargs -P "$jobs" -I{} sh -c \
 count() {
     name=$1; rc=$2; log=$3
     s=$(grep -c '^skipped: ' "$log")
-    line=$(grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1)
+    # (a suite that runs no test prints "Running suite(s):100%: Checks: 0, ...")
+    line=$(grep -oE '[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1)
     pyline=$(grep -E '^python: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$log" | tail -n 1)
     if [ -n "$pyline" ]; then
         set -- $(echo "$pyline" | sed 's/[^0-9 ]//g')
