@@ -6,8 +6,7 @@ SGD and AdamW: max |loss(emulated) - loss(autocast)| over the steps must be at
 most max(1e-5, 0.1 * max |loss(FP32) - loss(autocast)|), i.e. the emulator
 explains at least 90% of what bf16 does to the loss. Prints one line per run.
 
-Run by `make check-long` (not by the test*.py discovery of make check):
-    AMPSIM_LIB=build/libampsim.so /usr/bin/python3 python/tests/long_torch_backward.py
+Run by `make check-long` (python/run_tests.py --long), not by make check.
 """
 import os
 import sys

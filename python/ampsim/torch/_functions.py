@@ -183,18 +183,19 @@ class _SavedOutFn(torch.autograd.Function):
     """y = op(x) in FP32; backward from the output rounded into fmt."""
 
     @staticmethod
-    def forward(ctx, x, name, fmt, dim):
+    def forward(ctx, x, name, fmt, dim, per_op):
         fn, ctx.bwd = _OUT_RULES[name]
         y = fn(x, dim) if dim is not None else fn(x)
-        ctx.y, ctx.dim, ctx.fmt = _rt.round_t(y, fmt)[0], dim, fmt
+        ctx.y, ctx.dim, ctx.fmt, ctx.per_op = _rt.round_t(y, fmt)[0], dim, fmt, per_op
         return y
 
     @staticmethod
     def backward(ctx, g):
         fmt = ctx.fmt
-        gx = ctx.bwd(g, ctx.y, ctx.dim, lambda v: _rt.round_t(v, fmt)[0])
+        r = (lambda v: _rt.round_t(v, fmt)[0]) if ctx.per_op else (lambda v: v)
+        gx = ctx.bwd(g, ctx.y, ctx.dim, r)
         ctx.y = None
-        return gx, None, None, None
+        return gx, None, None, None, None
 
 
 class _DivFn(torch.autograd.Function):
@@ -220,9 +221,11 @@ class _DivFn(torch.autograd.Function):
         return ga, gb, None
 
 
-def saved_output_rule(name, args, kwargs, fmt):
+def saved_output_rule(name, args, kwargs, fmt, per_op=True):
     """The call under the rule above (FP32 output, rounded by the caller), or
-    None when the call is not one it covers."""
+    None when the call is not one it covers. per_op: tanh and sigmoid backward
+    round after each operator (CUDA); else in float, rounded once (PyTorch's
+    CPU kernels, aten/src/ATen/native/cpu/BinaryOpsKernel.cpp)."""
     if name in _OUT_RULES:
         x = args[0] if args else kwargs.get("input")
         dim = args[1] if len(args) > 1 else kwargs.get("dim")
@@ -231,7 +234,7 @@ def saved_output_rule(name, args, kwargs, fmt):
             return None
         if (dim is None) != (name in ("tanh", "sigmoid", "exp")):
             return None
-        return _SavedOutFn.apply(x, name, fmt, dim)
+        return _SavedOutFn.apply(x, name, fmt, dim, per_op)
     if name == "div" and len(args) == 2 and not kwargs:
         a, b = args
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \

@@ -249,7 +249,8 @@ class _OpHandlers:
                 out = self._ampsim_kernel(name, args, kwargs)
         if out is None and kind not in pol.fp32_ops and ins and _fmt_of(ins[0]) != "fp32":
             # backward rules that read the rounded output (tanh, softmax...) or round per op (a / b)
-            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]))
+            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]),
+                                               pol.json.get("kernels") != "torch_cpu")
         if out is None:
             out = func(*args, **kwargs)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
