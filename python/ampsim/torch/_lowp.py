@@ -59,9 +59,9 @@ def gemm_dtype(emu):
     pol = emu.policy
     if not _torch_cpu(emu) or pol.fp8_scaling:
         return None
-    if not pol.fwd_in == pol.weight == pol.bias:
-        return None
-    return DTYPES.get(pol.fwd_in)
+    if not pol.fwd_in == pol.weight == pol.bias == "bf16":
+        return None           # (PyTorch 1.13 has no float16 GEMM on the CPU)
+    return torch.bfloat16
 
 
 class _LowFn(torch.autograd.Function):

@@ -147,7 +147,9 @@ def diff_grads(model, loss_fn, policy="bf16-amp-cpu", *, kernels="torch", refere
     """Compare step-0 gradients of emulate(policy) with torch.autocast.
 
     model: a float32 torch.nn.Module on the CPU (copied; not modified).
-    loss_fn(model) -> scalar loss tensor (one forward). policy: a preset or
+    loss_fn(model) -> scalar loss tensor (one forward); with a CUDA reference
+    it is called with the model on CUDA too, so it should move its inputs to
+    the model's device. policy: a preset or
     Policy; its reference autocast is CPU bf16 for bf16-amp-cpu, CUDA for
     fp16-amp and bf16-amp (on a machine with CUDA), or reference=(device,
     dtype). Returns a GradDiff (print it).
