@@ -142,17 +142,19 @@ class _XentFn(torch.autograd.Function):
 
 
 # ---- backward rules that read the rounded output (CUDA-list policies) ----------------
-# Under autocast the saved output of tanh, sigmoid, exp, softmax and log_softmax
-# is the low-precision tensor the forward returned, and their backward reads
-# it (derivatives.yaml: tanh_backward(grad, result), sigmoid_backward(grad,
-# result), grad * result, _softmax_backward_data(grad, result),
+# Under autocast the saved output of tanh, sigmoid, exp, sqrt, softmax and
+# log_softmax is the low-precision tensor the forward returned, and their
+# backward reads it (derivatives.yaml: tanh_backward(grad, result),
+# sigmoid_backward(grad, result), grad * result, grad / (2 * result),
+# _softmax_backward_data(grad, result),
 # _log_softmax_backward_data). An FP32 graph would read the unrounded output.
 # CUDA's tanh_backward and sigmoid_backward for Half and BFloat16
 # (aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu) are written in
 # scalar_t arithmetic, whose every operator (c10/util/Half-inl.h,
 # BFloat16-inl.h) computes in float and rounds into the dtype: a * (1 - b * b)
 # rounds three times, a * (1 - b) * b three times. grad * result is one
-# multiplication (float, one rounding); the softmax backward kernels
+# multiplication (float, one rounding), grad / (2 * result) one division
+# (2 * result is exact); the softmax backward kernels
 # accumulate in float and round once. r(x) rounds into the format.
 def _tanh_bwd(g, y, dim, r):
     return r(g * r(1 - r(y * y)))
@@ -166,6 +168,10 @@ def _exp_bwd(g, y, dim, r):
     return g * y
 
 
+def _sqrt_bwd(g, y, dim, r):
+    return g / (2 * y)
+
+
 def _softmax_bwd(g, y, dim, r):
     return y * (g - (g * y).sum(dim, keepdim=True))
 
@@ -175,8 +181,8 @@ def _log_softmax_bwd(g, y, dim, r):
 
 
 _OUT_RULES = {"tanh": (torch.tanh, _tanh_bwd), "sigmoid": (torch.sigmoid, _sigmoid_bwd),
-              "exp": (torch.exp, _exp_bwd), "softmax": (torch.softmax, _softmax_bwd),
-              "log_softmax": (torch.log_softmax, _log_softmax_bwd)}
+              "exp": (torch.exp, _exp_bwd), "sqrt": (torch.sqrt, _sqrt_bwd),
+              "softmax": (torch.softmax, _softmax_bwd), "log_softmax": (torch.log_softmax, _log_softmax_bwd)}
 
 
 class _SavedOutFn(torch.autograd.Function):
@@ -232,7 +238,7 @@ def saved_output_rule(name, args, kwargs, fmt, per_op=True):
         extra = {k: v for k, v in kwargs.items() if k not in ("input", "dim", "_stacklevel")}
         if not isinstance(x, torch.Tensor) or len(args) > 2 or any(v is not None for v in extra.values()):
             return None
-        if (dim is None) != (name in ("tanh", "sigmoid", "exp")):
+        if (dim is None) != (name in ("tanh", "sigmoid", "exp", "sqrt")):
             return None
         return _SavedOutFn.apply(x, name, fmt, dim, per_op)
     if name == "div" and len(args) == 2 and not kwargs:
