@@ -166,6 +166,28 @@ class TestCudaListsByHand(unittest.TestCase):
                 self.assertGreater(n, 0, "%s: %s gives the same bits" % (pol, k))
 
 
+    def test_exp_and_sqrt_read_the_rounded_output(self):
+        """exp's backward is grad * result and sqrt's grad / (2 * result), with
+        the result as the forward rounded it; h (used twice) sums in format."""
+        for fmt, pol in (("bf16", "bf16-amp"), ("fp16", "fp16-amp")):
+            def r(v):
+                return _rt.round_t(v.detach(), fmt)[0]
+            torch.manual_seed(3)
+            lin, x = nn.Linear(6, 7), torch.randn(5, 6)
+            g = r(torch.randn(5, 7))
+            with at.emulate(lin, pol):
+                h = lin(x)
+                h.retain_grad()
+                (torch.exp(h) + torch.sqrt(h)).backward(g)     # (NaN where h < 0, in both)
+            hd = h.detach()
+            e, q = r(torch.exp(hd)), r(torch.sqrt(hd))
+            c_sqrt, c_exp = r(g / (2 * q)), r(g * e)           # sqrt's use was created last: first
+            want = r(c_sqrt + c_exp)
+            self.assertTrue(torch.equal(h.grad.nan_to_num(), want.nan_to_num()), pol)
+            # the unrounded result would give other bits
+            self.assertFalse(torch.equal(r(g * torch.exp(hd)), c_exp), pol)
+
+
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestDiagnoseCommand(unittest.TestCase):
     def run_cli(self, *args):
