@@ -554,7 +554,7 @@ class emulate(_OpHandlers):
                    "min_loss": mn if mn == mn and abs(mn) != float("inf") else 0.0,
                    "skipped_steps": sm["skipped"], "nonfinite_steps": sm["nonfinite_steps"],
                    "vanished_updates": sm["vanished"],
-                   "final_scale": self.scaler.get_scale() if self.scaler is not None else 1.0,
+                   "final_scale": self.scaler._sc.scale if self.scaler is not None and self.scaler._enabled else 1.0,
                    "divergence_from_reference": None, "stopped": False,
                    "first_nonfinite": None if self._nf_first is None else
                    {"step": self._nf_first[0], "phase": self._nf_first[2], "tensor": self._nf_first[1]}}

@@ -61,8 +61,9 @@ class GradScaler:
         return self._enabled
 
     def get_scale(self):
-        """The current loss scale (float)."""
-        return float(self._sc.scale) if self._enabled else 1.0
+        """The current loss scale (float): the float32 that multiplies the loss,
+        as torch.cuda.amp.GradScaler.get_scale returns it."""
+        return self._sc.scale_f32 if self._enabled else 1.0
 
     def _attach(self):
         from ._emulate import current
@@ -78,7 +79,7 @@ class GradScaler:
         s = self.get_scale()
         if self._used_scale is None:
             self._used_scale = s
-            self._used_held = self._sc.held
+            self._used_held = self._sc.scale
         if self._emu is not None:
             first = outputs if isinstance(outputs, torch.Tensor) else None
             if first is not None and first.numel() == 1 and self._emu._loss is None:
