@@ -339,6 +339,14 @@ class TestChecksBeforeTheFirstStep(unittest.TestCase):
         with at.emulate(m, "bf16-amp"):
             loss = m(torch.rand(2, 64)).sum()
             self.assertIs(tsc.scale(loss), loss)         # bf16 needs no loss scale
+        # the AMP loop scales after the autocast block: refused there too, until the run closes
+        with at.autocast("cuda", dtype=torch.float16) as ac:
+            loss = m(torch.rand(2, 64)).sum()
+        with self.assertRaisesRegex(at.EmulationError, "ampsim.torch.autocast: .*GradScaler is disabled here"):
+            tsc.scale(loss)
+        ac.close()
+        self.assertIs(cls.__dict__["scale"], orig)
+        self.assertIs(tsc.scale(loss), loss)
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)

@@ -180,12 +180,12 @@ class autocast:
         if run is not None and _OPEN["key"] == key:
             self.run = run
             return
+        if run is not None and run._entered:
+            raise EmulationError("autocast: a block of another autocast run (%s) is active; autocast "
+                                 "blocks with other settings do not nest" % run.policy.name)
+        self.run = _Run(pol, **kw)          # checked before the open run is closed
         if run is not None:
-            if run._entered:
-                raise EmulationError("autocast: a block of another autocast run (%s) is active; autocast "
-                                     "blocks with other settings do not nest" % run.policy.name)
             run.close()
-        self.run = _Run(pol, **kw)
         _OPEN["run"], _OPEN["key"] = self.run, key
 
     def __enter__(self):
