@@ -13,8 +13,9 @@ import unittest
 import warnings
 
 from support import CLI, tmpdir
+from test_torch_emulate import HAVE_TORCH, NO_TORCH
 
-try:
+if HAVE_TORCH:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -22,12 +23,6 @@ try:
     import ampsim.torch as at
     from ampsim.torch import _autocast
     from torch_models import MLP
-
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 
 
 def rows_of(d, name="tensors.csv"):

@@ -10,6 +10,7 @@ from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
 from ._scope import Frame as _Frame, join as _join  # noqa: F401 (names used by _emulate)
+from ._scope import tensors_in as _tensors_in
 
 _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
 
@@ -90,19 +91,6 @@ def _cpu_scalars(args):
             a = r
         out.append(a)
     return tuple(out)
-
-
-def _tensors_in(args, kwargs):
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for b in a:
-                if isinstance(b, torch.Tensor):
-                    yield b
-    for a in kwargs.values():
-        if isinstance(a, torch.Tensor):
-            yield a
 
 
 class _OpHandlers:

@@ -67,7 +67,8 @@ def _tensors(x, out, depth=0):
             _tensors(getattr(x, k, None), out, depth + 1)
 
 
-def _tensor_args(args, kwargs):
+def tensors_in(args, kwargs):
+    """The tensors among a call's arguments (and in its list arguments)."""
     for a in args:
         if isinstance(a, torch.Tensor):
             yield a
@@ -225,7 +226,7 @@ class Scope:
         if self.emu._stack or not self.fixed:
             return False
         tok, params = self.token, self.emu._param_names
-        for t in _tensor_args(args, kwargs):
+        for t in tensors_in(args, kwargs):
             if getattr(t, TAINT_ATTR, None) == tok or id(t) in params or hasattr(t, FMT_ATTR):
                 return False
         return True
