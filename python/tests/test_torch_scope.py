@@ -191,6 +191,30 @@ class TestScope(unittest.TestCase):
             m(x)
             self.assertEqual(set(emu.stats), ref)
 
+    def test_modules_of_another_thread_are_not_followed(self):
+        import threading
+        started, go = threading.Event(), threading.Event()
+
+        class Waiter(nn.Module):
+            def forward(self, x):
+                started.set()
+                go.wait(10)
+                return x
+
+        torch.manual_seed(0)
+        m = MLP()
+        x = torch.rand(4, 64)
+        with at.emulate(m, "bf16-amp") as emu:
+            emu.collect_stats()
+            t = threading.Thread(target=Waiter(), args=(x,))
+            t.start()                                      # another thread is inside a module call...
+            started.wait(10)
+            (m(x) * 2.0).sum()                             # ...while the model and its loss run here
+            go.set()
+            t.join()
+        for n in ("fc1.out", "relu1.out", "mul1.out"):
+            self.assertIn(n, emu.stats)
+
     def test_nested_emulate_raises(self):
         a, b = MLP(), MLP()
         with at.emulate(a, "bf16-amp"):

@@ -24,6 +24,7 @@ Also here: the checks that the block is not mixed with another emulation or
 with torch.autocast.
 """
 import itertools
+import threading
 
 import torch
 from torch.nn.modules import module as _nnmod
@@ -107,6 +108,7 @@ class Scope:
         self.calls = []          # one (module, Frame or None) per module call in progress
         self.foreign = False     # the innermost call in progress is a foreign module's
         self.roots = []          # (prefix, module) of every root
+        self.thread = None
         self._handles = []
         for prefix, m in models or ():
             self.add_root(prefix, m)
@@ -142,6 +144,7 @@ class Scope:
     def install(self):
         self.calls = []
         self.foreign = False
+        self.thread = threading.get_ident()      # the module hooks are global: other threads are not ours
         self._handles = [_nnmod.register_module_forward_pre_hook(self._pre),
                          _nnmod.register_module_forward_hook(self._post)]
 
@@ -153,6 +156,8 @@ class Scope:
         self.foreign = False
 
     def _pre(self, mod, args):
+        if threading.get_ident() != self.thread:
+            return
         emu = self.emu
         if emu._quiet_depth:
             self.calls.append((mod, None))
@@ -197,6 +202,8 @@ class Scope:
         self.foreign = bool(self.calls) and self.calls[-1][1] is None
 
     def _post(self, mod, args, out):
+        if threading.get_ident() != self.thread:
+            return
         calls = self.calls
         if calls and calls[-1][0] is mod:
             _, fr = calls.pop()
