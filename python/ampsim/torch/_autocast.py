@@ -25,7 +25,7 @@ import json
 
 import torch
 
-from . import _emulate
+from . import _checks, _emulate
 from ._rt import EmulationError
 
 #: (device_type, dtype) -> the ampsim preset with autocast's op lists
@@ -61,8 +61,8 @@ class _Run(_emulate.emulate):
         if not self._started:
             self._started = True
             self._begin_step()
-            if _emulate.needs_loss_scaler(self.policy):
-                _emulate._torch_scaler_guard(True)       # held until close: backward runs outside
+            if _checks.needs_loss_scaler(self.policy):
+                _checks._torch_scaler_guard(True)       # held until close: backward runs outside
                 self._held_guard = True
         else:
             self._check_updates()
@@ -78,7 +78,7 @@ class _Run(_emulate.emulate):
     def _release(self):
         if self._held_guard:
             self._held_guard = False
-            _emulate._torch_scaler_guard(False)
+            _checks._torch_scaler_guard(False)
         if _OPEN["run"] is self:
             _OPEN["run"], _OPEN["key"] = None, None
 
@@ -189,7 +189,7 @@ class autocast:
         _OPEN["run"], _OPEN["key"] = self.run, key
 
     def __enter__(self):
-        active = _emulate._ACTIVE[-1] if _emulate._ACTIVE else None
+        active = _checks._ACTIVE[-1] if _checks._ACTIVE else None
         if not self.enabled:
             if active is not None:          # a disabled region inside an emulated one: plain FP32
                 self._quiet = active

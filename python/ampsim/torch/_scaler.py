@@ -82,7 +82,7 @@ class GradScaler:
         return self._sc.scale_f32 if self._enabled else 1.0
 
     def _attach(self):
-        from ._emulate import current
+        from ._checks import current
         emu = current()
         if emu is not None and emu.scaler is not self:
             emu.attach_scaler(self)
