@@ -16,10 +16,10 @@ carries its format as an attribute. Rounding is done by the C kernel:
   per step into the weight format (the cast cache); its backward rounds the
   weight gradient into the weight-gradient format;
 - other emulated ops round their output once (and its gradient in backward).
-Global module forward hooks (_scope.py) decide which ops are in scope and give
-the names: a leaf module's first op is
-named by the module path (``fc1``), other ops by the module path, the op name
-and a count within that call (``relu1``, ``h.0.attn.matmul2``); tensors are
+Global module forward hooks (_scope.py) decide which ops are in scope and
+give the names: a leaf module's first op is named by the module path
+(``fc1``), other ops by the module path, the op name and a count within that
+call (``relu1``, ``h.0.attn.matmul2``); tensors are
 ``<site>.out``, ``<site>.out.grad``, ``<site>.input`` (an operand cast),
 ``<module>.weight``, ``<module>.weight.grad``, as the C emulator names them.
 """
