@@ -370,14 +370,14 @@ class TestChecksBeforeTheFirstStep(unittest.TestCase):
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestAutocastDropIn(unittest.TestCase):
-    def amp_loop(self, d, device, dtype, steps=6, *, emulated_by="autocast"):
+    def amp_loop(self, d, device, dtype, steps=6, *, emulated_by="autocast", use_scaler=True):
         """PyTorch's AMP loop: the loss inside the block, the backward and
         the scaler outside. emulated_by="emulate": the same loop with the
         whole step inside emulate (the reference)."""
         torch.manual_seed(0)
         model = TinyLM()
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        scaler = at.GradScaler()
+        scaler = at.GradScaler(enabled=use_scaler)
         losses = []
         policy = _autocast.POLICIES[(device, dtype)]
         emu = at.emulate(model, policy, out=d, log_every=2) if emulated_by == "emulate" else None
@@ -422,6 +422,21 @@ class TestAutocastDropIn(unittest.TestCase):
                 self.assertIn('"precision": "%s"' % _autocast.POLICIES[(device, dtype)], cfg)
                 self.assertIn('"model": "TinyLM"', cfg)
                 self.assertTrue(os.path.exists(os.path.join(da, "summary.json")))
+
+    def test_amp_loop_without_scaler_equals_emulate(self):
+        """No GradScaler (bf16): the steps end when a block starts after the
+        optimizer changed the weights, and the loss is the one backward ran
+        from, after the block."""
+        da, de = os.path.join(tmpdir(self), "ac"), os.path.join(tmpdir(self), "em")
+        la, _ = self.amp_loop(da, "cpu", torch.bfloat16, use_scaler=False)
+        le, _ = self.amp_loop(de, "cpu", torch.bfloat16, emulated_by="emulate", use_scaler=False)
+        self.assertEqual(la, le)
+        for f in ("tensors.csv", "metrics.csv"):
+            with open(os.path.join(da, f)) as fa, open(os.path.join(de, f)) as fe:
+                self.assertEqual(fa.read(), fe.read(), f)
+        m = rows_of(da, "metrics.csv")
+        self.assertEqual(len(m), 6)
+        self.assertEqual([float(r["loss"]) for r in m], [float("%.9g" % v) for v in la])
 
     def test_cpu_bf16_matches_torch_autocast(self):
         torch.manual_seed(0)

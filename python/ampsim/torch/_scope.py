@@ -23,6 +23,7 @@ bare names, later ones are prefixed by their class name).
 Also here: the checks that the block is not mixed with another emulation or
 with torch.autocast.
 """
+import functools
 import itertools
 import threading
 
@@ -220,8 +221,7 @@ class Scope:
         self.foreign = bool(calls) and calls[-1][1] is None
         if fr is not None and not self.emu._stack:
             self.emu._on_root_return()
-            if self.fixed:
-                self.mark(out)
+            self.mark(out)
 
     # ---- ops --------------------------------------------------------------------------------
     def skip(self, args, kwargs):
@@ -239,11 +239,31 @@ class Scope:
         return True
 
     def mark(self, out):
-        """Mark the tensors of out as coming from the model."""
+        """The output of a model, or of an op outside every module: emulate
+        marks its tensors as coming from the model; autocast watches its
+        scalars for the loss."""
         ts = []
         _tensors(out, ts)
+        if not self.fixed:
+            self._watch_loss(ts)
+            return
         for t in ts:
             try:
                 setattr(t, TAINT_ATTR, self.token)
             except (AttributeError, RuntimeError):
                 pass
+
+    def _watch_loss(self, ts):
+        """autocast: the backward runs after the block, where the mode does
+        not see Tensor.backward; the first scalar of the block whose gradient
+        the backward computes is the step's loss (the one backward started
+        from: its gradient comes first)."""
+        for t in ts:
+            if t.requires_grad and t.numel() == 1 and t.is_floating_point():
+                t.register_hook(functools.partial(_loss_grad, self.emu, t.detach()))
+
+
+def _loss_grad(emu, value, grad):
+    emu._bwd_done = True
+    if emu._loss is None:
+        emu._loss = float(value)
