@@ -191,6 +191,22 @@ class TestScope(unittest.TestCase):
             m(x)
             self.assertEqual(set(emu.stats), ref)
 
+    def test_exception_caught_in_a_foreign_module(self):
+        torch.manual_seed(0)
+        m, teacher = MLP(), Teacher()
+        x = torch.rand(4, 64)
+        with at.emulate(m, "bf16-amp") as emu:
+            emu.collect_stats()
+            s = m(x)
+            with self.assertRaises(RuntimeError):
+                teacher(torch.rand(4, 7))                  # fails inside teacher.enc
+            (s * 2.0).sum()                                # the loss is emulated all the same
+            self.assertIn("mul1.out", emu.stats)
+            with self.assertRaises(RuntimeError):
+                teacher(torch.rand(4, 7))
+            m(x)                                           # and so is the next forward
+            self.assertIn("fc1.out", emu.stats)
+
     def test_modules_of_another_thread_are_not_followed(self):
         import threading
         started, go = threading.Event(), threading.Event()

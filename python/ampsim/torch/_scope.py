@@ -25,6 +25,7 @@ with torch.autocast.
 """
 import functools
 import itertools
+import sys
 import threading
 
 import torch
@@ -106,7 +107,7 @@ class Scope:
         self.token = next(_TOKENS)
         self.paths = {}          # id(module) -> (path, leaf, is_root)
         self.keep = []           # the modules of self.paths (their ids stay theirs)
-        self.calls = []          # one (module, Frame or None) per module call in progress
+        self.calls = []          # one (module, Frame or None, Python frame) per module call in progress
         self.foreign = False     # the innermost call in progress is a foreign module's
         self.roots = []          # (prefix, module) of every root
         self.thread = None
@@ -160,18 +161,14 @@ class Scope:
         if threading.get_ident() != self.thread:
             return
         emu = self.emu
+        caller = sys._getframe(1)            # the module call's own frame (live until it returns)
         if emu._quiet_depth:
-            self.calls.append((mod, None))
+            self.calls.append((mod, None, caller))
             self.foreign = True
             return
         info = self.paths.get(id(mod))
         if info is not None and info[2] and self.calls:
-            # a root called again while an earlier call of it is still listed:
-            # that call ended in an exception the loop caught
-            for i, (m, _) in enumerate(self.calls):
-                if m is mod:
-                    self._truncate(i)
-                    break
+            self._drop_ended()
         inside = bool(emu._stack) and not self.foreign
         if info is None:
             if inside:
@@ -180,34 +177,49 @@ class Scope:
                 parent = emu._stack[-1]
                 fr = Frame(parent.path, False)
                 fr.counts = parent.counts
-                self._push(mod, fr)
+                self._push(mod, fr, caller)
                 return
             if self.fixed:
-                self._push(mod, None)
+                self._push(mod, None, caller)
                 return
             info = self._learn(mod)
         path, leaf, is_root = info
         if is_root and not inside:
             emu._on_root_call(args)
-        self._push(mod, Frame(path, leaf))
+        self._push(mod, Frame(path, leaf), caller)
 
-    def _push(self, mod, fr):
-        self.calls.append((mod, fr))
+    def _push(self, mod, fr, caller):
+        self.calls.append((mod, fr, caller))
         if fr is not None:
             self.emu._stack.append(fr)
         self.foreign = fr is None
 
     def _truncate(self, i):
         del self.calls[i:]
-        self.emu._stack[:] = [f for _, f in self.calls if f is not None]
+        self.emu._stack[:] = [c[1] for c in self.calls if c[1] is not None]
         self.foreign = bool(self.calls) and self.calls[-1][1] is None
+
+    def _drop_ended(self):
+        """Drop the innermost calls that ended in an exception the loop caught
+        (no forward hook ran for them): their frames are no longer on the
+        Python stack."""
+        calls, n = self.calls, len(self.calls)
+        while n:
+            target, f = calls[n - 1][2], sys._getframe(1)
+            while f is not None and f is not target:
+                f = f.f_back
+            if f is not None:
+                break
+            n -= 1
+        if n != len(calls):
+            self._truncate(n)
 
     def _post(self, mod, args, out):
         if threading.get_ident() != self.thread:
             return
         calls = self.calls
         if calls and calls[-1][0] is mod:
-            _, fr = calls.pop()
+            fr = calls.pop()[1]
             if fr is not None and self.emu._stack:
                 self.emu._stack.pop()
         else:
@@ -229,7 +241,9 @@ class Scope:
         if autocast_on():
             raise EmulationError(AUTOCAST_MSG % self.emu._kind_name())
         if self.foreign:
-            return True
+            self._drop_ended()
+            if self.foreign:
+                return True
         if self.emu._stack or not self.fixed:
             return False
         tok, params = self.token, self.emu._param_names
