@@ -508,6 +508,8 @@ class TestAutocastDropIn(unittest.TestCase):
         self.assertEqual(a.spec, b.spec)
         for key in ("init=1024", "growth=4", "backoff=0.25", "interval=3"):
             self.assertIn(key, a.spec)
+        self.assertEqual((a.get_growth_factor(), a.get_backoff_factor(), a.get_growth_interval()), (4.0, 0.25, 3))
+        self.assertEqual((at.GradScaler().get_growth_factor(), at.GradScaler().get_growth_interval()), (2.0, 2000))
         self.assertFalse(at.GradScaler(enabled=False).is_enabled())
         for f in (False, False, False, True):
             a._found_inf, a._used_scale = f, a.get_scale()

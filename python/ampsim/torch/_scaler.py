@@ -76,6 +76,25 @@ class GradScaler:
     def is_enabled(self):
         return self._enabled
 
+    def _key(self, key, cast):
+        for kv in self.spec.partition(":")[2].split(","):
+            k, _, v = kv.partition("=")
+            if k == key:
+                return cast(v)
+        raise AttributeError("GradScaler(%r) has no %s" % (self.spec, key))
+
+    def get_growth_factor(self):
+        """The growth factor of the rule (torch, megatron, underflow)."""
+        return self._key("growth", float)
+
+    def get_backoff_factor(self):
+        """The backoff factor of the rule (torch, megatron, underflow)."""
+        return self._key("backoff", float)
+
+    def get_growth_interval(self):
+        """Finite steps between growths (torch, megatron, keras, underflow)."""
+        return self._key("interval", int)
+
     def get_scale(self):
         """The current loss scale (float): the float32 that multiplies the loss,
         as torch.cuda.amp.GradScaler.get_scale returns it."""
