@@ -50,8 +50,6 @@ class _Mode(TorchFunctionMode):
         return emu._pointwise(func, kind, name, args, kwargs)
 
 
-
-
 def _plain_xent(args, kwargs):
     """F.cross_entropy(z [B,C] float32, y [B] int64) with default options and
     every target in range: the case the C emulator's loss covers."""
