@@ -216,6 +216,13 @@ AMP_API void amp_attn_softmax_forward(float *prob, const float *att,
 /* datt += prob * (dprob - sum_t2 prob dprob)   (the row sum in double). */
 AMP_API void amp_attn_softmax_backward(float *datt, const float *dprob, const float *prob,
                                        size_t B, size_t T, size_t NH);
+/* The same as PyTorch's CPU softmax backward on a low-precision tensor (prob
+ * and dprob in format f): the row sum of prob dprob in float32 over 8 lanes
+ * (lane j takes the terms j, j+8, ... in order; the lanes are then added 0..7),
+ * rounded into f; datt = float((dprob - sum) prob), rounded by the caller.
+ * datt is written, not added to. */
+AMP_API void amp_attn_softmax_backward_fmt(float *datt, const float *dprob, const float *prob,
+                                           size_t B, size_t T, size_t NH, const amp_format *f);
 
 /* out (B,T,C), channel h*hs+d: sum over t2 <= t of prob[b,h,t,t2] v[b,t2,h,d]
  * (the sum in double, rounded once). */

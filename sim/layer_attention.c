@@ -239,6 +239,31 @@ void amp_attn_softmax_backward(float *datt, const float *dprob, const float *pro
         }
 }
 
+/* One row of amp_attn_softmax_backward_fmt. */
+static void softmax_row_bwd_fmt(float *dx, const float *dp, const float *p, size_t n, const amp_format *f,
+                                const amp_round_opts *o)
+{
+    float lane[8] = { 0 };
+    for (size_t j = 0; j < n; j++) lane[j % 8] += p[j] * dp[j];
+    float s = lane[0];
+    for (int j = 1; j < 8; j++) s += lane[j];
+    s = amp_round1(f, o, (double)s, 0, NULL);
+    for (size_t j = 0; j < n; j++) dx[j] = (dp[j] - s) * p[j];
+}
+
+void amp_attn_softmax_backward_fmt(float *datt, const float *dprob, const float *prob,
+                                   size_t B, size_t T, size_t NH, const amp_format *f)
+{
+    size_t L = amp_causal_len(T);
+    const amp_round_opts o = amp_round_defaults();
+    #pragma omp parallel for collapse(2) schedule(static) if (B * NH * L >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t bh = 0; bh < B * NH; bh++)
+        for (size_t t = 0; t < T; t++) {
+            size_t off = bh * L + ROW(t);
+            softmax_row_bwd_fmt(datt + off, dprob + off, prob + off, t + 1, f, &o);
+        }
+}
+
 /* ---- the same arithmetic in general shapes ---------------------------------
  * For models that form attention from separate matmul and softmax calls
  * (ampsim.torch under kernels="ampsim"): every element as above, so masked

@@ -332,7 +332,10 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         } else if ((s = amp_tensor_accum(reg, h->prob->grad, g->work1))) return s;
         float *da = out_buf(h->att->grad, g->work1);
         memset(da, 0, na * sizeof(float));
-        amp_attn_softmax_backward(da, h->prob->grad->data, h->prob->data, B, T, NH);
+        if (m->pol.torch_cpu && h->prob->fmt.bits < 32)
+            amp_attn_softmax_backward_fmt(da, h->prob->grad->data, h->prob->data, B, T, NH, &h->prob->fmt);
+        else
+            amp_attn_softmax_backward(da, h->prob->grad->data, h->prob->data, B, T, NH);
         if ((s = amp_tensor_accum(reg, h->att->grad, da))) return s;
         /* gradient of the raw scores: att.grad * scale, rounded (unlogged) */
         for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
