@@ -146,6 +146,21 @@ AMP_API void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
                                     const float *dout, const float *inp,
                                     const float *weight, const float *mean,
                                     const float *rstd, size_t N, size_t C);
+/* The backward in the float32 arithmetic of PyTorch's CPU LayerNorm backward
+ * kernel on float tensors (AVX2 build: 8 float lanes, the compiler's fused
+ * multiply-adds), one thread. Per row, with a = rstd, m = mean, 1/C in float:
+ *   ds = sum dy x w, db = sum dy w: lane j accumulates fma(dy x, w, acc) over
+ *        the elements j, j+8, ... (first vector: products), the tail lanes
+ *        likewise, then the lanes are added as a tree ((0+4)+(2+6))+((1+5)+(3+7));
+ *        rows shorter than 8 add their products in order;
+ *   b = fma(db, m, -ds) a a a / C,  c = fma(-b, m, -(db a / C));
+ *   dinp = fma(b, x, (a dy) w) + c          (written, not added);
+ *   dweight += fma(dy, fma(a, x, -a m), .) and dbias += dy, row by row in order
+ *   (written: the sums start from 0). */
+AMP_API void amp_layernorm_backward_torchcpu(float *dinp, float *dweight, float *dbias,
+                                             const float *dout, const float *inp,
+                                             const float *weight, const float *mean,
+                                             const float *rstd, size_t N, size_t C);
 
 /* ---- GELU, tanh approximation (GPT-2, llm.c; PyTorch approximate='tanh') --
  * out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), elementwise, n values,

@@ -194,10 +194,15 @@ static amp_status ln_backward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor
 {
     size_t N = g->N, C = (size_t)g->C;
     float *dw = g->work2, *db = g->work2 + C;
-    memset(g->work1, 0, N * C * sizeof(float));
-    memset(g->work2, 0, 2 * C * sizeof(float));
-    amp_layernorm_backward(g->work1, dw, db, ln->out->grad->data, in->data, plain_w(ln->w),
-                           ln->mean, ln->rstd, N, C);
+    if (m->pol.torch_cpu)
+        amp_layernorm_backward_torchcpu(g->work1, dw, db, ln->out->grad->data, in->data, plain_w(ln->w),
+                                        ln->mean, ln->rstd, N, C);
+    else {
+        memset(g->work1, 0, N * C * sizeof(float));
+        memset(g->work2, 0, 2 * C * sizeof(float));
+        amp_layernorm_backward(g->work1, dw, db, ln->out->grad->data, in->data, plain_w(ln->w),
+                               ln->mean, ln->rstd, N, C);
+    }
     amp_status s = amp_tensor_accum(&m->reg, in->grad, g->work1);
     if (!s) s = amp_tensor_accum(&m->reg, ln->w->grad, dw);
     if (!s) s = amp_tensor_accum(&m->reg, ln->b->grad, db);
