@@ -74,6 +74,16 @@ AMP_API amp_status amp_act_backward(amp_ctx *cx, amp_act a, amp_tensor *din, con
 AMP_API amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits, const int32_t *y, int B, int C);
 AMP_API amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const float *probs, const int32_t *y,
                                      int B, int C, float scale);
+/* The same gradient in the float32 arithmetic of PyTorch's CPU cross_entropy
+ * (log_softmax, then nll_loss, mean; AVX2 build, 8 float lanes):
+ *   o = (z - max) - log(sum_j exp(z_j - max))   (exp: SLEEF's expf_u10 with
+ *       fused multiply-adds; the sum over 8 lanes, then the lanes as a tree
+ *       ((0+4)+(2+6))+((1+5)+(3+7)); log correctly rounded),
+ *   g_j = fma(-exp(o_j), s, n_j), n = -(scale/B) at the target, 0 elsewhere,
+ *       s = -(scale/B)          (log_softmax's backward on nll_loss's),
+ * rounded into dlogits' format. logits [B,C]. */
+AMP_API amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, const amp_tensor *logits,
+                                              const int32_t *y, int B, int C, float scale);
 
 
 /* ==== transformer kernels ====================================================

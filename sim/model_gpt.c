@@ -286,7 +286,9 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
     size_t N = g->N, B = (size_t)g->B, T = (size_t)g->T, C = (size_t)g->C, NH = (size_t)g->NH, V = (size_t)g->V;
     amp_status s;
     reg->phase = AMP_PHASE_BACKWARD;
-    if ((s = amp_xent_backward(cx, g->logits->grad, g->probs, bt->y, (int)N, g->V, loss_scale))) return s;
+    s = m->pol.torch_cpu ? amp_xent_backward_torchcpu(cx, g->logits->grad, g->logits, bt->y, (int)N, g->V, loss_scale)
+                         : amp_xent_backward(cx, g->logits->grad, g->probs, bt->y, (int)N, g->V, loss_scale);
+    if (s) return s;
     const amp_tensor *G = g->logits->grad;
     if (g->dlogits_op) {
         if ((s = amp_tensor_round(reg, g->dlogits_op, G->data))) return s;
