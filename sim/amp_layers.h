@@ -35,6 +35,24 @@ AMP_API amp_status amp_ctx_add_weight(amp_ctx *cx, const char *name, const amp_f
  * and rounded into w's format (the cast), or only rounded when w has no master. */
 AMP_API amp_status amp_ctx_set_weight(amp_ctx *cx, amp_tensor *w, const float *v);
 
+/* C [M,N] (= or +=, beta 0 or 1) A' B' as amp_gemm (A' = A or A^T by ta, B'
+ * likewise), through the kernel the policy's GEMMs use: amp_gemm, except under
+ * "kernels": "torch_cpu" with every GEMM operand of at most 16 bits, where it
+ * is amp_gemm_pairs, the order of PyTorch's CPU bf16 GEMMs (oneDNN). */
+AMP_API void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc);
+/* The summation order of oneDNN's bf16 GEMM (AVX512_CORE, the vdpbf16ps
+ * pairing) as PyTorch 1.13's CPU bf16 matmuls run it: per output element one
+ * float32 sum from +0 over the pairs (k, k+1), k = 0, 2, 4, ..., adding the
+ * product of element k+1 before that of element k (an odd K ends with its
+ * last element alone); then C = sum, or C + sum with beta 1 (the bias added
+ * last, as oneDNN's sum post-op). The products must be exact in float32
+ * (operands of at most 12 significant bits: bf16, fp16 values), so each step
+ * is one rounding, as the fused multiply-add of the hardware. The same bits at
+ * any thread count and on any CPU. */
+AMP_API void amp_gemm_pairs(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                            float beta, float *C, int ldc);
+
 /* Linear: out[B,O] = act( in_op[B,I] @ w[O,I]^T + b[O] ), rounded once into out->fmt.
  * in_op is `in` when in->fmt is the forward operand format, else a registered
  * operand copy "<name>.input" (role act). gout_op likewise for the gradient. */

@@ -66,6 +66,64 @@ amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_ten
     return nv ? amp_nvfp4_linear_init(cx, l, name) : AMP_OK;
 }
 
+#define PAIR_NB 64   /* output columns per block of amp_gemm_pairs */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define PAIR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define PAIR_CLONES
+#endif
+
+/* Row i of amp_gemm_pairs over the columns j0..j0+nb-1, with B' packed as
+ * bp [K][nb] (the loops vectorise over columns: each lane one element, the
+ * same operations in the same order on every path). */
+PAIR_CLONES static void pairs_row(float *c, const float *a, size_t as, const float *bp, int K, int nb, float beta)
+{
+    float acc[PAIR_NB];
+    for (int j = 0; j < nb; j++) acc[j] = 0.0f;
+    int k = 0;
+    for (; k + 2 <= K; k += 2) {
+        const float a1 = a[(size_t)(k + 1) * as], a0 = a[(size_t)k * as];
+        const float *b1 = bp + (size_t)(k + 1) * nb, *b0 = bp + (size_t)k * nb;
+        for (int j = 0; j < nb; j++) acc[j] = acc[j] + a1 * b1[j];
+        for (int j = 0; j < nb; j++) acc[j] = acc[j] + a0 * b0[j];
+    }
+    if (k < K) {
+        const float a0 = a[(size_t)k * as], *b0 = bp + (size_t)k * nb;
+        for (int j = 0; j < nb; j++) acc[j] = acc[j] + a0 * b0[j];
+    }
+    for (int j = 0; j < nb; j++) c[j] = beta != 0.0f ? c[j] + acc[j] : acc[j];
+}
+
+void amp_gemm_pairs(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    float *bp = malloc((size_t)(K > 0 ? K : 1) * PAIR_NB * sizeof(float));
+    AMP_ASSERT(bp != NULL);
+    for (int j0 = 0; j0 < N; j0 += PAIR_NB) {
+        int nb = N - j0 < PAIR_NB ? N - j0 : PAIR_NB;
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < nb; j++)
+                bp[(size_t)k * nb + j] = tb ? B[(size_t)(j0 + j) * ldb + k] : B[(size_t)k * ldb + j0 + j];
+        const size_t as = ta ? (size_t)lda : 1;
+        #pragma omp parallel for schedule(static) if ((size_t)M * nb * K >= AMP_PAR_MIN) num_threads(amp_get_threads())
+        for (int i = 0; i < M; i++)
+            pairs_row(C + (size_t)i * ldc + j0, ta ? A + i : A + (size_t)i * lda, as, bp, K, nb, beta);
+    }
+    free(bp);
+}
+
+void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc)
+{
+    const amp_policy *p = cx->pol;
+    if (p->torch_cpu && p->fwd_in.bits <= 16 && p->bwd_in.bits <= 16 && cx->gemm.acc_fp32)
+        amp_gemm_pairs(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else
+        amp_gemm(&cx->gemm, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
 // out [B,O] = in_op [B,I] @ w [O,I]^T + b [O]
 amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
 {
@@ -77,7 +135,7 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
     else if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
     if (l->b)
         for (int r = 0; r < l->B; r++) memcpy(acc + (size_t)r * l->O, l->b->data, (size_t)l->O * sizeof(float));
-    amp_gemm(&cx->gemm, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,
+    amp_ctx_gemm(cx, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,
              l->b ? 1.0f : 0.0f, acc, l->O);
     return amp_tensor_round(cx->reg, l->out, acc);
 }
@@ -127,7 +185,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if (l->wg_in) {
         if ((s = amp_nvfp4_wgrad(cx, l, dw))) return s;
     } else
-        amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
+        amp_ctx_gemm(cx, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
     if ((s = amp_tensor_accum(cx->reg, l->w->grad, dw))) return s;
     if (l->b) {
         // db [O] = sum over rows of G, in double (rows in order), rounded once to float
@@ -138,7 +196,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if (l->in->grad) {
         // dX [B,I] = G [B,O] @ W [O,I]
         float *dx = l->in_op == l->in ? direct(l->in->grad, acc) : acc;
-        amp_gemm(&cx->gemm, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, dx, l->I);
+        amp_ctx_gemm(cx, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, dx, l->I);
         if (l->in_op != l->in && !amp_format_same(&l->in->grad->fmt, &cx->pol->grad)) {
             /* the GEMM ran on a cast of `in`: autograd produces dX in the cast's
              * (gradient) dtype first, and the cast's backward widens it */

@@ -272,7 +272,7 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
     if ((s = ln_forward(m, g, &g->ln_f, x))) return s;
     if (g->lnf_op != g->ln_f.out && (s = amp_tensor_round(reg, g->lnf_op, g->ln_f.out->data))) return s;
     /* logits [N,V] = ln_f [N,C] @ wte [V,C]^T (tied head, no bias) */
-    amp_gemm(&cx->gemm, 0, 1, (int)N, g->V, (int)C, g->lnf_op->data, (int)C, g->wte->data, (int)C,
+    amp_ctx_gemm(cx, 0, 1, (int)N, g->V, (int)C, g->lnf_op->data, (int)C, g->wte->data, (int)C,
              0.0f, g->work1, g->V);
     if ((s = amp_tensor_round(reg, g->logits, g->work1))) return s;
     return amp_xent_forward(loss, g->probs, g->logits, bt->y, (int)N, g->V);
@@ -295,11 +295,11 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         G = g->dlogits_op;
     }
     /* the head's share of wte's gradient: dW [V,C] = G^T [V,N] @ ln_f [N,C] */
-    amp_gemm(&cx->gemm, 1, 0, (int)V, (int)C, (int)N, G->data, (int)V, g->lnf_op->data, (int)C, 0.0f, g->work1, (int)C);
+    amp_ctx_gemm(cx, 1, 0, (int)V, (int)C, (int)N, G->data, (int)V, g->lnf_op->data, (int)C, 0.0f, g->work1, (int)C);
     if ((s = amp_tensor_round(reg, g->lm_wgrad, g->work1))) return s;
     if ((s = amp_tensor_accum(reg, g->wte->grad, g->lm_wgrad->data))) return s;
     /* d ln_f [N,C] = G [N,V] @ wte [V,C] */
-    amp_gemm(&cx->gemm, 0, 0, (int)N, (int)C, (int)V, G->data, (int)V, g->wte->data, (int)C, 0.0f, g->work1, (int)C);
+    amp_ctx_gemm(cx, 0, 0, (int)N, (int)C, (int)V, G->data, (int)V, g->wte->data, (int)C, 0.0f, g->work1, (int)C);
     if (g->lnf_op != g->ln_f.out && !amp_format_same(&g->ln_f.out->grad->fmt, &m->pol.grad)) {
         /* as amp_linear_backward: the GEMM ran on a cast of ln_f, so autograd
          * produces the gradient in the cast's (gradient) dtype first */
