@@ -35,10 +35,12 @@ AMP_API amp_status amp_ctx_add_weight(amp_ctx *cx, const char *name, const amp_f
  * and rounded into w's format (the cast), or only rounded when w has no master. */
 AMP_API amp_status amp_ctx_set_weight(amp_ctx *cx, amp_tensor *w, const float *v);
 
-/* C [M,N] (= or +=, beta 0 or 1) A' B' as amp_gemm (A' = A or A^T by ta, B'
+/* amp_ctx_pairs: 1 when the policy's GEMMs run in amp_gemm_pairs' order.
+ * C [M,N] (= or +=, beta 0 or 1) A' B' as amp_gemm (A' = A or A^T by ta, B'
  * likewise), through the kernel the policy's GEMMs use: amp_gemm, except under
  * "kernels": "torch_cpu" with every GEMM operand of at most 16 bits, where it
  * is amp_gemm_pairs, the order of PyTorch's CPU bf16 GEMMs (oneDNN). */
+AMP_API int amp_ctx_pairs(const amp_ctx *cx);
 AMP_API void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, float beta, float *C, int ldc);
 /* The summation order of oneDNN's bf16 GEMM (AVX512_CORE, the vdpbf16ps
@@ -251,6 +253,21 @@ AMP_API void amp_attn_scores_forward(float *att, const float *qkv, float scale,
  * double); the v part is untouched. */
 AMP_API void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
                                       float scale, size_t B, size_t T, size_t C, size_t NH);
+
+/* The same products in the order of PyTorch's CPU bf16 bmm (oneDNN): per
+ * (b,h) the full T x T matrices (masked entries exact zeros) through
+ * amp_gemm_pairs, for bf16 (or fp16) operands whose products are exact.
+ * scores: att = q k^T (no scaling); values: out = prob v; values_backward:
+ * dprob = dout v^T and the v part of dqkv = prob^T dout; scores_backward:
+ * the q and k parts of dqkv = datt k and datt^T q. Every output is written,
+ * not added to. */
+AMP_API void amp_attn_pairs_scores(float *att, const float *qkv, size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attn_pairs_values(float *out, const float *prob, const float *qkv, size_t B, size_t T, size_t C,
+                                   size_t NH);
+AMP_API void amp_attn_pairs_values_backward(float *dprob, float *dqkv, const float *dout, const float *prob,
+                                            const float *qkv, size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attn_pairs_scores_backward(float *dqkv, const float *datt, const float *qkv, size_t B, size_t T,
+                                            size_t C, size_t NH);
 
 /* prob = softmax over t2 <= t of att, row by row: max subtracted, expf in
  * float, the row sum in double, prob = float(e / sum). */

@@ -399,6 +399,84 @@ void amp_attn_values_backward(float *dprob, float *dqkv, const float *dout,
     }
 }
 
+/* ---- PyTorch CPU bf16 order (amp_gemm_pairs per head) ------------------
+ * Each head's product as the full T x T matrix (masked entries exact zeros,
+ * which add nothing), through amp_gemm_pairs. */
+
+/* full (T,T) from packed causal p (zeros above the diagonal), or back. */
+static void unpack(float *full, const float *p, size_t T)
+{
+    for (size_t t = 0; t < T; t++) {
+        memcpy(full + t * T, p + ROW(t), (t + 1) * sizeof *full);
+        memset(full + t * T + t + 1, 0, (T - t - 1) * sizeof *full);
+    }
+}
+
+static void pack(float *p, const float *full, size_t T)
+{
+    for (size_t t = 0; t < T; t++) memcpy(p + ROW(t), full + t * T, (t + 1) * sizeof *p);
+}
+
+void amp_attn_pairs_scores(float *att, const float *qkv, size_t B, size_t T, size_t C, size_t NH)
+{
+    size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
+    float *full = malloc(T * T * sizeof *full);
+    AMP_ASSERT(full != NULL);
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        const float *q = qkv + bh / NH * T * C3 + bh % NH * hs;
+        amp_gemm_pairs(0, 1, (int)T, (int)T, (int)hs, q, (int)C3, q + C, (int)C3, 0.0f, full, (int)T);
+        pack(att + bh * L, full, T);
+    }
+    free(full);
+}
+
+void amp_attn_pairs_values(float *out, const float *prob, const float *qkv, size_t B, size_t T, size_t C, size_t NH)
+{
+    size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
+    float *full = malloc(T * T * sizeof *full);
+    AMP_ASSERT(full != NULL);
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        size_t b = bh / NH, h = bh % NH;
+        unpack(full, prob + bh * L, T);
+        amp_gemm_pairs(0, 0, (int)T, (int)hs, (int)T, full, (int)T, qkv + b * T * C3 + 2 * C + h * hs, (int)C3, 0.0f,
+                       out + b * T * C + h * hs, (int)C);
+    }
+    free(full);
+}
+
+void amp_attn_pairs_values_backward(float *dprob, float *dqkv, const float *dout, const float *prob,
+                                    const float *qkv, size_t B, size_t T, size_t C, size_t NH)
+{
+    size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
+    float *full = malloc(T * T * sizeof *full);
+    AMP_ASSERT(full != NULL);
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        size_t b = bh / NH, h = bh % NH;
+        const float *v = qkv + b * T * C3 + 2 * C + h * hs, *go = dout + b * T * C + h * hs;
+        amp_gemm_pairs(0, 1, (int)T, (int)T, (int)hs, go, (int)C, v, (int)C3, 0.0f, full, (int)T);
+        pack(dprob + bh * L, full, T);
+        unpack(full, prob + bh * L, T);
+        amp_gemm_pairs(1, 0, (int)T, (int)hs, (int)T, full, (int)T, go, (int)C, 0.0f,
+                       dqkv + b * T * C3 + 2 * C + h * hs, (int)C3);
+    }
+    free(full);
+}
+
+void amp_attn_pairs_scores_backward(float *dqkv, const float *datt, const float *qkv, size_t B, size_t T, size_t C,
+                                    size_t NH)
+{
+    size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
+    float *full = malloc(T * T * sizeof *full);
+    AMP_ASSERT(full != NULL);
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        size_t off = bh / NH * T * C3 + bh % NH * hs;
+        unpack(full, datt + bh * L, T);
+        amp_gemm_pairs(0, 0, (int)T, (int)hs, (int)T, full, (int)T, qkv + off + C, (int)C3, 0.0f, dqkv + off, (int)C3);
+        amp_gemm_pairs(1, 0, (int)T, (int)hs, (int)T, full, (int)T, qkv + off, (int)C3, 0.0f, dqkv + off + C, (int)C3);
+    }
+    free(full);
+}
+
 static float attn_scale(size_t C, size_t NH)
 {
     return (float)(1.0 / sqrt((double)(C / NH)));

@@ -114,11 +114,16 @@ void amp_gemm_pairs(int ta, int tb, int M, int N, int K, const float *A, int lda
     free(bp);
 }
 
+int amp_ctx_pairs(const amp_ctx *cx)
+{
+    const amp_policy *p = cx->pol;
+    return p->torch_cpu && p->fwd_in.bits <= 16 && p->bwd_in.bits <= 16 && cx->gemm.acc_fp32;
+}
+
 void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc)
 {
-    const amp_policy *p = cx->pol;
-    if (p->torch_cpu && p->fwd_in.bits <= 16 && p->bwd_in.bits <= 16 && cx->gemm.acc_fp32)
+    if (amp_ctx_pairs(cx))
         amp_gemm_pairs(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     else
         amp_gemm(&cx->gemm, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);

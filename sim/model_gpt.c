@@ -233,6 +233,7 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
     amp_ctx *cx = &m->cx;
     size_t N = g->N, B = (size_t)g->B, T = (size_t)g->T, C = (size_t)g->C, NH = (size_t)g->NH;
     amp_status s;
+    const int pairs = amp_ctx_pairs(cx);     /* the attention products in PyTorch CPU's bf16 order */
     AMP_ASSERT(bt->B == g->B && bt->D == g->T && bt->tok && bt->y);
     reg->phase = AMP_PHASE_FORWARD;
     for (size_t i = 0; i < N; i++)
@@ -247,7 +248,8 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = amp_linear_forward(cx, &h->c_attn))) return s;
         if (h->qkv_op != h->c_attn.out && (s = amp_tensor_round(reg, h->qkv_op, h->c_attn.out->data))) return s;
         /* scores: raw q k^T rounded to the bmm output format, then scaled */
-        amp_attn_scores_forward(g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+        if (pairs) amp_attn_pairs_scores(g->work1, h->qkv_op->data, B, T, C, NH);
+        else amp_attn_scores_forward(g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
         if ((s = round_hidden(m, h->att, &h->att->fmt, g->work1, h->att->n))) return s;
         for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
         if ((s = amp_tensor_round(reg, h->att, g->work1))) return s;
@@ -256,7 +258,8 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = amp_tensor_round(reg, h->prob, po))) return s;
         if (h->prob_op != h->prob && (s = amp_tensor_round(reg, h->prob_op, h->prob->data))) return s;
         float *yo = out_buf(h->y, g->work1);
-        amp_attn_values_forward(yo, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        if (pairs) amp_attn_pairs_values(yo, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        else amp_attn_values_forward(yo, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
         if ((s = amp_tensor_round(reg, h->y, yo))) return s;
         if ((s = amp_linear_forward(cx, &h->attn_proj))) return s;
         if ((s = residual_forward(m, g, h->res_1, x, h->attn_proj.out))) return s;
@@ -285,6 +288,7 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
     amp_ctx *cx = &m->cx;
     size_t N = g->N, B = (size_t)g->B, T = (size_t)g->T, C = (size_t)g->C, NH = (size_t)g->NH, V = (size_t)g->V;
     amp_status s;
+    const int pairs = amp_ctx_pairs(cx);
     reg->phase = AMP_PHASE_BACKWARD;
     s = m->pol.torch_cpu ? amp_xent_backward_torchcpu(cx, g->logits->grad, g->logits, bt->y, (int)N, g->V, loss_scale)
                          : amp_xent_backward(cx, g->logits->grad, g->probs, bt->y, (int)N, g->V, loss_scale);
@@ -332,7 +336,10 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         size_t na = h->att->n, nq = h->c_attn.out->n;
         memset(g->work1, 0, na * sizeof(float));
         memset(g->work2, 0, nq * sizeof(float));
-        amp_attn_values_backward(g->work1, g->work2, dy->data, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        if (pairs)
+            amp_attn_pairs_values_backward(g->work1, g->work2, dy->data, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        else
+            amp_attn_values_backward(g->work1, g->work2, dy->data, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
         if (h->prob_op != h->prob) {
             if ((s = amp_tensor_round(reg, h->prob_op->grad, g->work1))) return s;
             if ((s = amp_tensor_accum(reg, h->prob->grad, h->prob_op->grad->data))) return s;
@@ -347,7 +354,8 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         /* gradient of the raw scores: att.grad * scale, rounded (unlogged) */
         for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
         if ((s = round_hidden(m, h->att->grad, &g->attn_gin, g->work1, na))) return s;
-        amp_attn_scores_backward(g->work2, g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+        if (pairs) amp_attn_pairs_scores_backward(g->work2, g->work1, h->qkv_op->data, B, T, C, NH);
+        else amp_attn_scores_backward(g->work2, g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
         if (h->qkv_op != h->c_attn.out) {
             if ((s = amp_tensor_round(reg, h->qkv_op->grad, g->work2))) return s;
             if ((s = amp_tensor_accum(reg, h->c_attn.out->grad, h->qkv_op->grad->data))) return s;
