@@ -102,6 +102,9 @@ AMP_API amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const flo
  *   g_j = fma(-exp(o_j), s, n_j), n = -(scale/B) at the target, 0 elsewhere,
  *       s = -(scale/B)          (log_softmax's backward on nll_loss's),
  * rounded into dlogits' format. logits [B,C]. */
+/* SLEEF's expf_u10 with fused multiply-adds (PyTorch's vectorised float exp
+ * in its AVX2 kernels): 0 below -104 (and for -inf), inf above 100. */
+AMP_API float amp_sleef_expf(float d);
 AMP_API amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, const amp_tensor *logits,
                                               const int32_t *y, int B, int C, float scale);
 
@@ -273,6 +276,13 @@ AMP_API void amp_attn_pairs_scores_backward(float *dqkv, const float *datt, cons
  * float, the row sum in double, prob = float(e / sum). */
 AMP_API void amp_attn_softmax_forward(float *prob, const float *att,
                                       size_t B, size_t T, size_t NH);
+/* The same softmax in the float32 arithmetic of PyTorch's CPU kernel for a
+ * bf16 tensor (each row of T entries, the masked ones -inf): the maximum; e =
+ * amp_sleef_expf(x - max) over the first T - T % 8 entries, summed on 8 lanes
+ * then added as the tree ((0+4)+(2+6))+((1+5)+(3+7)), the last T % 8 entries by
+ * the C library's expf, added in order; prob = e * (1 / sum), to be rounded
+ * into bf16 by the caller. */
+AMP_API void amp_attn_softmax_forward_torchcpu(float *prob, const float *att, size_t B, size_t T, size_t NH);
 /* datt += prob * (dprob - sum_t2 prob dprob)   (the row sum in double). */
 AMP_API void amp_attn_softmax_backward(float *datt, const float *dprob, const float *prob,
                                        size_t B, size_t T, size_t NH);

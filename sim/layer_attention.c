@@ -239,6 +239,28 @@ void amp_attn_softmax_backward(float *datt, const float *dprob, const float *pro
         }
 }
 
+/* One causal row (t + 1 entries of a row of T) of amp_attn_softmax_forward_torchcpu. */
+static void softmax_row_torchcpu(float *p, const float *a, size_t t, size_t T)
+{
+    float mx = -INFINITY, acc[8] = { 0 }, sum;
+    for (size_t j = 0; j <= t; j++) mx = a[j] > mx ? a[j] : mx;
+    size_t nv = T - T % 8;
+    for (size_t j = 0; j < nv && j <= t; j++) acc[j % 8] += (p[j] = amp_sleef_expf(a[j] - mx));
+    sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    for (size_t j = nv; j <= t; j++) sum += (p[j] = expf(a[j] - mx));
+    float inv = 1.0f / sum;
+    for (size_t j = 0; j <= t; j++) p[j] *= inv;
+}
+
+void amp_attn_softmax_forward_torchcpu(float *prob, const float *att, size_t B, size_t T, size_t NH)
+{
+    size_t L = amp_causal_len(T);
+    #pragma omp parallel for collapse(2) schedule(static) if (B * NH * L >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t bh = 0; bh < B * NH; bh++)
+        for (size_t t = 0; t < T; t++)
+            softmax_row_torchcpu(prob + bh * L + ROW(t), att + bh * L + ROW(t), t, T);
+}
+
 /* One row of amp_attn_softmax_backward_fmt. */
 static void softmax_row_bwd_fmt(float *dx, const float *dp, const float *p, size_t n, const amp_format *f,
                                 const amp_round_opts *o)

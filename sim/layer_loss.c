@@ -61,8 +61,10 @@ amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const float *prob
 /* SLEEF's single-precision exp (expf_u10, the vector variant with fused
  * multiply-adds): exp(d) = 2^q (1 + s + s^2 P(s)), q = rint(d / ln 2),
  * s = d - q ln 2 in two fused steps; 0 below -104, inf above 100. */
-static float sleef_expf(float d)
+float amp_sleef_expf(float d)
 {
+    if (d < -104.0f) return 0.0f;            /* (also -inf) */
+    if (d > 100.0f) return INFINITY;
     float qf = nearbyintf(d * 1.442695040888963407359924681001892137426645954152985934135449406931f);
     int q = (int)qf;
     float s = fmaf(qf, -0.693145751953125f, d);
@@ -74,8 +76,6 @@ static float sleef_expf(float d)
     u = fmaf(u, s, 0.166666671633720397949219f);
     u = fmaf(u, s, 0.5f);
     u = 1.0f + fmaf(s * s, u, s);
-    if (d < -104.0f) return 0.0f;
-    if (d > 100.0f) return INFINITY;
     int h = q >> 1;                          /* ldexp in two steps, as SLEEF */
     u *= ldexpf(1.0f, h);
     return u * ldexpf(1.0f, q - h);
@@ -89,13 +89,13 @@ static void log_softmax_row(float *o, const float *z, int n)
     float sum;
     if (n < 8) {
         sum = 0.0f;
-        for (int j = 0; j < n; j++) { float e = sleef_expf(z[j] - mx); sum = j == 0 ? e : sum + e; }
+        for (int j = 0; j < n; j++) { float e = amp_sleef_expf(z[j] - mx); sum = j == 0 ? e : sum + e; }
     } else {
         float acc[8];
-        for (int l = 0; l < 8; l++) acc[l] = sleef_expf(z[l] - mx);
+        for (int l = 0; l < 8; l++) acc[l] = amp_sleef_expf(z[l] - mx);
         for (int d = 8; d < n; d += 8) {
             int k = n - d < 8 ? n - d : 8;
-            for (int l = 0; l < k; l++) acc[l] += sleef_expf(z[d + l] - mx);
+            for (int l = 0; l < k; l++) acc[l] += amp_sleef_expf(z[d + l] - mx);
         }
         sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
     }
@@ -115,7 +115,7 @@ amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, const am
     for (int b = 0; b < B; b++) {
         float *gr = g + (size_t)b * C;
         log_softmax_row(gr, logits->data + (size_t)b * C, C);
-        for (int c = 0; c < C; c++) gr[c] = fmaf(-sleef_expf(gr[c]), nt, c == y[b] ? nt : 0.0f);
+        for (int c = 0; c < C; c++) gr[c] = fmaf(-amp_sleef_expf(gr[c]), nt, c == y[b] ? nt : 0.0f);
     }
     return amp_tensor_accum(cx->reg, dlogits, g);
 }

@@ -254,7 +254,8 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
         if ((s = amp_tensor_round(reg, h->att, g->work1))) return s;
         float *po = out_buf(h->prob, g->work1);
-        amp_attn_softmax_forward(po, h->att->data, B, T, NH);
+        if (m->pol.torch_cpu && h->prob->fmt.bits < 32) amp_attn_softmax_forward_torchcpu(po, h->att->data, B, T, NH);
+        else amp_attn_softmax_forward(po, h->att->data, B, T, NH);
         if ((s = amp_tensor_round(reg, h->prob, po))) return s;
         if (h->prob_op != h->prob && (s = amp_tensor_round(reg, h->prob_op, h->prob->data))) return s;
         float *yo = out_buf(h->y, g->work1);
