@@ -105,6 +105,8 @@ AMP_API amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const flo
 /* SLEEF's expf_u10 with fused multiply-adds (PyTorch's vectorised float exp
  * in its AVX2 kernels): 0 below -104 (and for -inf), inf above 100. */
 AMP_API float amp_sleef_expf(float d);
+/* The gradient alone: g [B,C] (float32, before the rounding into dlogits). */
+AMP_API void amp_xent_grad_torchcpu(float *g, const float *logits, const int32_t *y, int B, int C, float scale);
 AMP_API amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, const amp_tensor *logits,
                                               const int32_t *y, int B, int C, float scale);
 
@@ -226,6 +228,12 @@ AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const am
  * amp_attn_softmax_backward. */
 AMP_API void amp_softmax_rows_forward(float *prob, const float *x, size_t rows, size_t n);
 AMP_API void amp_softmax_rows_backward(float *dx, const float *dprob, const float *prob, size_t rows, size_t n);
+/* The same rows in PyTorch's CPU bf16 arithmetic: forward as
+ * amp_attn_softmax_forward_torchcpu (every row full: -inf entries give 0),
+ * backward as amp_attn_softmax_backward_fmt (dx written). */
+AMP_API void amp_softmax_rows_forward_torchcpu(float *prob, const float *x, size_t rows, size_t n);
+AMP_API void amp_softmax_rows_backward_fmt(float *dx, const float *dprob, const float *prob, size_t rows, size_t n,
+                                           const amp_format *f);
 /* out[p] (M,N) = a[p] (M,K) @ b[p], P products, every array dense. b_rows = 1:
  * b[p] is stored (N,K) and out[i,j] = the attention scores' dot product of
  * a's row i and b's row j (double, four partial sums); b_rows = 0: b[p] is

@@ -296,6 +296,21 @@ void amp_softmax_rows_forward(float *prob, const float *x, size_t rows, size_t n
     for (size_t r = 0; r < rows; r++) softmax_row(prob + r * n, x + r * n, n);
 }
 
+void amp_softmax_rows_forward_torchcpu(float *prob, const float *x, size_t rows, size_t n)
+{
+    #pragma omp parallel for schedule(static) if (rows * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t r = 0; r < rows; r++)
+        if (n) softmax_row_torchcpu(prob + r * n, x + r * n, n - 1, n);
+}
+
+void amp_softmax_rows_backward_fmt(float *dx, const float *dprob, const float *prob, size_t rows, size_t n,
+                                   const amp_format *f)
+{
+    const amp_round_opts o = amp_round_defaults();
+    #pragma omp parallel for schedule(static) if (rows * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t r = 0; r < rows; r++) softmax_row_bwd_fmt(dx + r * n, dprob + r * n, prob + r * n, n, f, &o);
+}
+
 void amp_softmax_rows_backward(float *dx, const float *dprob, const float *prob, size_t rows, size_t n)
 {
     #pragma omp parallel for schedule(static) if (rows * n >= AMP_PAR_MIN) num_threads(amp_get_threads())

@@ -103,6 +103,17 @@ static void log_softmax_row(float *o, const float *z, int n)
     for (int j = 0; j < n; j++) o[j] = (z[j] - mx) - ls;
 }
 
+void amp_xent_grad_torchcpu(float *g, const float *logits, const int32_t *y, int B, int C, float scale)
+{
+    const float nt = -(scale / (float)B);   /* nll_loss backward: -grad / total_weight */
+    #pragma omp parallel for schedule(static) if ((size_t)B * C >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (int b = 0; b < B; b++) {
+        float *gr = g + (size_t)b * C;
+        log_softmax_row(gr, logits + (size_t)b * C, C);
+        for (int c = 0; c < C; c++) gr[c] = fmaf(-amp_sleef_expf(gr[c]), nt, c == y[b] ? nt : 0.0f);
+    }
+}
+
 amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, const amp_tensor *logits,
                                       const int32_t *y, int B, int C, float scale)
 {
@@ -110,12 +121,6 @@ amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, const am
     AMP_ASSERT(logits->n == (size_t)B * C);
     amp_status s = amp_ctx_scratch(cx, (size_t)B * C, &g);
     if (s) return s;
-    const float nt = -(scale / (float)B);   /* nll_loss backward: -grad / total_weight */
-    #pragma omp parallel for schedule(static) if ((size_t)B * C >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (int b = 0; b < B; b++) {
-        float *gr = g + (size_t)b * C;
-        log_softmax_row(gr, logits->data + (size_t)b * C, C);
-        for (int c = 0; c < C; c++) gr[c] = fmaf(-amp_sleef_expf(gr[c]), nt, c == y[b] ? nt : 0.0f);
-    }
+    amp_xent_grad_torchcpu(g, logits->data, y, B, C, scale);
     return amp_tensor_accum(cx->reg, dlogits, g);
 }
