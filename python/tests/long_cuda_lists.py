@@ -5,10 +5,10 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cuda_lists import HAVE_TORCH, run  # noqa: E402
+from test_cuda_lists import HAVE_TORCH, NO_TORCH, run  # noqa: E402
 
 
-@unittest.skipUnless(HAVE_TORCH, "PyTorch (python3-torch) is not installed")
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class CudaListsLong(unittest.TestCase):
     def test_bf16_amp_graph(self):
         for shape in ("tiny", "gpt_t13", "gpt_b1"):

@@ -15,15 +15,10 @@ import subprocess
 import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import CLI, ROOT  # noqa: E402
+from test_gpt_grads import HAVE_TORCH, NO_TORCH  # noqa: E402
 
-try:
-    import torch  # noqa: F401
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
 SCRIPT = os.path.join(ROOT, "tests", "ref", "gpt_cuda_lists.py")
 
 
@@ -35,7 +30,7 @@ def run(*args):
     return r.returncode == 0, r.stdout.strip()
 
 
-@unittest.skipUnless(HAVE_TORCH, "PyTorch (python3-torch) is not installed")
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class CudaLists(unittest.TestCase):
     """The tiny shape and one dropped rounding here; python/tests/long_cuda_lists.py
     runs the other shapes, every dropped rounding and fp16-amp."""
