@@ -35,12 +35,12 @@ AMP_API amp_status amp_ctx_add_weight(amp_ctx *cx, const char *name, const amp_f
  * and rounded into w's format (the cast), or only rounded when w has no master. */
 AMP_API amp_status amp_ctx_set_weight(amp_ctx *cx, amp_tensor *w, const float *v);
 
-/* amp_ctx_pairs: 1 when the policy's GEMMs run in amp_gemm_pairs' order.
- * C [M,N] (= or +=, beta 0 or 1) A' B' as amp_gemm (A' = A or A^T by ta, B'
- * likewise), through the kernel the policy's GEMMs use: amp_gemm, except under
- * "kernels": "torch_cpu" with every GEMM operand of at most 16 bits, where it
- * is amp_gemm_pairs, the order of PyTorch's CPU bf16 GEMMs (oneDNN). */
+/* 1 when the policy's GEMMs run in amp_gemm_pairs' order: "kernels":
+ * "torch_cpu" with every GEMM operand of at most 16 bits and FP32 accumulation. */
 AMP_API int amp_ctx_pairs(const amp_ctx *cx);
+/* C [M,N] (= or +=, beta 0 or 1) A' B' as amp_gemm (A' = A or A^T by ta, B'
+ * likewise), through the kernel the policy's GEMMs use: amp_gemm_pairs (the
+ * order of PyTorch's CPU bf16 GEMMs, oneDNN's) when amp_ctx_pairs, else amp_gemm. */
 AMP_API void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, float beta, float *C, int ldc);
 /* The summation order of oneDNN's bf16 GEMM (AVX512_CORE, the vdpbf16ps
