@@ -30,7 +30,13 @@ typedef struct amp_report_opts {
      * call's temporaries and return AMP_EINTR (a rerun redraws). NULL = never. */
     const volatile sig_atomic_t *stop;
     const char *out;         /* the page's folder; NULL = DIR/report (required for several folders) */
+    int figsize;             /* PDF and SVG size: AMP_REPORT_FIG_WIDE (7 in, the default) or _COLUMN (3.5 in) */
 } amp_report_opts;
+
+enum { AMP_REPORT_FIG_WIDE = 0, AMP_REPORT_FIG_COLUMN = 1 };
+
+/* Parses "column" or "wide" into AMP_REPORT_FIG_*. */
+AMP_API amp_status amp_report_parse_figsize(const char *s, int *out);
 
 /* Writes DIR/report/index.html and the figures for a run or compare
  * directory. The gnuplot scripts are looked for in opts->scripts_dir, then

@@ -5,6 +5,8 @@
 # arrays ttl, fmtname, eflush, enorm, eover (band edges in log2 units), scaled, asgiven
 # (per-tensor FP8 scaled: only the values as given to the format, in blue).
 # Data: per panel three blocks: unscaled, as logged (x loss scale), special bins.
+if (!exists("paper")) paper = 0
+if (paper > 0) { W = pxw; H = pxh }   # a paper-sized PDF/SVG: the layout in its own units
 c_flush = "#f4c7c3"; c_sub = "#fce8b2"; c_norm = "#d9ead3"; c_over = "#d0d0d0"
 c_unsc = "#555555"; c_scal = "#1f5fbf"
 set style fill solid 1.0 noborder

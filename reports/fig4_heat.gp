@@ -13,7 +13,9 @@ set palette defined (0 "#fff3b0", 0.35 "#f9a03f", 0.7 "#d1495b", 1 "#5c0029")
 set xlabel "step"
 set style fill solid 1.0 noborder
 unset key
-lm = lmargin_px / 1000.0
+if (!exists("paper")) paper = 0
+if (paper > 0) { W = pxw; H = pxh }   # a paper-sized PDF/SVG: the layout in its own units
+lm = lmargin_px * 1.0 / W
 if (lm > 0.4) { lm = 0.4 }
 gap = 0.03
 pw = (0.84 - lm - gap) / 2

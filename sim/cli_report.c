@@ -9,7 +9,7 @@
 
 static void help(void)
 {
-    printf("usage: ampsim report DIR [--formats png,pdf,svg] [--quiet] [--out OUT]\n"
+    printf("usage: ampsim report DIR [--formats png,pdf,svg] [--figsize column|wide] [--quiet] [--out OUT]\n"
            "       ampsim report DIR1 DIR2 ... --out OUT\n"
            "Writes DIR/report/index.html (or OUT/index.html) and the figures of a run directory\n"
            "(written by `ampsim train`) or a compare directory (written by `ampsim compare`:\n"
@@ -30,6 +30,7 @@ static void help(void)
            "  6 dot-product error vs length K (from DIR/accum.csv, made by\n"
            "    `ampsim bench accum --csv > DIR/accum.csv`)\n"
            "PNG is always written (the page shows it); --formats adds PDF and SVG for papers\n"
+           "(at --figsize; each figure's exact gnuplot command is on the page)\n"
            "(default: png,pdf,svg). The compare's reference is the run folder named ref (as\n"
            "`ampsim compare` names it), else a run whose config.json has precision fp32.\n"
            "Runs that summary.csv marks as failed are left out (and named on the page).\n"
@@ -37,6 +38,8 @@ static void help(void)
            "with a message naming the file and line. Prints the path of index.html.\n"
            "Options:\n"
            "  --formats LIST   any of png,pdf,svg\n"
+           "  --figsize SIZE   PDF and SVG for a paper: wide (7 in, the default) or column\n"
+           "                   (3.5 in); text at 8 pt or more at that size\n"
            "  --quiet          no gnuplot warnings on stderr\n"
            "  --out OUT        write the page and figures into OUT (default DIR/report)\n"
            "  --scripts DIR    folder holding the fig*.gp scripts (default: found next to the\n"
@@ -45,6 +48,7 @@ static void help(void)
 }
 
 static amp_status parse_formats(const char *v, void *dst) { return amp_report_parse_formats(v, dst); }
+static amp_status parse_figsize(const char *v, void *dst) { return amp_report_parse_figsize(v, dst); }
 
 int amp_cli_report(int argc, char **argv)
 {
@@ -57,6 +61,7 @@ int amp_cli_report(int argc, char **argv)
         { "--gnuplot", AMP_OPT_STR, &o.gnuplot, 0, 0, NULL },
         { "--quiet", AMP_OPT_FLAG, &o.quiet, 1, 0, NULL },
         { "--out", AMP_OPT_STR, &o.out, 0, 0, NULL },
+        { "--figsize", AMP_OPT_FN, &o.figsize, 0, 0, parse_figsize },
         { NULL, 0, NULL, 0, 0, NULL },
     };
     int rc = amp_cli_parse("report", argc, argv, opts, &dirs, AMP_CLI_POSITIONAL, help);
