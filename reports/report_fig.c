@@ -451,7 +451,7 @@ static amp_status fig_layers(rp_ctx *ctx)
         rp_gp_str(g.fp, t);
         fprintf(g.fp, " %d", q + 1);
     }
-    fputs(nl > 12 ? ") rotate by 90 right font \",9\"\n" : maxlen > 8 ? ") rotate by -30\n" : ")\n", g.fp);
+    fputs(nl > 12 ? ") rotate by 90 right font (paper > 0 ? \",8\" : \",9\")\n" : maxlen > 8 ? ") rotate by -30\n" : ")\n", g.fp);
     free(lay);
     if ((st = rp_commit2(&d, &g))) return st;
     rp_add_sources_all(ctx, f, "tensors.csv", 1);

@@ -128,14 +128,14 @@ static amp_status copy_script(rp_ctx *ctx, const char *script)
 
 /* The terminal of one format. PNG (the page's) is w x h pixels; PDF and
  * SVG are --figsize: 7 in wide (wide, the default) or 3.5 in (column),
- * height in proportion (column: 1.4 times taller, for the key), text at 8 pt
+ * height in proportion (column: 1.5 times taller, for the key), text at 8 pt
  * or more (fontscale 1: pdfcairo's default halves every font); "paper" tells
  * the scripts which layout to use (0 screen, 1 column, 2 wide). SVG units
  * are points (72 per inch). */
 void rp_gp_term(const rp_ctx *ctx, unsigned fmt, int w, int h, char *term, size_t len)
 {
     int paper = ctx->opts->figsize == AMP_REPORT_FIG_COLUMN ? 1 : 2;
-    double win = paper == 1 ? 3.5 : 7.0, hin = win * h / w * (paper == 1 ? 1.4 : 1.0);
+    double win = paper == 1 ? 3.5 : 7.0, hin = win * h / w * (paper == 1 ? 1.5 : 1.0);
     /* the canvas in the units the scripts place things in (pixels of the
      * 11-point PNG): text of 8 pt on win inches is as wide as 11 px on pxw px */
     int pxw = (int)lround(win * 72 * 11 / 8), pxh = (int)lround(hin * 72 * 11 / 8);
