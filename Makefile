@@ -5,6 +5,8 @@
 #                   last line is "N passed, N failed, N skipped"
 #   make sanitize   the C suites under ASan+UBSan (-fno-sanitize-recover=all)
 #   make fuzz       every fuzz harness for FUZZ_SECONDS (fuzz-ci: corpus + 10 s, as CI)
+#   make check-long    the slow checks (tests/long.sh): report pages in headless Chromium,
+#                   PDFs through poppler; the last line is "N passed, N failed"
 #   make check-layers  includes by layer, no file cycles (and the checker's self-test)
 #   make valgrind   the same under valgrind (CK_FORK=no)
 #   make bench      ampsim bench round|gemm|train
@@ -54,7 +56,7 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 SONAME  := libampsim.so.0
 SHLIB   := libampsim.so.$(VERSION)
 
-.PHONY: all check check-run check-layers sanitize valgrind bench install clean demo deps deps-base deps-python \
+.PHONY: all check check-run check-long check-layers sanitize valgrind bench install clean demo deps deps-base deps-python \
         deps-fuzz check-exhaustive fuzz fuzz-ci check-python install-python shots
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
@@ -107,6 +109,10 @@ check-run: all $(TEST_BIN)
 	@AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) EXAMPLE_LDFLAGS="$(LDFLAGS)" \
 	  AMP_MAKE_FLAGS="SANITIZER=$(SANITIZER) OPT=$(OPT)" \
 	  AMP_PYTHON_TESTS=$(if $(SANITIZER),0,1) sh tests/run_suites.sh $(BUILD) $(TEST_BIN)
+
+# The slow checks, left out of make check (tests/long.sh).
+check-long: all
+	@sh tests/long.sh $(BUILD)
 
 # The layer check alone: includes by layer, no file cycles, and its self-test.
 check-layers: all
