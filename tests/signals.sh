@@ -72,6 +72,42 @@ cat > "$tmp/grid.json" <<'G'
 {"train": {"steps": 300}, "precisions": ["bf16-amp"], "seeds": [1, 2]}
 G
 trial sweep "$A" sweep "$tmp/grid.json" --jobs 2 --out out
+# Ctrl-C at a terminal: SIGINT to the whole process group (compare and its
+# runs at once). Twice, at a random point: exit 130, no temporary in any run
+# folder, and the rerun resumes to the same files as an uninterrupted run.
+pgroup() {
+    name=$1; shift
+    rm -rf "$tmp/ref" && cp -r "$tmp/base" "$tmp/ref"
+    t0=$(now)
+    (cd "$tmp/ref" && "$@" >/dev/null 2>&1) || { echo "FAIL $name: the uninterrupted run failed"; fails=$((fails + 1)); return; }
+    max=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+    for rep in 1 2; do
+        k=$((k + 1))
+        rm -rf "$tmp/try" && cp -r "$tmp/base" "$tmp/try"
+        d=$(delay "$max" $k)
+        (cd "$tmp/try" && exec setsid "$@" >/dev/null 2>"$tmp/err") &
+        pid=$!
+        sleep "$d"
+        pg=$(ps -o pgid= -p $pid 2>/dev/null | tr -d ' ')
+        [ -n "$pg" ] && kill -s INT -- "-$pg" 2>/dev/null
+        wait $pid; rc=$?
+        if [ $rc -ne 130 ] && [ $rc -ne 0 ]; then
+            echo "FAIL $name process-group SIGINT after ${d}s: exit $rc, expected 130 (or 0)"; cat "$tmp/err"
+            fails=$((fails + 1)); continue
+        fi
+        sleep 0.2   # runs that outlived the launcher would still be writing
+        l=$(litter "$tmp/try")
+        [ -n "$l" ] && { echo "FAIL $name process-group SIGINT after ${d}s: temporaries left: $l"; fails=$((fails + 1)); }
+        (cd "$tmp/try" && "$@" >/dev/null 2>"$tmp/err") || { echo "FAIL $name: rerun failed"; cat "$tmp/err"; fails=$((fails + 1)); continue; }
+        if ! diff -r "$tmp/ref" "$tmp/try" >"$tmp/diff" 2>&1; then
+            echo "FAIL $name process-group SIGINT after ${d}s: the rerun differs:"; head -n 5 "$tmp/diff"
+            fails=$((fails + 1))
+        else
+            echo "ok $name process-group SIGINT after ${d}s of ${max}s: exit $rc, no temporaries, rerun identical"
+        fi
+    done
+}
+command -v setsid >/dev/null 2>&1 && pgroup compare "$A" compare --precisions fp16-amp --scalers none,torch --steps 800 --jobs 2 --out out
 (cd "$tmp/base" && "$A" compare --precisions fp16-amp --scalers none,torch --steps 60 --out out >/dev/null 2>&1) \
     || { echo "FAIL: compare for the report trial"; exit 1; }
 trial report "$A" report out --formats png,svg --quiet
