@@ -10,7 +10,7 @@ if (!exists("paper")) paper = 0
 # a font of n points on the screen; on paper (PDF, SVG) 8/11 of it and at least 8 pt
 F(n) = sprintf(",%g", paper > 0 ? (n * 8.0 / 11 < 8 ? 8 : n * 8.0 / 11) : n)
 fs8 = F(8); fs9 = F(9); fs10 = F(10); fs11 = F(11); fs12 = F(12); fs13 = F(13)   # gnuplot takes a font from a string variable
-LM = paper == 1 ? 0.22 : paper == 2 ? 0.1 : 0.09
+LM = paper == 1 ? 0.27 : paper == 2 ? 0.13 : 0.09
 RM = paper > 0 ? 0.97 : 0.74
 set tics out nomirror
 set grid lc rgb "#e8e8e8"
@@ -27,7 +27,7 @@ if (paper > 0) {
 } else {
     set key at screen RM + 0.015, graph 1 left top Left reverse samplen 2 font fs10
 }
-if (logloss) { set logscale y; set ylabel "loss (log scale)" } else { set ylabel "loss" }
+if (logloss) { set logscale y; set ylabel (paper > 0 ? "loss" : "loss (log scale)") } else { set ylabel "loss" }
 if (win > 1 && paper == 0) { set ylabel sprintf("loss (running mean over %d steps)", win) }
 set lmargin at screen LM
 set rmargin at screen RM
@@ -70,7 +70,7 @@ if (hasref) {
     set tmargin at screen (paper > 0 ? SPLIT - 0.02 : 0.37)
     set bmargin at screen B0
     set xlabel "step"
-    set ylabel "|loss - reference|"
+    set ylabel (paper > 0 ? "|loss - ref|" : "|loss - reference|")
     if (paper > 0) { set ytics 100 }   # every other decade labelled
     set key off
     if (anydiff) {

@@ -18,7 +18,7 @@ if (ymax - ymin > 24) { set ytics 4 }
 if (ymax - ymin > 60) { set ytics 16 }
 set title (paper > 0 ? "" : "Loss scale used at each step (filled circles: skipped steps)") font fs12
 if (paper > 0) { set key inside top right samplen 1 spacing 0.9 font fs8 opaque } else { set key at screen RM + 0.015, graph 1 left top Left reverse samplen 2 font fs10 }
-set lmargin at screen (paper == 1 ? 0.17 : paper == 2 ? 0.1 : 0.08)
+set lmargin at screen (paper == 1 ? 0.2 : paper == 2 ? 0.1 : 0.08)
 set rmargin at screen RM
 array pal[20] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", \
                  "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d", "#393b79"]

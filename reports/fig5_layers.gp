@@ -8,7 +8,7 @@ if (!exists("paper")) paper = 0
 F(n) = sprintf(",%g", paper > 0 ? (n * 8.0 / 11 < 8 ? 8 : n * 8.0 / 11) : n)
 fs8 = F(8); fs9 = F(9); fs10 = F(10); fs11 = F(11); fs12 = F(12); fs13 = F(13)   # gnuplot takes a font from a string variable
 if (!exists("nonfin")) nonfin = 0
-LM = paper == 1 ? 0.2 : paper == 2 ? 0.12 : 0.1
+LM = paper == 1 ? 0.27 : paper == 2 ? 0.13 : 0.1
 RM = paper > 0 ? 0.97 : 0.74
 set tics out nomirror
 set grid lc rgb "#e8e8e8"

@@ -13,7 +13,7 @@ set xrange [xmin:xmax]
 array pal[20] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", \
                  "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d", "#393b79"]
 colour(k) = pal[(k - 1) % 20 + 1]
-set lmargin at screen (paper == 1 ? 0.17 : paper == 2 ? 0.1 : 0.08)
+set lmargin at screen (paper == 1 ? 0.2 : paper == 2 ? 0.1 : 0.08)
 set rmargin at screen RM
 set multiplot
 set size 1, 0.5

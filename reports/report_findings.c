@@ -257,14 +257,16 @@ void rp_html_findings(FILE *fp, const rp_ctx *ctx)
             size_t t = ord[b]; ord[b] = ord[b - 1]; ord[b - 1] = t;
         }
     fputs("<h2 id=findings>Findings</h2>\n", fp);
-    for (size_t i = 0; i < n; i++)
-        if (*f[i].nf || *f[i].diverged) {
-            fputs("<p><b class=warn>", fp);
-            rp_html_escape(fp, ctx->r[i].label);
-            if (*f[i].nf) { fputs(": the first non-finite value appeared in ", fp); rp_html_escape(fp, f[i].nf); }
-            if (*f[i].diverged) fprintf(fp, "%s diverged: %s", *f[i].nf ? "; it" : ":", f[i].diverged);
-            fputs(".</b></p>\n", fp);
-        }
+    for (size_t i = 0; i < n; i++) {
+        int bad = *f[i].diverged || f[i].nonfinite;   /* a non-finite value the scaler skipped is not a failure */
+        if (!*f[i].nf && !bad) continue;
+        fputs(bad ? "<p><b class=warn>" : "<p>", fp);
+        rp_html_escape(fp, ctx->r[i].label);
+        if (*f[i].nf) { fputs(": the first non-finite value appeared in ", fp); rp_html_escape(fp, f[i].nf); }
+        if (*f[i].diverged) fprintf(fp, "%s diverged: %s", *f[i].nf ? "; it" : ":", f[i].diverged);
+        else if (!bad) fprintf(fp, "; the loss stayed finite (%ld step%s skipped)", f[i].skipped, f[i].skipped == 1 ? "" : "s");
+        fputs(bad ? ".</b></p>\n" : ".</p>\n", fp);
+    }
     if (k > 1)
         fprintf(fp, "<p>The runs, best first: runs that did not diverge first, then by the gap of the tail-mean loss to the "
                 "reference (of the validation loss, where logged). Runs whose gaps differ by less than the noise floor "

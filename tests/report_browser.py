@@ -144,7 +144,7 @@ def check_page(page, name, profile):
     os.unlink(probe)
 
 
-def check_pdf(path, inches):
+def check_pdf(path, inches, need=()):
     name = os.path.basename(path)
     info = run(["pdfinfo", path])
     m = re.search(r"Page size:\s+([\d.]+) x ([\d.]+) pts", info)
@@ -163,6 +163,13 @@ def check_pdf(path, inches):
            "smaller than 8 pt: " + " | ".join(small[:6]))
     out = [t for (top, left, wd, _, t) in texts if int(left) < -1 or int(left) + int(wd) > w * 1.5 + 2]
     result(not out, "%s: no text outside the page" % name, " | ".join(out[:6]))
+    # pdftohtml leaves out text wholly off the page: the labels must be there
+    # (compared without spaces and ligatures: pdftohtml splits a rotated label
+    # into pieces and keeps cairo's "fl" ligature as one character)
+    shown = "".join(html.unescape(t) for (_, _, _, _, t) in texts).replace("\ufb02", "fl").replace("\ufb01", "fi")
+    shown = shown.replace(" ", "")
+    missing = [n for n in need if n.replace(" ", "") not in shown]
+    result(not missing, "%s: shows %s" % (name, ", ".join(need) or "its text"), "missing: " + ", ".join(missing))
 
 
 def main():
@@ -192,11 +199,16 @@ def main():
         with open(os.path.join(tmp, "elsewhere/sweep/index.html"), encoding="utf-8") as f:
             groups = re.findall(r'<a href="([^"]*/report/index.html)"', f.read())
         result(len(groups) == 4, "sweep --out elsewhere: links to its 4 group pages (seeds x lr)")
-        for pdf in ("fig2_loss.pdf", "fig1_hist.pdf", "fig5_layers.pdf"):
-            check_pdf(os.path.join(tmp, "pages/deeper/run", pdf), 3.5)
+        for pdf, need in (("fig2_loss.pdf", ("loss", "step")), ("fig1_hist.pdf", ("% of values", "log2 |gradient|")),
+                          ("fig5_layers.pdf", ("layer (input to output)", "w-grad flushed (fraction)"))):
+            check_pdf(os.path.join(tmp, "pages/deeper/run", pdf), 3.5, need)
+        run([AMPSIM, "report", "demo", "--formats", "pdf", "--figsize", "column", "--quiet"], cwd=tmp)
+        check_pdf(os.path.join(tmp, "demo/report/fig2_loss.pdf"), 3.5, ("loss", "|loss - ref|", "step", "ref (reference)"))
         run([AMPSIM, "report", "demo", "--formats", "pdf", "--figsize", "wide", "--quiet"], cwd=tmp)
-        for pdf in ("fig2_loss.pdf", "fig3_scale.pdf", "fig4_heat_fp16-amp__none.pdf", "fig6_accum.pdf"):
-            check_pdf(os.path.join(tmp, "demo/report", pdf), 7)
+        for pdf, need in (("fig2_loss.pdf", ("|loss - ref|", "step")), ("fig3_scale.pdf", ("log2(loss scale)", "step")),
+                          ("fig4_heat_fp16-amp__none.pdf", ("flushed to zero", "step")),
+                          ("fig6_accum.pdf", ("max over trials",))):
+            check_pdf(os.path.join(tmp, "demo/report", pdf), 7, need)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         result(False, "setting up the examples", str(e))
     finally:
