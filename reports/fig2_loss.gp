@@ -20,7 +20,7 @@ set yrange [ylo:yhi]
 # KH is its height and B0 the bottom of the lower panel, as canvas fractions.
 NE = N + (nonfin > 0) + (hasval > 0)
 KH = paper > 0 ? ((paper == 1 ? NE : int((NE + 1) / 2)) * 13 + 6) / (pxh * 8.0 / 11) : 0
-B0 = paper > 0 ? KH + 32 / (pxh * 8.0 / 11) : 0.09
+B0 = paper > 0 ? KH + 38 / (pxh * 8.0 / 11) : 0.09
 SPLIT = B0 + 0.42 * (0.97 - B0)
 if (paper > 0) {
     set key off   # drawn last, in a plot of its own (a key is cut to its plot's height)
