@@ -277,7 +277,8 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
         fprintf(af.fp, "%s,%s,\"%s\"", r->name, r->precision, r->scaler);
         run_data rd;
         /* exit 1 with a complete summary.json: the run ended non-finite or was
-         * stopped; its logs are complete, so it is reported (status nonfinite) */
+         * stopped; its logs are complete, so it is reported (status nonfinite
+         * or stopped) */
         int ended = status[i] == 0 || (status[i] == 1 && has_summary(dir, r->name));
         if (!ended || (st = read_run(dir, r->name, &rd))) {
             if (ended) fprintf(stderr, "ampsim compare: %s\n", amp_errmsg());
@@ -300,7 +301,9 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
             }
             mean = m ? sum / (double)m : NAN;
         }
-        fprintf(af.fp, ",%s,%zu", status[i] == 0 ? "ok" : "nonfinite", rd.nsteps);
+        /* from the logs, not the exit code: a run kept from an earlier compare
+         * (already done, status 0) gets the same word as when it ran */
+        fprintf(af.fp, ",%s,%zu", !isfinite(fin) ? "nonfinite" : status[i] == 0 ? "ok" : "stopped", rd.nsteps);
         put_num(af.fp, fin);
         put_num(af.fp, mx);
         put_num(af.fp, mean);

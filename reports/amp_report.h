@@ -47,8 +47,8 @@ AMP_API amp_status amp_report_write(const char *dir, const amp_report_opts *opts
                                     char *index_path, size_t len);
 
 /* Several run, compare (or a mix of) folders on one page in opts->out:
- * every run of every folder, labelled FOLDER or FOLDER/RUN, linked by
- * absolute path; the reference is the first run named ref, else the first
+ * every run of every folder, labelled FOLDER or FOLDER/RUN, linked by a path
+ * relative to opts->out (as every page's links are); the reference is the first run named ref, else the first
  * fp32 run. n == 1 is amp_report_write. A sweep folder (summary.csv with a
  * group column, written by `ampsim sweep`) gets each group's compare page and
  * a page aggregating over the seeds. */

@@ -43,7 +43,19 @@ typedef struct cell {            /* one (configuration, varied values) over the 
     double tl, tl2, fl, fl2;     /* sums of tail loss and flushed share (finite runs) and of their squares */
     double gp, gp2;              /* sums of the paired gap: tail loss - the same seed's reference tail loss */
     int ntl, nfl, ngp;
+    char same[160];              /* summary.csv's same_as, when every seed's run names the same one */
+    int same_ok;
 } cell;
+
+/* The cell that cell i trained exactly as at every seed (the same run, by
+ * summary.csv's same_as), -1 if none: it is shown as one with it, "A = B". */
+static int merged_into(const cell *v, int n, int i)
+{
+    if (!v[i].same_ok) return -1;
+    for (int j = 0; j < n; j++)
+        if (j != i && !strcmp(v[j].cfg, v[i].same) && !strcmp(v[j].vary, v[i].vary)) return j;
+    return -1;
+}
 
 static double mean(double s, int n) { return n ? s / n : NAN; }
 static double sdev(double s, double s2, int n)
@@ -76,7 +88,7 @@ static amp_status aggregate(rp_ctx *ctx, const amp_csv *c, cell **out, int *ncel
 {
     int cg = 0, cs = amp_csv_col(c, "seed"), cn = amp_csv_col(c, "name"), cst = amp_csv_col(c, "status");
     int cfin = amp_csv_col(c, "final_loss"), ctl = amp_csv_col(c, "tail_mean_loss"), cfl = amp_csv_col(c, "mean_flushed_frac_grads");
-    int cgap = amp_csv_col(c, "tail_diff");
+    int cgap = amp_csv_col(c, "tail_diff"), csame = amp_csv_col(c, "same_as");
     if (cs < 0 || cst < 0 || cfin < 0 || ctl < 0 || cfl < 0)
         return amp_fail(AMP_EFORMAT, "%s/summary.csv: not a sweep summary (columns seed, status, final_loss, tail_mean_loss, "
                         "mean_flushed_frac_grads needed)", ctx->dir);
@@ -96,6 +108,9 @@ static amp_status aggregate(rp_ctx *ctx, const amp_csv *c, cell **out, int *ncel
         if (k == n) { snprintf(v[k].cfg, sizeof v[k].cfg, "%.150s", name); snprintf(v[k].vary, sizeof v[k].vary, "%s", vary); n++; }
         cell *e = &v[k];
         e->n++;
+        const char *sa = csame >= 0 ? amp_csv_get(c, i, csame) : "";
+        if (e->n == 1) { snprintf(e->same, sizeof e->same, "%.150s", sa); e->same_ok = *sa != 0; }
+        else if (strcmp(e->same, sa)) e->same_ok = 0;
         const char *tl = amp_csv_get(c, i, ctl), *fl = amp_csv_get(c, i, cfl);
         if (strcmp(amp_csv_get(c, i, cst), "ok") || !is_finite_text(amp_csv_get(c, i, cfin)) || !is_finite_text(tl)) {
             e->diverged++;
@@ -118,12 +133,24 @@ static amp_status sweep_figure(rp_ctx *ctx, const cell *v, int n)
 {
     rp_fig *f = rp_new_fig(ctx, "fig7_sweep", "fig7_sweep.gp", "Tail loss and flushed share over the seeds, per configuration and varied value");
     if (!f) return AMP_OK;
-    const char *cfg[64], *vary[64];
+    const char *cfg[64], *vary[64], *lbl[64];
+    char lab[64][300];
     int nc = 0, nv = 0;
     for (int i = 0; i < n; i++) {
-        int a = 0, b = 0;
+        int a = 0, b = 0, all = 1;   /* a configuration the same as another at every cell is not drawn again */
+        for (int q = 0; q < n; q++) if (!strcmp(v[q].cfg, v[i].cfg) && merged_into(v, n, q) < 0) all = 0;
         while (a < nc && strcmp(cfg[a], v[i].cfg)) a++;
-        if (a == nc && nc < 64) cfg[nc++] = v[i].cfg;
+        if (a == nc && nc < 64 && !all) {
+            snprintf(lab[nc], sizeof lab[nc], "%.150s", v[i].cfg);
+            for (int q = 0; q < n; q++) {
+                int j = merged_into(v, n, q);
+                size_t o = strlen(lab[nc]);
+                if (j >= 0 && !strcmp(v[j].cfg, v[i].cfg) && !strcmp(v[j].vary, v[i].vary) && o + 4 < sizeof lab[nc])
+                    snprintf(lab[nc] + o, sizeof lab[nc] - o, " = %.100s", v[q].cfg);
+            }
+            lbl[nc] = lab[nc];
+            cfg[nc++] = v[i].cfg;
+        }
         while (b < nv && strcmp(vary[b], v[i].vary)) b++;
         if (b == nv && nv < 64) vary[nv++] = v[i].vary;
     }
@@ -150,7 +177,7 @@ static amp_status sweep_figure(rp_ctx *ctx, const cell *v, int n)
         fputs("\n\n", d.fp);
     }
     fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nNV = %d\n", f->id, f->id, nc, nv);
-    rp_gp_str_array(g.fp, "lbl", cfg, nc);
+    rp_gp_str_array(g.fp, "lbl", lbl, nc);
     rp_gp_str_array(g.fp, "vlbl", vary, nv);
     if ((st = rp_commit2(&d, &g))) return st;
     snprintf(f->caption, sizeof f->caption, "Upper panel: the gap of each configuration's tail-mean loss (mean over the last "
@@ -209,12 +236,15 @@ static void sweep_findings(FILE *fp, const cell *v, int n)
 {
     fputs("<h2 id=findings>Findings</h2>\n<p>Each configuration against the reference, paired per seed: the gap of the "
           "tail-mean loss to the same seed's reference run, averaged over the seeds (± one sample sd of the gap). A gap "
-          "whose mean is within twice its standard error (sd/√n) of zero is <i>no effect beyond seed noise</i>.</p>\n"
+          "whose mean is within twice its standard error (sd/√n) of zero is <i>no effect beyond seed noise</i>. "
+          "Configurations that trained exactly alike at every seed are one entry (“A = B”).</p>\n"
           "<ul class=find>\n", fp);
     for (int i = 0; i < n; i++) {
-        if (!strcmp(v[i].cfg, "ref")) continue;
+        if (!strcmp(v[i].cfg, "ref") || merged_into(v, n, i) >= 0) continue;
         fputs("<li><b>", fp);
         rp_html_escape(fp, v[i].cfg);
+        for (int q = 0; q < n; q++)
+            if (merged_into(v, n, q) == i) { fputs("</b> = <b>", fp); rp_html_escape(fp, v[q].cfg); }
         fputs("</b> (", fp);
         rp_html_escape(fp, v[i].vary);
         fputs("): ", fp);

@@ -243,18 +243,18 @@ START_TEST(links_survive_out)
 END_TEST
 
 /* A sweep folder: seeds 1 and 2, one group each; per seed a reference and
- * two configurations, "noisy" (paired gaps 0.001, 0.004: within the seed
- * noise) and "worse" (0.05, 0.052). */
+ * three configurations, "noisy" (paired gaps 0.001, 0.004: within the seed
+ * noise), "worse" (0.05, 0.052) and "twin" (the same runs as noisy: same_as). */
 START_TEST(sweep_paired_per_seed)
 {
     char sw[512], p[1200], args[1400];
     snprintf(sw, sizeof sw, "%s/sweep", tmpdir);
     mkdir(sw, 0777);
-    static const char *const cfg[3] = { "ref", "noisy", "worse" };
-    double gap[2][3] = { { 0, 0.001, 0.05 }, { 0, 0.004, 0.052 } };
+    static const char *const cfg[4] = { "ref", "noisy", "worse", "twin" };
+    double gap[2][4] = { { 0, 0.001, 0.05, 0.001 }, { 0, 0.004, 0.052, 0.004 } };
     snprintf(p, sizeof p, "%s/summary.csv", sw);
     FILE *top = fopen(p, "w");
-    fprintf(top, "group,seed,name,status,final_loss,tail_mean_loss,mean_flushed_frac_grads,tail_diff\n");
+    fprintf(top, "group,seed,name,status,final_loss,tail_mean_loss,mean_flushed_frac_grads,tail_diff,same_as\n");
     for (int s = 0; s < 2; s++) {
         char g[700];
         snprintf(g, sizeof g, "%s/seed%d", sw, s + 1);
@@ -262,11 +262,12 @@ START_TEST(sweep_paired_per_seed)
         snprintf(p, sizeof p, "%s/summary.csv", g);
         FILE *gs = fopen(p, "w");
         fprintf(gs, "name,status\n");
-        for (int c = 0; c < 3; c++) {
+        for (int c = 0; c < 4; c++) {
             snprintf(p, sizeof p, "%s/%s", g, cfg[c]);
             make_run(p, c ? "fp16-amp" : "fp32", c ? "fp16" : "fp32", 20, -20, 1);
             fprintf(gs, "%s,ok\n", cfg[c]);
-            fprintf(top, "seed%d,%d,%s,ok,0.5,%.6g,0.02,%.6g\n", s + 1, s + 1, cfg[c], 0.5 + gap[s][c], gap[s][c]);
+            fprintf(top, "seed%d,%d,%s,ok,0.5,%.6g,0.02,%.6g,%s\n", s + 1, s + 1, cfg[c], 0.5 + gap[s][c], gap[s][c],
+                    c == 3 ? "noisy" : "");
         }
         fclose(gs);
     }
@@ -277,11 +278,16 @@ START_TEST(sweep_paired_per_seed)
     report_ok(args);
     ck_assert_int_gt(check_links(out), 4);
     char *h = page(out);
-    ck_assert_msg(strstr(h, "<b>noisy</b> (all): gap +0.0025 ± 0.0021 over 2 seeds: <b>no effect beyond seed noise</b>"),
+    ck_assert_msg(strstr(h, "<b>noisy</b> = <b>twin</b> (all): gap +0.0025 ± 0.0021 over 2 seeds: <b>no effect beyond seed noise</b>"),
                   "%s", strstr(h, "Findings"));
     ck_assert(strstr(h, "<b>worse</b> (all): <b>loss above the reference by 0.051 ± 0.0014</b> over 2 seeds"));
     ck_assert(strstr(h, "<th>flushed (%) mean</th>") && strstr(h, "<td>2</td>"));   /* percent, as in Figure 7 */
     ck_assert(strstr(h, "href=\"../../sweep/seed1/report/index.html\"") != NULL);
+    ck_assert(strstr(h, "<li><b>twin") == NULL);
+    free(h);
+    snprintf(p, sizeof p, "%s/data/fig7_sweep.gp", out);
+    h = read_text(p, NULL);
+    ck_assert_msg(strstr(h, "array lbl[3] = [\"ref\", \"noisy = twin\", \"worse\"]") != NULL, "%s", h);
     free(h);
     snprintf(p, sizeof p, "%s/data/fig7_sweep.dat", out);
     h = read_text(p, NULL);
