@@ -1,0 +1,216 @@
+"""ampsim.torch.compare across processes: jobs=N worker processes, a resumed
+grid, Slurm array tasks run one after another, and the merge command; every
+folder byte for byte the serial one."""
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+from support import PYDIR, cli, tmpdir
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import ampsim.torch as at
+
+    torch.set_num_threads(1)
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+NO_TORCH = "PyTorch (python3-torch) is not installed"
+
+RUNS = [("fp32", None), ("fp16-amp", "torch:init=1024"), ("bf16-amp", None)]
+
+
+def train(run, steps=3, hidden=16):
+    """A two-layer MLP from the run's seed, SGD on fixed batches."""
+    m = nn.Sequential(nn.Linear(8, hidden), nn.ReLU(), nn.Linear(hidden, 4))
+    g = torch.Generator().manual_seed(7)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    with run.emulate(m):
+        for _ in range(steps):
+            x = torch.randn(16, 8, generator=g)
+            y = torch.randint(0, 4, (16,), generator=g)
+            loss = F.cross_entropy(m(x), y)
+            opt.zero_grad()
+            run.scaler.scale(loss).backward()
+            run.scaler.step(opt)
+            run.scaler.update()
+
+
+def folder(d):
+    """{relative path: bytes} of every file under d."""
+    out = {}
+    for root, _, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fp:
+                out[os.path.relpath(p, d)] = fp.read()
+    return out
+
+
+def merge(d):
+    env = dict(os.environ, PYTHONPATH=PYDIR)
+    return subprocess.run([sys.executable, "-m", "ampsim.torch.merge", d], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestParallelCompare(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = tempfile.mkdtemp(prefix="ampsim-py-")
+        cls.serial = os.path.join(cls.d, "serial")
+        res = at.compare(train, runs=RUNS, out=cls.serial, log_every=1, hist_every=2)
+        assert res["errors"] == {}, res["errors"]
+        cls.serial_files = folder(cls.serial)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.d, ignore_errors=True)
+
+    def test_serial_folder(self):
+        names = sorted(k for k in self.serial_files if k.endswith("summary.json"))
+        self.assertEqual(names, ["bf16-amp__none/summary.json", "fp16-amp__torch-init-1024/summary.json",
+                                 "ref/summary.json"])
+        cfg = json.loads(self.serial_files["ref/config.json"])
+        self.assertEqual(cfg["parameters"], ["0.weight", "0.bias", "2.weight", "2.bias"])
+        grid = json.loads(self.serial_files["compare.json"])
+        self.assertEqual([r["name"] for r in grid["runs"]], ["ref", "fp16-amp__torch-init-1024", "bf16-amp__none"])
+        rows = self.serial_files["summary.csv"].decode().splitlines()
+        self.assertEqual([r.split(",")[3] for r in rows[1:]], ["ok"] * 3)
+
+    def test_jobs_same_bytes(self):
+        out = os.path.join(tmpdir(self), "j2")
+        res = at.compare(train, runs=RUNS, out=out, log_every=1, hist_every=2, jobs=2)
+        self.assertEqual(res["errors"], {})
+        self.assertEqual(folder(out), self.serial_files)
+
+    def test_resume_skips_finished_and_redoes_half_written(self):
+        out = os.path.join(tmpdir(self), "r")
+        shutil.copytree(self.serial, out)
+        os.remove(os.path.join(out, "summary.csv"))
+        os.remove(os.path.join(out, "bf16-amp__none", "summary.json"))     # half-written
+        with open(os.path.join(out, "bf16-amp__none", "metrics.csv.tmp"), "w") as f:
+            f.write("junk")
+        called = []
+
+        def counting(run):
+            called.append(run.name)
+            train(run)
+
+        res = at.compare(counting, runs=RUNS, out=out, log_every=1, hist_every=2)
+        self.assertEqual(called, ["bf16-amp__none"])
+        self.assertEqual(sorted(res["skipped"]), ["fp16-amp__torch-init-1024", "ref"])
+        self.assertEqual(folder(out), self.serial_files)
+        called.clear()
+        at.compare(counting, runs=RUNS, out=out, log_every=1, hist_every=2, force=True)
+        self.assertEqual(called, ["ref", "fp16-amp__torch-init-1024", "bf16-amp__none"])
+        self.assertEqual(folder(out), self.serial_files)
+
+    def test_slurm_array_tasks_one_after_another(self):
+        out = os.path.join(tmpdir(self), "s")
+        ran = {}
+        for k in range(4):
+            env = {"SLURM_ARRAY_TASK_ID": str(10 + k), "SLURM_ARRAY_TASK_MIN": "10",
+                   "SLURM_ARRAY_TASK_COUNT": "4"}
+
+            def counting(run, k=k):
+                ran.setdefault(k, []).append(run.name)
+                train(run)
+
+            with mock.patch.dict(os.environ, env):
+                res = at.compare(counting, runs=RUNS, out=out, log_every=1, hist_every=2)
+            if k < 3:
+                self.assertIsNone(res["summary"])
+                self.assertFalse(os.path.exists(os.path.join(out, "summary.csv")))
+        # run i goes to task i mod 4: task 3 has none and writes the summary
+        self.assertEqual(ran, {0: ["ref"], 1: ["fp16-amp__torch-init-1024"], 2: ["bf16-amp__none"]})
+        self.assertEqual(len(res["runs"]), 3)
+        self.assertEqual(folder(out), self.serial_files)
+
+    def test_merge_command_and_parameter_names(self):
+        out = os.path.join(tmpdir(self), "m")
+        shutil.copytree(self.serial, out)
+        os.remove(os.path.join(out, "summary.csv"))
+        p = merge(out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("3 of 3 runs finished", p.stdout)
+        self.assertEqual(folder(out), self.serial_files)
+        # a run of another model (other parameter names) is refused, nothing written
+        other = os.path.join(tmpdir(self), "o")
+        def two_models(run):
+            if run.name == "ref":
+                return train(run)
+            m = nn.Linear(8, 4)
+            with run.emulate(m):
+                F.cross_entropy(m(torch.ones(2, 8)), torch.zeros(2, dtype=torch.long)).backward()
+
+        with self.assertRaisesRegex(ValueError, "disagree on the model's parameter names"):
+            at.compare(two_models, runs=RUNS[:2], out=other, log_every=1)
+        p = merge(other)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("runs ref and fp16-amp__torch-init-1024 disagree on the model's parameter names", p.stderr)
+        self.assertIn("'0.weight' in ref but 'weight' in fp16-amp__torch-init-1024", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(other, "summary.csv")))
+        p = merge(os.path.join(tmpdir(self), "nothing"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no compare.json", p.stderr)
+
+    def test_missing_run_is_failed_in_merge(self):
+        out = os.path.join(tmpdir(self), "f")
+        shutil.copytree(self.serial, out)
+        shutil.rmtree(os.path.join(out, "bf16-amp__none"))
+        p = merge(out)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("2 of 3 runs finished", p.stdout)
+        with open(os.path.join(out, "summary.csv")) as f:
+            self.assertIn("bf16-amp__none,bf16-amp,\"none\",failed,", f.read())
+
+    def test_seeds_are_sweep_groups(self):
+        d = tmpdir(self)
+        out = os.path.join(d, "g")
+        res = at.compare(train, runs=RUNS[:2], out=out, seeds=[1, 2], log_every=1, jobs=2)
+        self.assertEqual(sorted(res["runs"]), ["seed1/fp16-amp__torch-init-1024", "seed1/ref",
+                                               "seed2/fp16-amp__torch-init-1024", "seed2/ref"])
+        self.assertEqual(res["runs"]["seed2/ref"]["config"]["seed"], "2")
+        self.assertNotEqual(res["runs"]["seed1/ref"]["metrics"]["loss"][0],
+                            res["runs"]["seed2/ref"]["metrics"]["loss"][0])
+        # ampsim sweep's own summary.csv header for a grid with seeds
+        grid = os.path.join(d, "grid.json")
+        with open(grid, "w") as f:
+            json.dump({"train": {"steps": 2}, "precisions": "fp16-amp", "seeds": [1, 2]}, f)
+        cli("sweep", grid, "--out", os.path.join(d, "c"))
+        with open(os.path.join(d, "c", "summary.csv")) as f, open(os.path.join(out, "summary.csv")) as g:
+            self.assertEqual(g.readline(), f.readline())
+            rows = [r.split(",")[:3] for r in g.read().splitlines()]
+        self.assertEqual(rows, [["seed1", "1", "ref"], ["seed1", "1", "fp16-amp__torch-init-1024"],
+                                ["seed2", "2", "ref"], ["seed2", "2", "fp16-amp__torch-init-1024"]])
+        self.assertTrue(os.path.exists(os.path.join(out, "seed2", "summary.csv")))
+
+    def test_worker_that_dies_fails_its_run(self):
+        out = os.path.join(tmpdir(self), "k")
+
+        def dying(run):
+            if run.name == "bf16-amp__none":
+                os._exit(3)
+            train(run)
+
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            res = at.compare(dying, runs=RUNS, out=out, log_every=1, jobs=2)
+        self.assertIn("bf16-amp__none", res["errors"])
+        self.assertIn("worker process died", err.getvalue())
+        with open(os.path.join(out, "summary.csv")) as f:
+            self.assertIn("bf16-amp__none,bf16-amp,\"none\",failed,", f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
