@@ -47,6 +47,14 @@ const char *amp_allreduce_scaling_name(amp_allreduce_scaling s)
     return s == AMP_AR_SCALE_AMAX ? "amax" : s == AMP_AR_SCALE_POW2 ? "pow2" : "none";
 }
 
+size_t amp_allreduce_abi_size(const char *type)
+{
+    if (!type) return 0;
+    if (!strcmp(type, "amp_allreduce_opts")) return sizeof(amp_allreduce_opts);
+    if (!strcmp(type, "amp_allreduce_info")) return sizeof(amp_allreduce_info);
+    return 0;
+}
+
 /* y[0..m) = round_F(a[i] + b[i]) for the elements [off, off+m) of the tensor. */
 static amp_status add_round(const amp_allreduce_opts *o, const float *a, const float *b, float *y,
                             size_t off, size_t m, uint64_t stream, double *tmp, amp_stats *st,

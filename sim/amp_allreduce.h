@@ -82,4 +82,8 @@ AMP_API const char *amp_allreduce_scaling_name(amp_allreduce_scaling s);
 AMP_API amp_status amp_allreduce(const amp_allreduce_opts *o, const float *const *g, int R, size_t n,
                                  float *y, amp_allreduce_info *info);
 
+/* sizeof of "amp_allreduce_opts" or "amp_allreduce_info", 0 for any other
+ * name: for foreign-function bindings to check their struct mirrors. */
+AMP_API size_t amp_allreduce_abi_size(const char *type);
+
 #endif

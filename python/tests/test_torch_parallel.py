@@ -30,8 +30,9 @@ NO_TORCH = "PyTorch (python3-torch) is not installed"
 RUNS = [("fp32", None), ("fp16-amp", "torch:init=1024"), ("bf16-amp", None)]
 
 
-def train(run, steps=3, hidden=16):
-    """A two-layer MLP from the run's seed, SGD on fixed batches."""
+def train(run, steps=3, hidden=16, after_step=None):
+    """A two-layer MLP from the run's seed, SGD on fixed batches
+    (after_step(run, step) is called after each step)."""
     m = nn.Sequential(nn.Linear(8, hidden), nn.ReLU(), nn.Linear(hidden, 4))
     g = torch.Generator().manual_seed(7)
     opt = torch.optim.SGD(m.parameters(), lr=0.1)
@@ -44,6 +45,8 @@ def train(run, steps=3, hidden=16):
             run.scaler.scale(loss).backward()
             run.scaler.step(opt)
             run.scaler.update()
+            if after_step is not None:
+                after_step(run, _)
 
 
 def folder(d):

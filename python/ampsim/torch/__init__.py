@@ -13,8 +13,9 @@ scalers and run directories that ``ampsim report`` draws.
             scaler.update()          # ends the step
 """
 from ._compare import Run, compare
+from ._ddp import allreduce_hook
 from ._emulate import EmulationError, emulate
 from ._policy import Policy, preset_names
 from ._scaler import GradScaler
 
-__all__ = ["EmulationError", "GradScaler", "Policy", "Run", "compare", "emulate", "preset_names"]
+__all__ = ["EmulationError", "allreduce_hook", "GradScaler", "Policy", "Run", "compare", "emulate", "preset_names"]
