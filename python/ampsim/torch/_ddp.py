@@ -22,7 +22,8 @@ import torch.distributed as dist
 from .. import _lib
 from .._round import Stats
 
-_SCALINGS = {None: 0, "none": 0, "per-tensor": 1, "amax": 1, "pow2": 2}
+_SCALINGS = {None: 0, "none": 0, "per-tensor": 1, "amax": 1, "pow2": 2, "mx": 3}
+_SCALING_NAMES = {1: "amax", 2: "pow2", 3: "mx"}
 _ALGOS = {"ring": 0, "tree": 1}
 
 
@@ -78,7 +79,7 @@ def _reduce(o, parts, y, off, n):
 class _Hook:
     def __init__(self, fmt, scaling, emu, algo, grace):
         if scaling not in _SCALINGS:
-            raise ValueError("allreduce_hook: scaling %r: expected None, 'per-tensor' (or 'amax') or 'pow2'"
+            raise ValueError("allreduce_hook: scaling %r: expected None, 'per-tensor' (or 'amax'), 'pow2' or 'mx'"
                              % (scaling,))
         if algo not in _ALGOS:
             raise ValueError("allreduce_hook: algo %r: expected 'ring' or 'tree'" % (algo,))
@@ -123,7 +124,7 @@ class _Hook:
                                % (self.algo, self.fmt, oq, info.quant.n, os_, info.sums.n)))
             if due and emu._do_t and self.opts.scaling:
                 events.append(("allreduce_scale", "%s[%d:%d]" % (name, off, off + n), "%s scale %.9g amax %.9g"
-                               % ("amax" if self.opts.scaling == 1 else "pow2", info.scale, info.amax)))
+                               % (_SCALING_NAMES[self.opts.scaling], info.scale, info.amax)))
             off += n
         if off != buf.numel():
             raise RuntimeError("allreduce_hook: bucket %d holds %d values but its gradients %d"
@@ -163,19 +164,21 @@ class _Hook:
         rank, R = dist.get_rank(group), dist.get_world_size(group)
         head = ("allreduce_hook: rank %d of %d: the all-gather of bucket %d (call %d) failed: %s"
                 % (rank, R, index, self.calls, str(err).splitlines()[0] if str(err) else type(err).__name__))
+        missing = None
         try:
             store = dist.distributed_c10d._get_default_store()
             store.set_timeout(datetime.timedelta(seconds=max(self.grace, 1.0)))
             key = "ampsim-allreduce-failed/%d/" % self.calls
             store.add(key + str(rank), 1)
-            t0, missing = time.monotonic(), []
+            t0 = time.monotonic()
             while True:
                 missing = [r for r in range(R) if not store.add(key + str(r), 0)]
                 if not missing or time.monotonic() - t0 > self.grace:
                     break
                 time.sleep(0.05)
-        except Exception as e:     # the store lives in rank 0's process
-            return head + "; the rendezvous store is unreachable (%s): rank 0 died or exited" % e
+        except Exception as e:     # the store lives in rank 0's process, which may be gone
+            if missing is None:
+                return head + "; the rendezvous store is unreachable (%s): rank 0 died or exited" % e
         if not missing:
             return head + "; every rank is alive (a timeout or a network error)"
         return head + "; %s did not answer within %g s (died, exited or stuck)" % (
@@ -194,12 +197,14 @@ def allreduce_hook(fmt, *, scaling=None, emu=None, algo="ring", grace=5.0):
     fmt : str
         The reduction format: fp32, bf16, fp16, e5m2, e4m3, any eXmY of
         ``ampsim formats``.
-    scaling : None, "per-tensor" or "pow2"
+    scaling : None, "per-tensor", "pow2" or "mx"
         None: no scaling. "per-tensor" (alias "amax"): each parameter's
         gradient is multiplied by s = max_finite / (R * amax) (amax over every
         rank) before it is rounded, and divided by s after the reduction;
-        "pow2": s rounded down to a power of two (``ampsim train --dp
-        --allreduce-scale amax|pow2``).
+        "pow2": s rounded down to a power of two; "mx": the pow2 rule for
+        every block of 32 consecutive values of a parameter's gradient, each
+        block with its own amax (``ampsim train --dp --allreduce-scale
+        amax|pow2|mx``).
     emu : ampsim.torch.emulate, optional
         On its logged steps, two tensors.csv rows per bucket:
         ``bucket<i>.allreduce`` (every rounding of the collective: flushed,
