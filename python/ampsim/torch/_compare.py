@@ -141,7 +141,8 @@ def _result(out, grid, errors, skipped):
 
 def compare(train_fn, runs=(("fp32", None), ("fp16-amp", "none"), ("fp16-amp", "torch"),
                             ("fp8-hybrid", "delayed")), out="ampsim-compare", seed=0, *, seeds=None, jobs=1,
-            model=None, diverge_tol=0.05, log_every=10, hist_every=50, force=False, start_method=None):
+            model=None, diverge_tol=0.05, log_every=10, hist_every=50, force=False, start_method=None,
+            threads=1):
     """Run ``train_fn(run)`` once per (policy, scaler) (and seed) and summarise the runs.
 
     Parameters
@@ -166,8 +167,13 @@ def compare(train_fn, runs=(("fp32", None), ("fp16-amp", "none"), ("fp16-amp", "
         seeded with S (emulate's seed too), and a summary.csv over all groups
         (columns group, seed, then compare's). Replaces ``seed``.
     jobs : int
-        Runs at a time on this machine, each in its own worker process with
-        one torch thread (1: every run in this process).
+        Runs at a time on this machine, each in its own worker process (1:
+        every run in this process).
+    threads : int
+        torch.set_num_threads during every run, wherever it runs (restored
+        after a run in this process). PyTorch's CPU kernels give other bits
+        at other thread counts, so this, not jobs or the ranks, fixes the
+        bytes; jobs x threads should not exceed the cores.
     model : torch.nn.Module, optional
         Its state_dict is restored before every run (for a train_fn that
         reuses one model).
@@ -217,7 +223,9 @@ def compare(train_fn, runs=(("fp32", None), ("fp16-amp", "none"), ("fp16-amp", "
     task = _parallel.slurm_task() if comm is None else None
     rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else task if task else (0, 1)
     init = {k: v.detach().clone() for k, v in model.state_dict().items()} if model is not None else None
-    job = _parallel._Job(train_fn, plan, out, model, init, _MakeRun(log_every, hist_every, grouped))
+    if int(threads) < 1:
+        raise ValueError("compare: threads must be >= 1, got %r" % (threads,))
+    job = _parallel._Job(train_fn, plan, out, model, init, _MakeRun(log_every, hist_every, grouped), int(threads))
     try:
         _parallel.write_grid(out, grid)
         mine = [i for i in range(len(plan)) if i % size == rank]

@@ -9,9 +9,10 @@ to array task i mod T (the task's index counted from SLURM_ARRAY_TASK_MIN).
 A run is finished when its run directory holds summary.json (written last, by
 RunLog.close) from a config.json naming the same run; any other run directory
 is half-written and is removed before the run is redone. Every run starts from
-the same seeds and initial weights in whichever process it runs, and the
-summary reads only the run directories, so a folder's bytes do not depend on
-where its runs ran."""
+the same seeds and initial weights with the same number of torch threads
+(PyTorch's CPU kernels give other bits at other thread counts) in whichever
+process it runs, and the summary reads only the run directories, so a
+folder's bytes do not depend on where its runs ran."""
 import concurrent.futures as cf
 import ctypes
 import json
@@ -174,13 +175,14 @@ def summarize(out, grid=None):
 class _Job:
     """What every process needs to run any run of the grid."""
 
-    def __init__(self, train_fn, plan, out, model, init, make_run):
+    def __init__(self, train_fn, plan, out, model, init, make_run, threads):
         self.train_fn, self.plan, self.out = train_fn, plan, out
-        self.model, self.init, self.make_run = model, init, make_run
+        self.model, self.init, self.make_run, self.threads = model, init, make_run, threads
 
     def run(self, i):
-        """Run plan[i] (its half-written directory removed first); the
-        traceback text if train_fn raised, else None."""
+        """Run plan[i] (its half-written directory removed first) with
+        `threads` torch threads; the traceback text if train_fn raised, else
+        None."""
         e = self.plan[i]
         d = os.path.join(self.out, e.name)
         if os.path.lexists(d):
@@ -189,6 +191,8 @@ class _Job:
         random.seed(e.seed)
         if self.init is not None:
             self.model.load_state_dict(self.init)
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
         try:
             self.train_fn(self.make_run(e, d))
             return None
@@ -196,6 +200,8 @@ class _Job:
             err = traceback.format_exc()
             print("ampsim.torch.compare: run %s failed:\n%s" % (e.name, err), file=sys.stderr)
             return err
+        finally:
+            torch.set_num_threads(before)
 
 
 _worker_job = None
@@ -203,8 +209,8 @@ _worker_job = None
 
 def _worker_init(job):
     global _worker_job
-    torch.set_num_threads(1)          # one thread per worker: N workers fill N cores
-    _lib.lib.amp_set_threads(1)
+    torch.set_num_threads(job.threads)
+    _lib.lib.amp_set_threads(job.threads)      # the library's results do not depend on it
     _worker_job = job
 
 
@@ -214,7 +220,7 @@ def _worker_run(i):
 
 def run_local(job, todo, jobs, start_method=None):
     """Run plan[i] for i in todo: in this process (jobs <= 1) or in `jobs`
-    worker processes. Returns {run name: traceback text} of the runs that
+    worker processes (each with job.threads torch and library threads). Returns {run name: traceback text} of the runs that
     failed (a worker that died fails the runs it had not finished)."""
     errors = {}
     if jobs <= 1 or len(todo) <= 1:
