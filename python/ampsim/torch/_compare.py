@@ -56,12 +56,14 @@ class Run:
 
     def emulate(self, model, **kw):
         """``ampsim.torch.emulate`` of model under this run's policy, writing
-        this run's directory, with this run's scaler attached. config.json
-        gets the model's parameter names (``parameters``), which a merge of
-        the compare folder checks."""
+        this run's directory, with this run's scaler attached. A ``config``
+        given here adds keys to config.json; config.json also gets the run's
+        name (``compare_run``) and the model's parameter names
+        (``parameters``), which resuming and merging the folder check."""
         args = dict(self._kw)
         args.update(kw)
-        cfg = dict(args.get("config") or {})
+        cfg = dict(kw.get("config") or {})
+        cfg.update(self._kw["config"])           # the run's own keys win: resuming reads compare_run
         cfg["parameters"] = [n for n, _ in model.named_parameters()]
         args["config"] = cfg
         return emulate(model, self.policy, out=self.out, fp8=self.fp8, scaler=self.scaler, **args)
