@@ -18,8 +18,11 @@ import unittest
 import numpy as np
 
 from support import HERE, PYDIR, tmpdir
+from test_torch_parallel import HAVE_TORCH, NO_TORCH
 
-try:
+import ampsim
+
+if HAVE_TORCH:
     import torch
     import torch.distributed as dist
     import torch.multiprocessing as tmp_mp
@@ -27,15 +30,8 @@ try:
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    import ampsim
     import ampsim.torch as at
     from test_torch_parallel import RUNS, folder, train
-
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 try:
     import mpi4py  # noqa: F401
     HAVE_MPI4PY = shutil.which("mpirun") is not None
