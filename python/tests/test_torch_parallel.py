@@ -174,6 +174,23 @@ class TestParallelCompare(unittest.TestCase):
         self.assertEqual(len(res["runs"]), 3)
         self.assertEqual(folder(out), self.serial_files)
 
+    def test_slurm_task_index(self):
+        from ampsim.torch import _parallel
+        cases = [({"SLURM_ARRAY_TASK_ID": "6", "SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_STEP": "2",
+                   "SLURM_ARRAY_TASK_COUNT": "4"}, (2, 4)),
+                 ({"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "3", "SLURM_ARRAY_TASK_MAX": "9"}, (2, 7)),
+                 ({}, None)]
+        for env, want in cases:
+            with mock.patch.dict(os.environ, env):
+                for k in [k for k in os.environ if k.startswith("SLURM_ARRAY") and k not in env]:
+                    del os.environ[k]
+                self.assertEqual(_parallel.slurm_task(), want, env)
+        # an array given as a list of ids (--array=1,3,7) has no task index
+        with mock.patch.dict(os.environ, {"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_MIN": "1",
+                                          "SLURM_ARRAY_TASK_MAX": "7", "SLURM_ARRAY_TASK_COUNT": "3"}):
+            with self.assertRaisesRegex(RuntimeError, "array task 7 is not one of the 3 tasks"):
+                _parallel.slurm_task()
+
     def test_merge_command_and_parameter_names(self):
         out = os.path.join(tmpdir(self), "m")
         shutil.copytree(self.serial, out)

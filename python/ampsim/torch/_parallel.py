@@ -271,24 +271,27 @@ def mpi_comm():
 
 def slurm_task():
     """(index, count) of this Slurm array task, or None outside an array.
-    index counts from SLURM_ARRAY_TASK_MIN (0 if unset); count is
-    SLURM_ARRAY_TASK_COUNT (or MAX - MIN + 1)."""
+    index = (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP
+    (MIN 0 and STEP 1 if unset); count is SLURM_ARRAY_TASK_COUNT (or
+    (MAX - MIN) / STEP + 1). The array must be a range (--array=0-7 or 0-14:2),
+    not a list of ids."""
     tid = os.environ.get("SLURM_ARRAY_TASK_ID")
     if tid is None:
         return None
     try:
         lo = int(os.environ.get("SLURM_ARRAY_TASK_MIN", "0"))
+        step = int(os.environ.get("SLURM_ARRAY_TASK_STEP", "1"))
         if "SLURM_ARRAY_TASK_COUNT" in os.environ:
             n = int(os.environ["SLURM_ARRAY_TASK_COUNT"])
         else:
-            n = int(os.environ["SLURM_ARRAY_TASK_MAX"]) - lo + 1
-        k = int(tid) - lo
-    except (KeyError, ValueError):
+            n = (int(os.environ["SLURM_ARRAY_TASK_MAX"]) - lo) // step + 1
+        k, off = divmod(int(tid) - lo, step)
+    except (KeyError, ValueError, ZeroDivisionError):
         raise RuntimeError("ampsim.torch.compare: SLURM_ARRAY_TASK_ID=%s without a usable SLURM_ARRAY_TASK_COUNT "
-                           "(or SLURM_ARRAY_TASK_MIN/MAX)" % tid) from None
-    if not 0 <= k < n:
-        raise RuntimeError("ampsim.torch.compare: array task %d is outside the %d tasks of the array "
-                           "(SLURM_ARRAY_TASK_ID=%s, SLURM_ARRAY_TASK_MIN=%d)" % (k, n, tid, lo))
+                           "(or SLURM_ARRAY_TASK_MIN/MAX/STEP)" % tid) from None
+    if off or not 0 <= k < n:
+        raise RuntimeError("ampsim.torch.compare: array task %s is not one of the %d tasks %d, %d, ... of the "
+                           "array: give the array as a range (--array=0-%d)" % (tid, n, lo, lo + step, n - 1))
     return k, n
 
 
