@@ -132,8 +132,7 @@ class _Hook:
         if due:
             self._log(emu, name, st, res, parts, y)
         if emu is not None:
-            for ev in events:
-                emu._note_event(*ev)
+            emu._pending_events.extend(events)     # written with the step's rows, every step
         fut = torch.futures.Future()
         fut.set_result(y)
         return fut
