@@ -266,5 +266,52 @@ class TestParallelCompare(unittest.TestCase):
             self.assertIn("bf16-amp__none,bf16-amp,\"none\",failed,", f.read())
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestAllreduceHookOneRank(unittest.TestCase):
+    """The hook inside a one-process gloo group (the R-rank jobs are in
+    long_torch_parallel.py): with R = 1 the reduction is the rounding of the
+    scaled contribution, unscaled."""
+
+    def test_one_rank(self):
+        import socket
+        import numpy as np
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        import ampsim
+        with self.assertRaisesRegex(ValueError, "scaling 'block'"):
+            at.allreduce_hook("e5m2", scaling="block")
+        with self.assertRaises(ValueError):
+            at.allreduce_hook("e9m9")
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            port = sk.getsockname()[1]
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=0, world_size=1)
+        self.addCleanup(dist.destroy_process_group)
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+        ref = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+        ref.load_state_dict(m.state_dict())
+        d = tmpdir(self)
+        emu = at.emulate(m, "fp32", out=d, log_every=1, hist_every=0)
+        ddp = DDP(m)
+        ddp.register_comm_hook(None, at.allreduce_hook("e5m2", scaling="per-tensor", emu=emu))
+        x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
+        with emu:
+            loss = F.cross_entropy(ddp(x), y)
+            loss.backward()
+            emu.step(loss)
+        F.cross_entropy(ref(x), y).backward()
+        for p, q in zip(m.parameters(), ref.parameters()):
+            g = q.grad.numpy()
+            s = np.float32(57344.0 / float(np.abs(g).max()))
+            want = ampsim.round(g * s, "e5m2") * np.float32(1.0 / float(s))
+            self.assertTrue(np.array_equal(p.grad.numpy(), want))
+        t = ampsim.read_run(d, pandas=False)["tensors"]
+        rows = t[t["tensor"] == "bucket0.allreduce"]
+        self.assertEqual(rows["n"].tolist(), [sum(p.numel() for p in m.parameters())])
+        self.assertEqual(rows["format"].tolist(), ["e5m2"])
+        self.assertIn("bucket0.allreduce_vs_fp32", t["tensor"].tolist())
+
+
 if __name__ == "__main__":
     unittest.main()
