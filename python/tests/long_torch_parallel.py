@@ -269,7 +269,10 @@ class TestDdpHook(unittest.TestCase):
                 self.assertIn(col, t.dtype.names)
             self.assertEqual(int(main["overflow"].sum()), 0)            # the scale leaves R-fold headroom
             ev = run["events"]
-            self.assertGreater(int((ev["event"] == "allreduce_scale").sum()), 0)
+            sc = ev[ev["event"] == "allreduce_scale"]
+            # one per parameter on each logged step (0 and 2), named as its gradient
+            self.assertEqual(sorted(sc["tensor"].tolist()),
+                             sorted(["0.weight.grad", "0.bias.grad", "2.weight.grad", "2.bias.grad"] * 2))
 
     def test_e4m3_mx_three_ranks(self):
         self.check_run(3, "e4m3", "mx")

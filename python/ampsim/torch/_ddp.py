@@ -87,6 +87,7 @@ class _Hook:
         self.opts = _opts(self.fmt, scaling, algo)
         self.ref_opts = _opts("fp32", None, algo)
         self.calls = 0
+        self._names = None
         self.__name__ = self.__qualname__ = "allreduce_hook(%r)" % self.fmt     # register_comm_hook logs it
 
     def __call__(self, state, bucket):
@@ -111,19 +112,21 @@ class _Hook:
         for a in (st, res):
             _lib.lib.amp_stats_init(ctypes.byref(a))
         off, events = 0, []
+        names = self._param_names()
         for p, g in zip(bucket.parameters(), bucket.gradients()):
             n = g.numel()
+            where = names.get(id(p)) or "%s[%d:%d]" % (name, off, off + n)
             _, info = _reduce(self.opts, parts, y, off, n)
             for a in (info.quant, info.sums):
                 _lib.lib.amp_stats_merge(ctypes.byref(st), ctypes.byref(a))
             _lib.lib.amp_stats_merge(ctypes.byref(res), ctypes.byref(info.result))
             oq, os_ = Stats._wrap(info.quant).overflow, Stats._wrap(info.sums).overflow
             if oq or os_:
-                events.append(("allreduce_overflow", "%s[%d:%d]" % (name, off, off + n),
+                events.append(("allreduce_overflow", where,
                                "%s %s: %d of %d quantizations, %d of %d partial sums overflowed"
                                % (self.algo, self.fmt, oq, info.quant.n, os_, info.sums.n)))
             if due and emu._do_t and self.opts.scaling:
-                events.append(("allreduce_scale", "%s[%d:%d]" % (name, off, off + n), "%s scale %.9g amax %.9g"
+                events.append(("allreduce_scale", where, "%s scale %.9g amax %.9g"
                                % (_SCALING_NAMES[self.opts.scaling], info.scale, info.amax)))
             off += n
         if off != buf.numel():
@@ -136,6 +139,13 @@ class _Hook:
         fut = torch.futures.Future()
         fut.set_result(y)
         return fut
+
+    def _param_names(self):
+        """{id(parameter): "<name>.grad"} of emu's model (empty without emu)."""
+        if self._names is None:
+            self._names = {} if self.emu is None else \
+                {id(p): n + ".grad" for n, p in self.emu.model.named_parameters()}
+        return self._names
 
     def _log(self, emu, name, st, res, parts, y):
         """Two rows per bucket: NAME (every rounding of the collective) and
@@ -211,7 +221,8 @@ def allreduce_hook(fmt, *, scaling=None, emu=None, algo="ring", grace=5.0):
         ``bucket<i>.allreduce_vs_fp32`` (the classes of the final partial
         sums; rel_err of the reduced gradient against the FP32 reduction in
         the same order); events ``allreduce_overflow`` (any step) and
-        ``allreduce_scale`` (logged steps, with scaling).
+        ``allreduce_scale`` (logged steps, with scaling), for the parameter's
+        gradient ("fc1.weight.grad").
     algo : "ring" or "tree"
         The summation order (amp_allreduce's ring or pairwise tree).
     grace : float
