@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -32,6 +31,7 @@ if HAVE_TORCH:
 
     import ampsim.torch as at
     from test_torch_parallel import RUNS, folder, train
+    from torch_models import TinyGPT, token_batches
 try:
     import mpi4py  # noqa: F401
     HAVE_MPI4PY = shutil.which("mpirun") is not None
@@ -85,6 +85,53 @@ class TestMpiCompare(unittest.TestCase):
         p = self.mpirun(out)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(folder(out), folder(serial))
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestCompareProcesses(unittest.TestCase):
+    def test_merge_module(self):
+        d = tmpdir(self)
+        out = os.path.join(d, "m")
+        at.compare(train, runs=RUNS[:2], out=out, log_every=1)
+        want = folder(out)
+        os.remove(os.path.join(out, "summary.csv"))
+        p = subprocess.run([sys.executable, "-m", "ampsim.torch.merge", out], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=PYDIR), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("2 of 2 runs finished", p.stdout)
+        self.assertEqual(folder(out), want)
+        p = subprocess.run([sys.executable, "-m", "ampsim.torch.merge", "--help"], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=PYDIR), timeout=120)
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("DIR", p.stdout)
+
+    def test_threads_fix_the_bytes(self):
+        # PyTorch's CPU kernels give other bits at other thread counts (the GPT's
+        # losses differ between 1 and 2 threads); compare runs every run with
+        # `threads` threads, so a parent with 2 threads matches 2 workers
+        data = token_batches(3, 8, 16)
+
+        def gpt(run):
+            m = TinyGPT()
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            with run.emulate(m):
+                for x, y in data:
+                    loss = F.cross_entropy(m(x).flatten(0, 1), y.flatten())
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+
+        d = tmpdir(self)
+        runs = [("fp32", None), ("bf16-amp", None)]
+        torch.set_num_threads(2)
+        try:
+            at.compare(gpt, runs=runs, out=os.path.join(d, "a"), log_every=1)
+            self.assertEqual(torch.get_num_threads(), 2)
+        finally:
+            torch.set_num_threads(1)
+        at.compare(gpt, runs=runs, out=os.path.join(d, "b"), log_every=1, jobs=2)
+        self.assertEqual(folder(os.path.join(d, "a")), folder(os.path.join(d, "b")))
+
 
 
 # ---- DDP ----------------------------------------------------------------------------------------
