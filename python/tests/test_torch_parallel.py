@@ -187,6 +187,17 @@ class TestParallelCompare(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("no compare.json", p.stderr)
 
+    def test_parameter_names_of_several_models(self):
+        def two(run):
+            a, b = nn.Linear(8, 4), nn.Linear(4, 2)
+            with run.emulate({"student": a, "head": b}):
+                F.cross_entropy(b(a(torch.ones(2, 8))), torch.zeros(2, dtype=torch.long)).backward()
+
+        out = os.path.join(tmpdir(self), "two")
+        res = at.compare(two, runs=[("fp32", None)], out=out, log_every=1)
+        self.assertEqual(res["runs"]["ref"]["config"]["parameters"],
+                         ["student.weight", "student.bias", "head.weight", "head.bias"])
+
     def test_missing_run_is_failed_in_merge(self):
         out = os.path.join(tmpdir(self), "f")
         shutil.copytree(self.serial, out)

@@ -64,7 +64,7 @@ class Run:
         args.update(kw)
         cfg = dict(kw.get("config") or {})
         cfg.update(self._kw["config"])           # the run's own keys win: resuming reads compare_run
-        cfg["parameters"] = [n for n, _ in model.named_parameters()]
+        cfg["parameters"] = [n for n, _ in _parallel.named_parameters(model)]
         args["config"] = cfg
         return emulate(model, self.policy, out=self.out, fp8=self.fp8, scaler=self.scaler, **args)
 

@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 from .. import _lib
 from .._round import Stats
+from ._parallel import named_parameters
 
 _SCALINGS = {None: 0, "none": 0, "per-tensor": 1, "amax": 1, "pow2": 2, "mx": 3}
 _SCALING_NAMES = {1: "amax", 2: "pow2", 3: "mx"}
@@ -143,8 +144,8 @@ class _Hook:
     def _param_names(self):
         """{id(parameter): "<name>.grad"} of emu's model (empty without emu)."""
         if self._names is None:
-            self._names = {} if self.emu is None else \
-                {id(p): n + ".grad" for n, p in self.emu.model.named_parameters()}
+            model = getattr(self.emu, "model", None)
+            self._names = {id(p): n + ".grad" for n, p in named_parameters(model)}
         return self._names
 
     def _log(self, emu, name, st, res, parts, y):

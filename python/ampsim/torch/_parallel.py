@@ -64,6 +64,16 @@ _sweep_summarize = _lib._fn("amp_sweep_summarize", ctypes.c_int, ctypes.c_char_p
                             ctypes.POINTER(ctypes.c_int))
 
 
+def named_parameters(model):
+    """[(name, parameter)] of emulate's model argument (a module, or a list or
+    dict of them, named as emulate names them: "0.fc1.weight",
+    "student.fc1.weight"); [] for None."""
+    if model is None:
+        return []
+    from ._checks import _models_of
+    return [(pre + "." + n if pre else n, p) for pre, m in _models_of(model) for n, p in m.named_parameters()]
+
+
 # ---- the grid on disk ---------------------------------------------------------------------------
 def write_grid(out, grid):
     """DIR/compare.json = grid (atomically; every process writes the same text)."""
