@@ -7,6 +7,7 @@
 #include "amp_compare.h"
 #include "amp_csv.h"
 #include "amp_rundir.h"
+#include "amp_sweep.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -330,5 +331,9 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
 
 size_t amp_compare_abi_size(const char *type)
 {
-    return type && !strcmp(type, "amp_run_cfg") ? sizeof(amp_run_cfg) : 0;
+    if (!type) return 0;
+    if (!strcmp(type, "amp_run_cfg")) return sizeof(amp_run_cfg);
+    if (!strcmp(type, "amp_sweep")) return sizeof(amp_sweep);
+    if (!strcmp(type, "amp_sweep_group")) return sizeof(amp_sweep_group);
+    return 0;
 }

@@ -82,7 +82,8 @@ static void help(void)
         "                          batch (divisible by R), rank r gets rows [r*B/R, (r+1)*B/R)\n"
         "  --allreduce ring|tree   gradient all-reduce algorithm (--dp > 1; default ring)\n"
         "  --allreduce-format F    format of every partial sum (--dp > 1; default fp32)\n"
-        "  --allreduce-scale none|amax|pow2  per-tensor scaling before the reduction (default none)\n"
+        "  --allreduce-scale none|amax|pow2|mx  scaling before the reduction: per tensor, or mx: a power of\n"
+        "                          two per block of 32 values (default none)\n"
         "Writes DIR/config.json, metrics.csv, tensors.csv, hist.csv, events.csv, summary.json.\n"
         "Exit 1 when the run failed: stopped (--on-nonfinite stop, a scaler at its minimum) or its loss\n"
         "ended not finite (one line names the first non-finite step, tensor and phase; the logs are complete).\n",
