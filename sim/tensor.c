@@ -180,6 +180,20 @@ static void check_finite(amp_tensors *r, amp_tensor *t)
     note_finite(r, t, amp_count_nonfinite(t->data, t->n));
 }
 
+/* dst[0..n) = src (unless the same array), returning how many are inf or
+ * NaN: counted block by block while the block is in L1 (one pass). */
+static size_t copy_counted(float *dst, const float *src, size_t n)
+{
+    enum { CB = 4096 };
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i += CB) {
+        size_t m = n - i < CB ? n - i : CB;
+        if (dst != src) memcpy(dst + i, src + i, m * sizeof *dst);
+        bad += amp_count_nonfinite(dst + i, m);
+    }
+    return bad;
+}
+
 /* Rounds t->n values (x32, or x64 if non-NULL) into t->data, adding the
  * statistics to st (may be NULL), and notes t's non-finite results (counted
  * by the rounding in its one pass). */
@@ -244,7 +258,8 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
         t->scale = info.scale;
     } else if (t->fmt.id == AMP_FMT_FP32 && !st && !t->rnd_flags) {
         s = AMP_OK;                          /* identity: float32 values are fp32 values */
-        if (src != t->data) memcpy(t->data, src, t->n * sizeof(float));
+        note_finite(r, t, copy_counted(t->data, src, t->n));
+        checked = 1;
     } else {
         s = round_into(r, t, &o, src, NULL, st);
         checked = 1;
