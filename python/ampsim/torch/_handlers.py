@@ -9,6 +9,8 @@ from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
+from ._scope import Frame as _Frame, join as _join  # noqa: F401 (names used by _emulate)
+from ._scope import tensors_in as _tensors_in
 
 _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
 
@@ -22,8 +24,17 @@ class _Mode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         emu = self.emu
-        if emu._quiet_depth:
+        # the scope (_scope.py): foreign modules and tensors pass through
+        if emu._quiet_depth or emu._scope.skip(args, kwargs):
             return func(*args, **kwargs)
+        if emu._stack:
+            return self._dispatch(emu, func, args, kwargs)
+        out = self._dispatch(emu, func, args, kwargs)
+        emu._scope.mark(out)
+        return out
+
+    @staticmethod
+    def _dispatch(emu, func, args, kwargs):
         op = _ops.OPS.get(func)
         if op is None:
             if func is torch.Tensor.backward:
@@ -37,17 +48,6 @@ class _Mode(TorchFunctionMode):
         if kind == "gemm":
             return emu._gemm(func, name, args, kwargs)
         return emu._pointwise(func, kind, name, args, kwargs)
-
-
-class _Frame:
-    __slots__ = ("path", "leaf", "used", "counts")
-
-    def __init__(self, path, leaf):
-        self.path, self.leaf, self.used, self.counts = path, leaf, False, {}
-
-
-def _join(a, b):
-    return a + "." + b if a else b
 
 
 def _plain_xent(args, kwargs):
@@ -89,19 +89,6 @@ def _cpu_scalars(args):
             a = r
         out.append(a)
     return tuple(out)
-
-
-def _tensors_in(args, kwargs):
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for b in a:
-                if isinstance(b, torch.Tensor):
-                    yield b
-    for a in kwargs.values():
-        if isinstance(a, torch.Tensor):
-            yield a
 
 
 class _OpHandlers:
