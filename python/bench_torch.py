@@ -4,7 +4,8 @@
 A GPT-like model (4 blocks, width 128, 4 heads, context 64, batch 16, vocabulary
 96; functional attention), AdamW, one thread. Three configurations:
   plain      the FP32 step without emulate
-  every 10   emulate(fp16-amp) with GradScaler("torch"); statistics and their
+  every 10   emulate(fp16-amp, or --policy) with GradScaler("torch") (for bf16
+             policies "none"); statistics and their
              tensors.csv/hist.csv rows on every 10th step (log_every=10)
   every 1    the same with statistics on every step (log_every=1)
 They run in blocks of 10 steps, taking turns, for several rounds. A block of an
@@ -41,14 +42,14 @@ from torch_models import TinyGPT, token_batches  # noqa: E402
 BLOCK = 10
 
 
-def block(model, opt, data, log_every, out):
+def block(model, opt, data, log_every, out, policy="fp16-amp"):
     """CPU seconds of this process per step over one block of BLOCK steps
     (log_every None: plain). CPU time, not wall time: on a loaded machine the
     wall time also counts the other processes' turns."""
     emu = sc = None
     if log_every is not None:
-        emu = at.emulate(model, "fp16-amp", out=out, log_every=log_every, hist_every=log_every)
-        sc = at.GradScaler("torch")
+        emu = at.emulate(model, policy, out=out, log_every=log_every, hist_every=log_every)
+        sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
     t0 = time.process_time()
     if emu:
         emu.__enter__()
@@ -72,6 +73,8 @@ def block(model, opt, data, log_every, out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--policy", default="fp16-amp", help="policy of the emulated steps (default fp16-amp; "
+                    "the GradScaler is 'torch' for fp16 policies, else 'none')")
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -85,14 +88,15 @@ def main():
     times = {name: [] for name, _ in configs}
     with tempfile.TemporaryDirectory() as d:
         for name, le in configs:                      # warm-up block of each
-            block(models[name], opts[name], data[:2], le, os.path.join(d, "warm-" + name.replace(" ", "")))
+            block(models[name], opts[name], data[:2], le, os.path.join(d, "warm-" + name.replace(" ", "")),
+                  a.policy)
         for r in range(a.rounds):
             order = configs[r % 3:] + configs[:r % 3]
             for name, le in order:
                 out = os.path.join(d, "%s-%d" % (name.replace(" ", ""), r))
-                times[name].append(block(models[name], opts[name], data, le, out))
-    print("torch %s, 1 thread, GPT-like 4x128, ctx 64, batch 16; %d rounds of %d-step blocks"
-          % (torch.__version__, a.rounds, BLOCK))
+                times[name].append(block(models[name], opts[name], data, le, out, a.policy))
+    print("torch %s, 1 thread, GPT-like 4x128, ctx 64, batch 16, %s; %d rounds of %d-step blocks"
+          % (torch.__version__, a.policy, a.rounds, BLOCK))
     print("%-10s %12s %14s %7s" % ("step", "median CPU ms", "median ratio", "target"))
     for name, target in (("plain", ""), ("every 10", "2.0"), ("every 1", "3.0")):
         ratios = [t / p for t, p in zip(times[name], times["plain"])]

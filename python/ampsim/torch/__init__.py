@@ -31,4 +31,13 @@ from ._emulate import EmulationError, emulate
 from ._policy import Policy, preset_names
 from ._scaler import GradScaler
 
-__all__ = ["EmulationError", "GradScaler", "autocast", "Policy", "Run", "compare", "emulate", "preset_names"]
+
+def diff_grads(model, loss_fn, policy="bf16-amp-cpu", **kw):
+    """Step-0 gradients under emulate(policy) against torch.autocast, per
+    parameter and per op: see ampsim.torch.diagnose.diff_grads."""
+    from .diagnose import diff_grads as run   # (not at import: python3 -m ampsim.torch.diagnose)
+    return run(model, loss_fn, policy, **kw)
+
+
+__all__ = ["EmulationError", "GradScaler", "autocast", "Policy", "Run", "compare", "diff_grads", "emulate",
+           "preset_names"]

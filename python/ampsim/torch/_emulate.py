@@ -15,7 +15,11 @@ carries its format as an attribute. Rounding is done by the C kernel:
 - weights (nn.Parameter) reach a GEMM through a cast Function: rounded once
   per step into the weight format (the cast cache); its backward rounds the
   weight gradient into the weight-gradient format;
-- other emulated ops round their output once (and its gradient in backward).
+- other emulated ops round their output once (and its gradient in backward);
+- gradients keep their format: the contributions of a low-precision tensor's
+  uses are added in the gradient format, in autograd's order (_grad.py);
+- under a torch_cpu policy (bf16-amp-cpu) with kernels="torch" the ops run on
+  real bfloat16 tensors, forward and backward, as under CPU autocast (_lowp.py).
 Global module forward hooks (_scope.py) decide which ops are in scope and
 give the names: a leaf module's first op is named by the module path
 (``fc1``), other ops by the module path, the op name and a count within that
@@ -25,7 +29,7 @@ call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _rt
+from . import _grad, _rt
 from . import _scope
 from . import _whatif
 from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
@@ -79,7 +83,8 @@ class emulate(_OpHandlers, _Checks):
     config : dict, optional
         Extra keys for config.json.
     kernels : str
-        "torch" (default): the FP32 arithmetic of the ops is PyTorch's own.
+        "torch" (default): the FP32 arithmetic of the ops is PyTorch's own
+        (under bf16-amp-cpu: PyTorch's bfloat16 CPU kernels).
         "ampsim": the C emulator's kernels wherever a call has a form they
         cover: the softmax cross-entropy, a linear layer's bias gradient,
         layer norm over the last axis, tanh GELU, softmax over the last axis
@@ -380,8 +385,15 @@ class emulate(_OpHandlers, _Checks):
             sat = pol.saturate and _rt.fmt_struct(fmt).bits <= 8
             w = _CastFn.apply(p, self, name, fmt, pol.weight_grad, sat)
             setattr(w, _FMT, fmt)
+            # the cached low-precision copy sums its uses' gradients in format
+            w = _grad.source(w, pol.weight_grad)
         self._casts[key] = (p._version, w)
-        return w
+        return _grad.use(w)
+
+    def _grad_fmt(self, fmt):
+        """The gradient format of a tensor held in fmt."""
+        pol = self.policy
+        return pol.weight_grad if fmt == pol.weight and fmt != pol.act else pol.act_grad
 
     def _register_weight(self, name):
         if name in self._ids:

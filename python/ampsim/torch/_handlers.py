@@ -3,7 +3,7 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _kernels, _ops
+from . import _functions, _grad, _kernels, _lowp, _ops
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
@@ -39,15 +39,24 @@ class _Mode(TorchFunctionMode):
         if op is None:
             if func is torch.Tensor.backward:
                 emu._on_backward(args[0] if args else kwargs.get("self"))
-            out = func(*args, **kwargs)
+            elif getattr(func, "__name__", None) not in ("__get__", "__set__"):   # not an attribute
+                done, res = _grad.tensor_hook(func, args, kwargs)
+                if done:
+                    return res
+                args, kwargs = _grad.uses(args, kwargs)
+            out = _grad.widened(func, args, func(*args, **kwargs))
             emu._other(func, args, kwargs, out)
             return out
         kind, name = op
+        # gradients kept in format: each use of an emulated tensor, each output (_grad.py)
+        args, kwargs = _grad.uses(args, kwargs)
         if kind == "view":
-            return emu._view(func, args, kwargs)
-        if kind == "gemm":
-            return emu._gemm(func, name, args, kwargs)
-        return emu._pointwise(func, kind, name, args, kwargs)
+            out = emu._view(func, args, kwargs)
+        elif kind == "gemm":
+            out = emu._gemm(func, name, args, kwargs)
+        else:
+            out = emu._pointwise(func, kind, name, args, kwargs)
+        return _grad.sources(out, emu._grad_fmt)
 
 
 def _plain_xent(args, kwargs):
@@ -177,17 +186,7 @@ class _OpHandlers:
         def call(*xs):
             if form is not None:
                 return _kernels.matmul(xs[0], xs[1], form)
-            a2, kw2 = list(args), dict(kwargs)
-            for (c, k), x in zip(slots, xs):
-                if c == "a":
-                    a2[k] = x
-                elif c == "k":
-                    kw2[k] = x
-                else:
-                    i, j = k
-                    lst = list(a2[i])
-                    lst[j] = x
-                    a2[i] = lst
+            a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
             return func(*a2, **kw2)
         call.op = name
         call.wnames = wnames
@@ -227,15 +226,25 @@ class _OpHandlers:
             if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
                 raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
-        out = None
-        if self.kernels == "ampsim" or name == "gelu":
+        out = low = None
+        if _lowp.applies(self, kind, ins):
+            low = _lowp.call(func, args, kwargs)       # (output, its format) or None
+            if low is not None:
+                out = low[0]
+        if out is None and (self.kernels == "ampsim" or name == "gelu"):
             with self._quiet():
                 out = self._ampsim_kernel(name, args, kwargs)
+        if out is None and kind not in pol.fp32_ops and ins and _fmt_of(ins[0]) != "fp32":
+            # backward rules that read the rounded output (tanh, softmax...) or round per op (a / b)
+            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]),
+                                               pol.json.get("kernels") != "torch_cpu")
         if out is None:
             out = func(*args, **kwargs)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
             return out
-        if kind == "elementwise":
+        if low is not None:
+            fmt = low[1]
+        elif kind == "elementwise":
             shaped = [t for t in ins if t.dim() > 0] or ins
             fmts = {_fmt_of(t) for t in shaped}
             fmt = fmts.pop() if len(fmts) == 1 else "fp32"
