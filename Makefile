@@ -105,7 +105,11 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a
 	$(CC) $(CFLAGS) $(ALL_INC) -Itests -MMD -MP -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libampsim.a $(LDFLAGS) $(LDLIBS) $(CHECK_LIBS)
 
 # The README's test command: install missing packages, build, run every suite.
+# (Built with one job per CPU unless make was given -j.)
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+JOBS  = $(if $(findstring -j,$(MAKEFLAGS)),,-j$(NPROC))
 check: deps
+	@$(MAKE) --no-print-directory $(JOBS) all $(TEST_BIN)
 	@$(MAKE) --no-print-directory check-run
 
 # Each suite gets the built binary as $$AMPSIM and the source tree as $$AMP_SRCDIR.
@@ -119,7 +123,7 @@ check-run: all $(TEST_BIN)
 # AMP_LONG=1 runs only its test case "long"; the Python tests
 # python/tests/long_*.py. The same closing line as make check.
 check-long: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory $(JOBS) all $(TEST_BIN)
 	@AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) EXAMPLE_LDFLAGS="$(LDFLAGS)" \
 	  AMP_MAKE_FLAGS="SANITIZER=$(SANITIZER) OPT=$(OPT)" \
 	  AMP_PYTHON_TESTS=$(if $(SANITIZER),0,1) sh tests/run_suites.sh --long $(BUILD) $(TEST_BIN)
