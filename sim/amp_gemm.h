@@ -11,11 +11,14 @@
  * Operands must already hold values of their formats. Row-major.
  *
  * FP32 accumulation, kind AMP_GEMM_REPRODUCIBLE (the default): every element is
- * the same sequence of float32 operations on every CPU and kernel path, with
- * no FMA (docs/speed-repro.md):
- *     s[r] = +0 (r = 0..3); for k = 0..K-1: s[k mod 4] = fl(s[k mod 4] + fl(a_ik b_kj))
- *     t = fl(fl(s[0] + s[1]) + fl(s[2] + s[3])); c_ij = beta ? fl(c_ij + t) : t
- * The AVX-512, AVX2 and generic C paths and any thread count give the same bits.
+ * one chain of fused multiply-adds, k ascending (docs/speed-repro.md):
+ *     s = +0; for k = 0..K-1: s = fmaf(a_ik, b_kj, s)     (one rounding each)
+ *     c_ij = beta ? fl(c_ij + s) : s
+ * for float32 operands and operands of every narrower format alike. fmaf is
+ * one correctly rounded IEEE 754 operation, so the AVX-512, AVX2+FMA and
+ * generic C paths and any thread count give the same bits on every CPU; FMA
+ * hardware decides the speed only (without it the generic path calls the C
+ * library's fmaf).
  * Kind AMP_GEMM_BLAS: OpenBLAS sgemm on one thread (its summation order
  * depends on the kernel OpenBLAS picks for the CPU).
  *

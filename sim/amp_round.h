@@ -100,6 +100,15 @@ AMP_API amp_status amp_round_f32(const amp_format *f, const amp_round_opts *o,
                                  const float *x, float *y, size_t n, amp_stats *st);
 AMP_API amp_status amp_round_f64(const amp_format *f, const amp_round_opts *o,
                                  const double *x, float *y, size_t n, amp_stats *st);
+/* The same, also adding to *nonfinite how many results y[i] are inf or NaN,
+ * found in the same pass: the rounding kernels count them block by block
+ * while each block is in L1, or tell them from the statistics' class counts
+ * (amp_stats_nonfinite; only where those cannot tell, a format whose two
+ * infinities round one to a finite value and one not, is y looked at again). */
+AMP_API amp_status amp_round_f32_nonfinite(const amp_format *f, const amp_round_opts *o, const float *x, float *y,
+                                           size_t n, amp_stats *st, size_t *nonfinite);
+AMP_API amp_status amp_round_f64_nonfinite(const amp_format *f, const amp_round_opts *o, const double *x, float *y,
+                                           size_t n, amp_stats *st, size_t *nonfinite);
 
 /* The hand-written SIMD paths of the rounding kernels: GENERIC is the
  * compiler-vectorised C alone; AVX512 adds the fused rne scan and error sums

@@ -10,6 +10,9 @@
  *   amp+cast  amp plus rounding A and W into fp16 at every call (worst case:
  *           no cast cache, fp32 activations)
  *   ratio = t_plain / t_amp (speed relative to plain sgemm; >= 0.8 wanted).
+ *   reproducible  ampsim's reproducible GEMM (amp_gemm, --gemm reproducible) on
+ *           the float32 operands of plain; ratio_reproducible = t_plain /
+ *           t_reproducible (>= 0.9 wanted).
  * train: time per step of fp32 (no statistics) vs fp16-amp with statistics of
  *   every tensor at every step; ratio = t_fp16amp+stats / t_fp32 (<= 1.25
  *   wanted); also against fp32 with the same statistics, and fp16-amp without
@@ -75,6 +78,7 @@ typedef struct gemm_case {
     float *a, *w, *a16, *w16, *c;
     const amp_format *f16;
     amp_round_opts ro;
+    amp_gemm_cfg repro;
 } gemm_case;
 
 static void run_plain(void *p)
@@ -88,6 +92,12 @@ static void run_amp(void *p)
     gemm_case *g = p;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g->M, g->N, g->K, 1.0f, g->a16, g->K, g->w16, g->K, 0.0f, g->c, g->N);
     amp_round_f32(g->f16, &g->ro, g->c, g->c, (size_t)g->M * g->N, NULL);
+}
+
+static void run_repro(void *p)
+{
+    gemm_case *g = p;
+    amp_gemm(&g->repro, 0, 1, g->M, g->N, g->K, g->a, g->K, g->w, g->K, 0.0f, g->c, g->N);
 }
 
 static void run_amp_cast(void *p)
@@ -111,11 +121,15 @@ int amp_bench_gemm(FILE *out, int csv)
     };
     amp_gemm_init();
     amp_set_threads(1);
-    if (csv) fprintf(out, "shape,M,N,K,t_plain_us,t_amp_us,t_amp_cast_us,ratio,ratio_cast\n");
+    amp_policy fp32;
+    amp_policy_preset("fp32", &fp32);
+    fp32.gemm = AMP_GEMM_REPRODUCIBLE;
+    if (csv) fprintf(out, "shape,M,N,K,t_plain_us,t_amp_us,t_amp_cast_us,ratio,ratio_cast,t_reproducible_us,"
+                          "ratio_reproducible\n");
     else {
         amp_bench_paths(out);
-        fprintf(out, "%-34s %8s %8s %10s %7s %10s\n", "shape (fp16 operands, fp32 acc)", "plain us", "amp us",
-                "amp+cast us", "ratio", "ratio_cast");
+        fprintf(out, "%-34s %8s %8s %10s %7s %10s %8s %8s\n", "shape (fp16 operands, fp32 acc)", "plain us", "amp us",
+                "amp+cast us", "ratio", "ratio_cast", "repro us", "ratio_repro");
     }
     int ok = 1;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -127,15 +141,20 @@ int amp_bench_gemm(FILE *out, int csv)
         for (size_t k = 0; k < nw; k++) g.w[k] = (float)(0.1 * (2 * amp_rand_uniform(1, 2, k) - 1));
         g.f16 = amp_format_get(AMP_FMT_FP16);
         g.ro = amp_round_defaults();
+        g.repro = amp_gemm_cfg_of(&fp32);
         amp_round_f32(g.f16, &g.ro, g.a, g.a16, na, NULL);
         amp_round_f32(g.f16, &g.ro, g.w, g.w16, nw, NULL);
-        bench_fn fns[3] = { run_plain, run_amp, run_amp_cast };
-        void *ctxs[3] = { &g, &g, &g };
-        double tt[3];
-        time_many(3, fns, ctxs, tt);
-        double tp = tt[0], ta = tt[1], tc = tt[2];
-        if (csv) fprintf(out, "\"%s\",%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n", shapes[i].name, g.M, g.N, g.K, tp * 1e6, ta * 1e6, tc * 1e6, tp / ta, tp / tc);
-        else fprintf(out, "%-34s %8.2f %8.2f %10.2f %7.3f %10.3f\n", shapes[i].name, tp * 1e6, ta * 1e6, tc * 1e6, tp / ta, tp / tc);
+        bench_fn fns[4] = { run_plain, run_amp, run_amp_cast, run_repro };
+        void *ctxs[4] = { &g, &g, &g, &g };
+        double tt[4];
+        time_many(4, fns, ctxs, tt);
+        double tp = tt[0], ta = tt[1], tc = tt[2], tr = tt[3];
+        if (csv)
+            fprintf(out, "\"%s\",%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", shapes[i].name, g.M, g.N, g.K,
+                    tp * 1e6, ta * 1e6, tc * 1e6, tp / ta, tp / tc, tr * 1e6, tp / tr);
+        else
+            fprintf(out, "%-34s %8.2f %8.2f %10.2f %7.3f %10.3f %8.2f %8.3f\n", shapes[i].name, tp * 1e6, ta * 1e6,
+                    tc * 1e6, tp / ta, tp / tc, tr * 1e6, tp / tr);
         free(g.a); free(g.w); free(g.a16); free(g.w16); free(g.c);
     }
     if (!ok) { fprintf(stderr, "ampsim bench gemm: out of memory\n"); return 2; }

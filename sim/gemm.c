@@ -1,18 +1,17 @@
 /* GEMM with operands already rounded into their formats (sim/amp_gemm.h).
  *
- * Reproducible FP32 accumulation: the order of amp_gemm.h, vectorised over
- * output columns only, so that every SIMD lane is one output element doing the
- * contract's scalar sequence; wider vectors change which elements run side by
- * side, never the operations of one element. A tile of MR x NR outputs keeps
- * its NP x MR partial-sum vectors in registers over the whole of K.
- * B' is packed into panels of NR columns ([panel][K][NR], zero-padded); A' is
- * read in place when untransposed, else packed into rows of K (and a partial
- * last row tile is packed with zero rows); packing only moves values.
- * Where every product is exact in float32 (operands of at most 12 significant
- * bits in a safe exponent range, checked on the operands), the AVX paths use
- * fused multiply-adds: fma(a, b, s) = fl(s + fl(a b)) then, so the bits are
- * the contract's (fp16/bf16/FP8 operands run at FMA speed, float32
- * operands at separate-multiply-and-add speed).
+ * Reproducible FP32 accumulation: the order of amp_gemm.h (one chain of
+ * fused multiply-adds per output element, k ascending), vectorised over
+ * output elements only, so that every SIMD lane is one output element doing
+ * the contract's scalar sequence; wider vectors change which elements run
+ * side by side, never the operations of one element. A tile of MR x NR
+ * outputs keeps its accumulators in registers over a block of K.
+ * B' is packed into panels of NR columns ([panel][K][NR], zero columns past
+ * N; 16 on the AVX-512 path when N <= 16); A' is read in place when
+ * untransposed (a partial last row tile packed with zero rows), else packed
+ * into row tiles ([tile][K][MR]); packing only moves values. K is cut into blocks of KC without reordering: between blocks
+ * a tile's running sums wait in memory, unchanged (the same operations as one
+ * pass), while a group of row tiles passes over one block of a panel in L1.
  * Tiles are independent: threads split them, the bits do not depend on it.
  *
  * BLAS: OpenBLAS sgemm on one thread (with FMA: each product exact, each sum
@@ -34,13 +33,15 @@
 
 #include <cblas.h>
 #include <immintrin.h>
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NR 16   /* columns per panel */
-#define MR 4    /* rows per tile */
-#define NP 4    /* partial sums per element (k mod NP) */
+#define MR 8     /* rows per tile */
+#define NR 32    /* columns per panel */
+#define KC 256   /* k per block */
+#define GT 16    /* row tiles that pass over one block of a panel */
 
 void amp_gemm_init(void)
 {
@@ -80,8 +81,9 @@ amp_gemm_path amp_gemm_path_active(void)
     static int machine = -1;
     if (machine < 0) {
         __builtin_cpu_init();
-        machine = __builtin_cpu_supports("avx512f") ? AMP_GEMM_PATH_AVX512
-                  : __builtin_cpu_supports("avx2") ? AMP_GEMM_PATH_AVX2 : AMP_GEMM_PATH_GENERIC;
+        int fma = __builtin_cpu_supports("fma");
+        machine = fma && __builtin_cpu_supports("avx512f") ? AMP_GEMM_PATH_AVX512
+                  : fma && __builtin_cpu_supports("avx2") ? AMP_GEMM_PATH_AVX2 : AMP_GEMM_PATH_GENERIC;
     }
     int p = machine;
     if (path_cap != AMP_GEMM_PATH_AUTO && (int)path_cap < p) p = path_cap;
@@ -99,42 +101,42 @@ amp_status amp_gemm_path_parse(const char *s, amp_gemm_path *out)
     return amp_fail(AMP_EINVAL, "gemm path '%s': expected generic, avx2 or avx512", s ? s : "");
 }
 
-static int fma_ok(void)
-{
-    static int ok = -1;
-    if (ok < 0) ok = __builtin_cpu_supports("fma");
-    return ok;
-}
-
 const char *amp_gemm_path_name(amp_gemm_path p)
 {
     return p == AMP_GEMM_PATH_AVX512 ? "avx512" : p == AMP_GEMM_PATH_AVX2 ? "avx2" : "generic";
 }
 
-/* ---- tiles: t (MR,NR) = the contract's t for rows a (MR,K) and panel b (K,NR) ----
- * Row i of the tile goes to t + i ldt: t itself (beta 0) or fl(t + the value)
- * (beta 1, the contract's c + t). K may come in blocks (k0 a multiple of NP,
- * so that k mod NP is the same inside a block): ph & PH_FIRST starts the
- * partial sums at +0, else loads them from st (MR NP NR floats); ph & PH_LAST
- * finishes the tile into t, else stores the partial sums into st. The partial
- * sums go through memory unchanged: the same operations as one pass. */
+/* ---- tiles: t (MR,NR) = the contract's sums for a row tile and a panel --------
+ * a: A' rows, element (i, k) at a[i as + k] (A read in place, as = lda) or,
+ * for as = 0, packed [K][MR]; b: packed panel [K][NR]. Row i of the tile goes to
+ * t + i ldt: the sum itself (beta 0) or fl(t + the sum) (beta 1, the
+ * contract's c + s). K may come in blocks: ph & PH_FIRST starts the sums at
+ * +0, else loads them from st (MR NR floats, [i][j]); ph & PH_LAST finishes
+ * the tile into t, else stores the sums into st. */
 #define PH_FIRST 1
 #define PH_LAST 2
-typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta,
-                        float *st, int ph);
+typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta, float *st,
+                        int ph);
 
-static void tile_generic(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta,
-                         float *st, int ph)
+/* The generic path: C, vectorised by the compiler over j where the clone has
+ * FMA instructions (fmaf is one correctly rounded operation either way). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define FMA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FMA_CLONES
+#endif
+
+FMA_CLONES static void tile_generic(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta,
+                                    float *st, int ph)
 {
-    float s[MR][NP][NR];
+    float s[MR][NR];
     if (ph & PH_FIRST) memset(s, 0, sizeof s);
     else memcpy(s, st, sizeof s);
     for (int k = 0; k < K; k++) {
-        const float *bk = b + (size_t)k * bs;
-        int r = k % NP;
+        const float *bk = b + (size_t)k * NR;
         for (int i = 0; i < MR; i++) {
-            float ai = a[(size_t)i * as + k];
-            for (int j = 0; j < NR; j++) s[i][r][j] = s[i][r][j] + ai * bk[j];
+            float ai = as ? a[i * as + k] : a[(size_t)k * MR + i];
+            for (int j = 0; j < NR; j++) s[i][j] = fmaf(ai, bk[j], s[i][j]);
         }
     }
     if (!(ph & PH_LAST)) {
@@ -142,113 +144,98 @@ static void tile_generic(int K, const float *a, size_t as, const float *b, size_
         return;
     }
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++) {
-            float v = (s[i][0][j] + s[i][1][j]) + (s[i][2][j] + s[i][3][j]);
-            t[i * ldt + j] = beta ? t[i * ldt + j] + v : v;
+        for (int j = 0; j < NR; j++) t[i * ldt + j] = beta ? t[i * ldt + j] + s[i][j] : s[i][j];
+}
+
+/* AVX-512: the whole 8 x 32 tile, 16 accumulators (row i, half h). */
+__attribute__((target("avx512f"))) static void tile_avx512(int K, const float *a, size_t as, const float *b, float *t,
+                                                          size_t ldt, int beta, float *st, int ph)
+{
+    __m512 c[MR][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+        for (int h = 0; h < 2; h++)
+            c[i][h] = ph & PH_FIRST ? _mm512_setzero_ps() : _mm512_loadu_ps(st + i * NR + 16 * h);
+    for (int k = 0; k < K; k++) {
+        __m512 b0 = _mm512_loadu_ps(b + (size_t)k * NR), b1 = _mm512_loadu_ps(b + (size_t)k * NR + 16);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            __m512 ai = _mm512_set1_ps(as ? a[i * as + k] : a[(size_t)k * MR + i]);
+            c[i][0] = _mm512_fmadd_ps(ai, b0, c[i][0]);
+            c[i][1] = _mm512_fmadd_ps(ai, b1, c[i][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+        for (int h = 0; h < 2; h++) {
+            if (!(ph & PH_LAST)) _mm512_storeu_ps(st + i * NR + 16 * h, c[i][h]);
+            else {
+                float *ti = t + i * ldt + 16 * h;
+                _mm512_storeu_ps(ti, beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i][h]) : c[i][h]);
+            }
         }
 }
 
-/* The SIMD tiles: one SIMD lane per output column, the same per-element
- * operations as tile_generic. MADD(s, x, y) is s + x*y: two roundings
- * (MUL_ADD*) or, for operands whose products are exact in float32 (see
- * short_operands), one fused multiply-add, which then gives the same bits. */
-#define MUL_ADD512(s, x, y) _mm512_add_ps(s, _mm512_mul_ps(x, y))
-#define FMA512(s, x, y) _mm512_fmadd_ps(x, y, s)
-#define MUL_ADD256(s, x, y) _mm256_add_ps(s, _mm256_mul_ps(x, y))
-#define FMA256(s, x, y) _mm256_fmadd_ps(x, y, s)
-#define STEP512(MADD, i, r, kk) s##i##r = MADD(s##i##r, _mm512_set1_ps(a[(size_t)(i) * as + (kk)]), b##r)
-#define ROWS512(MADD, r, kk) \
-    STEP512(MADD, 0, r, kk); STEP512(MADD, 1, r, kk); STEP512(MADD, 2, r, kk); STEP512(MADD, 3, r, kk)
-#define STEP256(MADD, i, r, kk) s##i##r = MADD(s##i##r, _mm256_set1_ps(a[(size_t)(i) * as + (kk)]), b##r)
-#define ROWS256(MADD, r, kk) STEP256(MADD, 0, r, kk); STEP256(MADD, 1, r, kk)
-/* partial sums (row i, k mod 4 = r) from / to st, W floats a vector */
-#define XFER4(OP, i, W) OP(i, 0, W); OP(i, 1, W); OP(i, 2, W); OP(i, 3, W)
-#define LD512(i, r, W) s##i##r = _mm512_loadu_ps(st + (4 * (i) + (r)) * (W))
-#define ST512(i, r, W) _mm512_storeu_ps(st + (4 * (i) + (r)) * (W), s##i##r)
-#define LD256(i, r, W) s##i##r = _mm256_loadu_ps(st + (4 * (i) + (r)) * (W))
-#define ST256(i, r, W) _mm256_storeu_ps(st + (4 * (i) + (r)) * (W), s##i##r)
-
-/* AVX-512: the whole MR x NR tile (16 accumulators: row i, k mod 4 = r). */
-#define TILE512(name, target, MADD)                                                                          \
-target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt,   \
-                        int beta, float *st, int ph)                                                         \
-{                                                                                                            \
-    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00;      \
-    __m512 s13 = s00, s20 = s00, s21 = s00, s22 = s00, s23 = s00, s30 = s00, s31 = s00, s32 = s00, s33 = s00; \
-    if (!(ph & PH_FIRST)) { XFER4(LD512, 0, 16); XFER4(LD512, 1, 16); XFER4(LD512, 2, 16); XFER4(LD512, 3, 16); } \
-    int k = 0;                                                                                               \
-    for (; k + NP <= K; k += NP) {                                                                           \
-        __m512 b0 = _mm512_loadu_ps(b + (size_t)k * bs), b1 = _mm512_loadu_ps(b + (size_t)(k + 1) * bs);     \
-        __m512 b2 = _mm512_loadu_ps(b + (size_t)(k + 2) * bs), b3 = _mm512_loadu_ps(b + (size_t)(k + 3) * bs); \
-        ROWS512(MADD, 0, k); ROWS512(MADD, 1, k + 1); ROWS512(MADD, 2, k + 2); ROWS512(MADD, 3, k + 3);      \
-    }                                                                                                        \
-    __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;                                                       \
-    if (k < K) { b0 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 0, k); k++; }                       \
-    if (k < K) { b1 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 1, k); k++; }                       \
-    if (k < K) { b2 = _mm512_loadu_ps(b + (size_t)k * bs); ROWS512(MADD, 2, k); k++; }                       \
-    if (!(ph & PH_LAST)) {                                                                                   \
-        XFER4(ST512, 0, 16); XFER4(ST512, 1, 16); XFER4(ST512, 2, 16); XFER4(ST512, 3, 16);                  \
-        return;                                                                                              \
-    }                                                                                                        \
-    __m512 v0 = _mm512_add_ps(_mm512_add_ps(s00, s01), _mm512_add_ps(s02, s03));                             \
-    __m512 v1 = _mm512_add_ps(_mm512_add_ps(s10, s11), _mm512_add_ps(s12, s13));                             \
-    __m512 v2 = _mm512_add_ps(_mm512_add_ps(s20, s21), _mm512_add_ps(s22, s23));                             \
-    __m512 v3 = _mm512_add_ps(_mm512_add_ps(s30, s31), _mm512_add_ps(s32, s33));                             \
-    if (beta) {                                                                                              \
-        v0 = _mm512_add_ps(_mm512_loadu_ps(t), v0);                                                          \
-        v1 = _mm512_add_ps(_mm512_loadu_ps(t + ldt), v1);                                                    \
-        v2 = _mm512_add_ps(_mm512_loadu_ps(t + 2 * ldt), v2);                                                \
-        v3 = _mm512_add_ps(_mm512_loadu_ps(t + 3 * ldt), v3);                                                \
-    }                                                                                                        \
-    _mm512_storeu_ps(t, v0);                                                                                 \
-    _mm512_storeu_ps(t + ldt, v1);                                                                           \
-    _mm512_storeu_ps(t + 2 * ldt, v2);                                                                       \
-    _mm512_storeu_ps(t + 3 * ldt, v3);                                                                       \
+/* AVX-512 on a narrow panel (N <= 16, packed [K][16], st [i][16]): 8 x 16,
+ * 8 accumulators, so that a narrow GEMM computes no more padding than 16 - N
+ * columns. */
+__attribute__((target("avx512f"))) static void tile_avx512_16(int K, const float *a, size_t as, const float *b,
+                                                             float *t, size_t ldt, int beta, float *st, int ph)
+{
+    __m512 c[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) c[i] = ph & PH_FIRST ? _mm512_setzero_ps() : _mm512_loadu_ps(st + i * 16);
+    for (int k = 0; k < K; k++) {
+        __m512 b0 = _mm512_loadu_ps(b + (size_t)k * 16);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) c[i] = _mm512_fmadd_ps(_mm512_set1_ps(as ? a[i * as + k] : a[(size_t)k * MR + i]), b0, c[i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (!(ph & PH_LAST)) _mm512_storeu_ps(st + i * 16, c[i]);
+        else {
+            float *ti = t + i * ldt;
+            _mm512_storeu_ps(ti, beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i]) : c[i]);
+        }
+    }
 }
-TILE512(tile_avx512, __attribute__((target("avx512f"))), MUL_ADD512)
-TILE512(tile_avx512_fma, __attribute__((target("avx512f,fma"))), FMA512)
 
-/* AVX2: the tile in four 2-row x 8-column quarters (8 accumulators each). */
-#define QUARTER256(name, tile, target, MADD)                                                                 \
-target static void name(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt,   \
-                        int beta, float *st, int ph)                                                         \
-{                                                                                                            \
-    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00;      \
-    __m256 s13 = s00;                                                                                        \
-    if (!(ph & PH_FIRST)) { XFER4(LD256, 0, 8); XFER4(LD256, 1, 8); }                                        \
-    int k = 0;                                                                                               \
-    for (; k + NP <= K; k += NP) {                                                                           \
-        __m256 b0 = _mm256_loadu_ps(b + (size_t)k * bs), b1 = _mm256_loadu_ps(b + (size_t)(k + 1) * bs);     \
-        __m256 b2 = _mm256_loadu_ps(b + (size_t)(k + 2) * bs), b3 = _mm256_loadu_ps(b + (size_t)(k + 3) * bs); \
-        ROWS256(MADD, 0, k); ROWS256(MADD, 1, k + 1); ROWS256(MADD, 2, k + 2); ROWS256(MADD, 3, k + 3);      \
-    }                                                                                                        \
-    __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0;                                                       \
-    if (k < K) { b0 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 0, k); k++; }                       \
-    if (k < K) { b1 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 1, k); k++; }                       \
-    if (k < K) { b2 = _mm256_loadu_ps(b + (size_t)k * bs); ROWS256(MADD, 2, k); k++; }                       \
-    if (!(ph & PH_LAST)) {                                                                                   \
-        XFER4(ST256, 0, 8); XFER4(ST256, 1, 8);                                                              \
-        return;                                                                                              \
-    }                                                                                                        \
-    __m256 v0 = _mm256_add_ps(_mm256_add_ps(s00, s01), _mm256_add_ps(s02, s03));                             \
-    __m256 v1 = _mm256_add_ps(_mm256_add_ps(s10, s11), _mm256_add_ps(s12, s13));                             \
-    if (beta) {                                                                                              \
-        v0 = _mm256_add_ps(_mm256_loadu_ps(t), v0);                                                          \
-        v1 = _mm256_add_ps(_mm256_loadu_ps(t + ldt), v1);                                                    \
-    }                                                                                                        \
-    _mm256_storeu_ps(t, v0);                                                                                 \
-    _mm256_storeu_ps(t + ldt, v1);                                                                           \
-}                                                                                                            \
-static void tile(int K, const float *a, size_t as, const float *b, size_t bs, float *t, size_t ldt, int beta, \
-                 float *st, int ph)                                                                          \
-{                                                                                                            \
-    for (int i = 0; i < MR; i += 2)                                                                          \
-        for (int j = 0; j < NR; j += 8)                                                                      \
-            name(K, a + (size_t)i * as, as, b + j, bs, t + i * ldt + j, ldt, beta,                           \
-                 st ? st + (i / 2 * 2 + j / 8) * 64 : NULL, ph);                                             \
+/* AVX2: the tile in four 4 x 16 quarters, 8 accumulators each. */
+__attribute__((target("avx2,fma"))) static void quarter_avx2(int K, const float *a, size_t as, const float *b,
+                                                            float *t, size_t ldt, int beta, float *st, int ph)
+{
+    __m256 c[4][2];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++)
+            c[i][h] = ph & PH_FIRST ? _mm256_setzero_ps() : _mm256_loadu_ps(st + i * NR + 8 * h);
+    for (int k = 0; k < K; k++) {
+        __m256 b0 = _mm256_loadu_ps(b + (size_t)k * NR), b1 = _mm256_loadu_ps(b + (size_t)k * NR + 8);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            __m256 ai = _mm256_set1_ps(as ? a[i * as + k] : a[(size_t)k * MR + i]);
+            c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
+            c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            if (!(ph & PH_LAST)) _mm256_storeu_ps(st + i * NR + 8 * h, c[i][h]);
+            else {
+                float *ti = t + i * ldt + 8 * h;
+                _mm256_storeu_ps(ti, beta ? _mm256_add_ps(_mm256_loadu_ps(ti), c[i][h]) : c[i][h]);
+            }
+        }
 }
-QUARTER256(quarter_avx2, tile_avx2, __attribute__((target("avx2"))), MUL_ADD256)
-QUARTER256(quarter_avx2_fma, tile_avx2_fma, __attribute__((target("avx2,fma"))), FMA256)
+
+static void tile_avx2(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta, float *st,
+                      int ph)
+{
+    for (int i = 0; i < MR; i += 4)
+        for (int j = 0; j < NR; j += 16)
+            quarter_avx2(K, as ? a + i * as : a + i, as, b + j, t + i * ldt + j, ldt, beta, st ? st + i * NR + j : NULL, ph);
+}
 
 /* ---- drivers ------------------------------------------------------------------- */
 static float aval(int ta, const float *A, int lda, int i, int k)
@@ -268,104 +255,69 @@ static void gemm_unpacked(int ta, int tb, int M, int N, int K, const float *A, i
 {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
-            float s[NP] = { 0.0f, 0.0f, 0.0f, 0.0f };
-            for (int k = 0; k < K; k++) s[k % NP] = s[k % NP] + aval(ta, A, lda, i, k) * bval(tb, B, ldb, k, j);
-            float t = (s[0] + s[1]) + (s[2] + s[3]);
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) s = fmaf(aval(ta, A, lda, i, k), bval(tb, B, ldb, k, j), s);
             float *c = &C[(size_t)i * ldc + j];
-            *c = beta != 0.0f ? *c + t : t;
+            *c = beta != 0.0f ? *c + s : s;
         }
 }
 
-/* 1 if every value of the rows x cols block x (row stride ld) is 0 or has at
- * most 12 significant bits and a magnitude in [2^-62, 2^63): then every
- * product of two such values has at most 24 bits and lies in [2^-124, 2^126),
- * a normal float32: it is exact. fp16, bf16 (down to 2^-62) and the FP8/FP4
- * formats' values pass; NaN and Inf never do. */
-typedef uint32_t __attribute__((may_alias)) u32_alias;
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
-#define SCAN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define SCAN_CLONES
-#endif
-
-SCAN_CLONES static uint32_t long_values(const u32_alias *u, int n)
-{
-    uint32_t bad = 0;
-    for (int c = 0; c < n; c++) {
-        uint32_t m = u[c] & 0x7fffffffu, e = m >> 23;
-        bad |= (uint32_t)(m != 0) & ((uint32_t)((u[c] & 0xfffu) != 0) | (uint32_t)(e < 127 - 62) | (uint32_t)(e >= 127 + 63));
-    }
-    return bad;
-}
-
-static int short_operands(const float *x, int rows, int cols, int ld)
-{
-    uint32_t bad = 0;
-    for (int r = 0; r < rows && !bad; r++) bad |= long_values((const u32_alias *)(x + (size_t)r * ld), cols);
-    return !bad;
-}
-
-/* Operands as the tiles read them: row tile it of A' at a + it a_tile with row
- * stride as (or a_tail, packed, for a partial last tile), panel p of B' at
- * b + p b_panel with row stride bs. */
 typedef struct repro_job {
     tile_fn fn;
-    int M, N, K, mt, np, ldc;
-    int kc;                       /* k per block (K: no blocking) */
-    const float *a, *b;           /* A' rows (in place or packed) and B' panels' origin */
-    size_t as, bs, a_tile, b_panel;   /* strides: A' row, B' row; tile, panel steps */
-    const float *a_tail;          /* packed last partial row tile (NULL: none) */
+    int nr;                 /* panel width: NR, or 16 (tile_avx512_16) */
+    int M, N, K, mt, ldc;
+    const float *a;         /* A' in place (as = lda) or packed row tiles (as = 0) */
+    size_t as;
+    const float *a_tail;    /* the partial last row tile, packed (NULL: none) */
+    const float *bp;        /* packed B' panels */
     float beta, *C;
 } repro_job;
 
-/* Tile (it, p), k in [k0, k0 + kl), phase ph (st: its partial sums when K is
+/* Tile (it, p), k in [k0, k0 + kl), phase ph (st: its running sums when K is
  * blocked). A whole tile finishes straight into C, a partial one through t. */
 static void run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, float *st)
 {
-    int M = j->M, N = j->N, K = j->K;
-    int mi = M - it * MR < MR ? M - it * MR : MR, nj = N - p * NR < NR ? N - p * NR : NR;
-    const float *a = (mi < MR && j->a_tail ? j->a_tail : j->a + (size_t)it * j->a_tile) + k0;
-    const float *b = j->b + (size_t)p * j->b_panel + (size_t)k0 * j->bs;
-    size_t as = mi < MR && j->a_tail ? (size_t)K : j->as, bs = j->bs;
-    if (mi == MR && nj == NR) {
-        j->fn(kl, a, as, b, bs, j->C + (size_t)(it * MR) * j->ldc + (size_t)p * NR, (size_t)j->ldc, j->beta != 0.0f,
-              st, ph);
+    int nr = j->nr;
+    int mi = j->M - it * MR < MR ? j->M - it * MR : MR, nj = j->N - p * nr < nr ? j->N - p * nr : nr;
+    const float *b = j->bp + ((size_t)p * j->K + k0) * nr, *a;
+    size_t as = j->as;
+    if (mi < MR && j->a_tail) a = j->a_tail + (size_t)k0 * MR, as = 0;
+    else if (as) a = j->a + (size_t)it * MR * as + k0;
+    else a = j->a + ((size_t)it * j->K + k0) * MR;
+    float *c = j->C + (size_t)it * MR * j->ldc + (size_t)p * nr;
+    if (mi == MR && nj == nr) {
+        j->fn(kl, a, as, b, c, (size_t)j->ldc, j->beta != 0.0f, st, ph);
         return;
     }
     float t[MR * NR];
-    j->fn(kl, a, as, b, bs, t, NR, 0, st, ph);
+    j->fn(kl, a, as, b, t, (size_t)nr, 0, st, ph);
     if (!(ph & PH_LAST)) return;
     for (int i = 0; i < mi; i++) {
-        float *c = j->C + (size_t)(it * MR + i) * j->ldc + (size_t)p * NR;
+        float *ci = c + (size_t)i * j->ldc;
         if (j->beta != 0.0f)
-            for (int jj = 0; jj < nj; jj++) c[jj] = c[jj] + t[i * NR + jj];
+            for (int jj = 0; jj < nj; jj++) ci[jj] = ci[jj] + t[i * nr + jj];
         else
-            for (int jj = 0; jj < nj; jj++) c[jj] = t[i * NR + jj];
+            for (int jj = 0; jj < nj; jj++) ci[jj] = t[i * nr + jj];
     }
 }
 
-/* Tiles q in [q0, q1): panel-major (a panel of B stays in cache while the row
- * tiles pass over it). When K > kc, groups of up to GT row tiles of one panel
- * go through K in blocks of kc, so that a block of the panel stays in L1 while
- * the group passes over it; each tile's partial sums wait in st between
- * blocks. (Only the fused path blocks K: it waits on memory, while the
- * separate multiply and add keep the other paths busy enough.) */
-#define KC 256   /* a multiple of NP */
-#define GT 16
+/* Tiles q in [q0, q1), q = panel * mt + row tile: panel-major, in groups of up
+ * to GT row tiles of one panel; when K > KC the group goes through K in blocks
+ * of KC (the block of the panel stays in L1 while the group passes over it),
+ * each tile's running sums waiting in st between blocks. */
 static void run_tiles(const repro_job *j, long q0, long q1)
 {
-    int K = j->K, KB = j->kc;
-    float st[GT][MR * NP * NR];
+    int K = j->K;
+    float st[GT][MR * NR];
     for (long q = q0; q < q1;) {
         int p = (int)(q / j->mt), it0 = (int)(q % j->mt);
         long ng = q1 - q < GT ? q1 - q : GT;
         if (ng > j->mt - it0) ng = j->mt - it0;
-        if (K <= KB)
+        if (K <= KC)
             for (int g = 0; g < ng; g++) run_tile(j, p, it0 + g, 0, K, PH_FIRST | PH_LAST, NULL);
         else
-            for (int k0 = 0; k0 < K; k0 += KB) {
-                int kl = K - k0 < KB ? K - k0 : KB;
+            for (int k0 = 0; k0 < K; k0 += KC) {
+                int kl = K - k0 < KC ? K - k0 : KC;
                 int ph = (k0 == 0 ? PH_FIRST : 0) | (k0 + kl == K ? PH_LAST : 0);
                 for (int g = 0; g < ng; g++) run_tile(j, p, it0 + g, k0, kl, ph, st[g]);
             }
@@ -373,47 +325,38 @@ static void run_tiles(const repro_job *j, long q0, long q1)
     }
 }
 
-/* dst (rows,K) = rows r0.. of A' (zero past M); transposed A is read along
- * its rows, 16 output rows at a time. */
-static void pack_a(int ta, const float *A, int lda, int M, int K, int r0, int rows, float *dst)
+/* ap (mt - it0,K,MR) = A' in row tiles from tile it0 on, zero rows past M. */
+static void pack_a(int ta, const float *A, int lda, int M, int K, int it0, int mt, float *ap)
 {
-    for (int i0 = 0; i0 < rows; i0 += 16) {
-        int i1 = i0 + 16 < rows ? i0 + 16 : rows;
-        for (int i = i0; i < i1; i++)
-            if (r0 + i >= M) memset(dst + (size_t)i * K, 0, (size_t)K * sizeof *dst);
-            else if (!ta) memcpy(dst + (size_t)i * K, A + (size_t)(r0 + i) * lda, (size_t)K * sizeof *dst);
-        if (!ta) continue;
-        int iv = M - r0 < i1 ? M - r0 : i1;
-        for (int k0 = 0; k0 < K; k0 += 16) {         /* 16 x 16 blocks: few lines in flight */
-            int k1 = k0 + 16 < K ? k0 + 16 : K;
-            for (int i = i0; i < iv; i++) {
-                const float *src = A + r0 + i;
-                float *d = dst + (size_t)i * K;
-                for (int k = k0; k < k1; k++) d[k] = src[(size_t)k * lda];
+    for (int it = it0; it < mt; it++) {
+        float *dst = ap + (size_t)(it - it0) * K * MR;
+        int r0 = it * MR, mi = M - r0 < MR ? M - r0 : MR;
+        if (mi < MR) memset(dst, 0, (size_t)K * MR * sizeof *dst);
+        if (ta)
+            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, (size_t)mi * sizeof *dst);
+        else
+            for (int i = 0; i < mi; i++) {
+                const float *src = A + (size_t)(r0 + i) * lda;
+                for (int k = 0; k < K; k++) dst[(size_t)k * MR + i] = src[k];
             }
-        }
     }
 }
 
-/* bp (np,K,NR) = B' in panels of NR columns, zero past N; B is read along its rows. */
-static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, float *bp)
+/* bp (np,K,nr) = B' in panels of nr columns, zero past N; B is read along its rows. */
+static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, int nr, float *bp)
 {
     for (int p = 0; p < np; p++) {
-        int j0 = p * NR, nj = N - j0 < NR ? N - j0 : NR;
-        float *dst = bp + (size_t)p * K * NR;
-        if (nj < NR) memset(dst, 0, (size_t)K * NR * sizeof *dst);
+        int j0 = p * nr, nj = N - j0 < nr ? N - j0 : nr;
+        float *dst = bp + (size_t)p * K * nr;
+        if (nj < nr) memset(dst, 0, (size_t)K * nr * sizeof *dst);
         if (!tb)
-            for (int k = 0; k < K; k++) {
-                const float *src = B + (size_t)k * ldb + j0;
-                float *d = dst + (size_t)k * NR;
-                for (int jj = 0; jj < nj; jj++) d[jj] = src[jj];
-            }
+            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, (size_t)nj * sizeof *dst);
         else
             for (int k0 = 0; k0 < K; k0 += 64)      /* blocks of 64 k: the panel rows stay in L1 */
                 for (int jj = 0; jj < nj; jj++) {
                     const float *src = B + (size_t)(j0 + jj) * ldb;
                     int k1 = k0 + 64 < K ? k0 + 64 : K;
-                    for (int k = k0; k < k1; k++) dst[(size_t)k * NR + jj] = src[k];
+                    for (int k = k0; k < k1; k++) dst[(size_t)k * nr + jj] = src[k];
                 }
     }
 }
@@ -423,34 +366,25 @@ static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, float 
 static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc)
 {
-    int mt = (M + MR - 1) / MR, np = (N + NR - 1) / NR;
-    int a_part = M % MR != 0;
-    /* packed: all of A' when transposed, else only a partial last tile; all of B' */
-    size_t na = ta ? (size_t)mt * MR * K : a_part ? (size_t)MR * K : 0;
-    size_t nb = (size_t)np * NR * K;
+    amp_gemm_path path = amp_gemm_path_active();
+    int nr = path == AMP_GEMM_PATH_AVX512 && N <= 16 ? 16 : NR;
+    int mt = (M + MR - 1) / MR, np = (N + nr - 1) / nr;
+    /* packed: all of A' when transposed, else only a partial last row tile; all of B' */
+    int part = M % MR != 0;
+    size_t na = ta ? (size_t)mt * MR * K : part ? (size_t)MR * K : 0, nb = (size_t)np * nr * K;
     float stackbuf[STACK_FLOATS], *heap = NULL, *buf = stackbuf;
     if (na + nb > STACK_FLOATS) buf = heap = malloc((na + nb) * sizeof *buf);
     if (!buf) {
         gemm_unpacked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    repro_job job = { NULL, M, N, K, mt, np, ldc, K, A, B, (size_t)lda, (size_t)ldb, (size_t)MR * lda, NR, NULL, beta, C };
-    float *ap = buf, *bp = buf + na;
-    if (ta) {
-        pack_a(ta, A, lda, M, K, 0, mt * MR, ap);
-        job.a = ap, job.as = (size_t)K, job.a_tile = (size_t)MR * K;
-    } else if (a_part) {
-        pack_a(ta, A, lda, M, K, (mt - 1) * MR, MR, ap);
-        job.a_tail = ap;
-    }
-    pack_b(tb, B, ldb, N, K, np, bp);
-    job.b = bp, job.bs = NR, job.b_panel = (size_t)K * NR;
-    amp_gemm_path path = amp_gemm_path_active();
-    int fused = path != AMP_GEMM_PATH_GENERIC && fma_ok() && short_operands(A, ta ? K : M, ta ? M : K, lda) &&
-                short_operands(B, tb ? N : K, tb ? K : N, ldb);
-    job.kc = fused ? KC : K;
-    job.fn = path == AMP_GEMM_PATH_AVX512 ? (fused ? tile_avx512_fma : tile_avx512)
-             : path == AMP_GEMM_PATH_AVX2 ? (fused ? tile_avx2_fma : tile_avx2) : tile_generic;
+    if (ta) pack_a(ta, A, lda, M, K, 0, mt, buf);
+    else if (part) pack_a(ta, A, lda, M, K, mt - 1, mt, buf);
+    pack_b(tb, B, ldb, N, K, np, nr, buf + na);
+    tile_fn fn = nr == 16 ? tile_avx512_16 : path == AMP_GEMM_PATH_AVX512 ? tile_avx512
+                 : path == AMP_GEMM_PATH_AVX2 ? tile_avx2 : tile_generic;
+    repro_job job = { fn, nr, M, N, K, mt, ldc, ta ? buf : A, ta ? 0 : (size_t)lda, !ta && part ? buf : NULL,
+                      buf + na, beta, C };
     long tiles = (long)mt * np;
     int nt = amp_get_threads();
     if (nt <= 1 || (double)M * N * K < (double)(1 << 20) || tiles < 2) run_tiles(&job, 0, tiles);

@@ -504,8 +504,23 @@ static const pcache *cached_params(const amp_format *f, const amp_round_opts *o)
     return e;
 }
 
+/* k over x[0..n) in blocks that stay in L1, each block's non-finite results
+ * counted into *bad while it is there (the SR index moves with the block). */
+static void run_counted(kern_fn k, const kparams *p, const uint32_t *x, uint32_t *y, size_t n, size_t *bad)
+{
+    size_t b = 0;
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        kparams pb = *p;
+        pb.sr_idx0 = p->sr_idx0 + i;
+        k(&pb, x + i, y + i, m);
+        b += amp_count_nonfinite((const float *)(const void *)(y + i), m);
+    }
+    *bad += b;
+}
+
 int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float *x, float *y,
-                       size_t n, amp_stats *st)
+                       size_t n, amp_stats *st, size_t *nonfinite)
 {
     const pcache *pc = cached_params(f, o);
     if (!pc->ok) return 0;
@@ -525,7 +540,8 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
     const uint32_t *xu = (const uint32_t *)(const void *)x;
     uint32_t *yu = (uint32_t *)(void *)y;
     if (p.e8) {
-        if (!st) k_e8(&p, xu, yu, n);
+        if (!st && nonfinite) run_counted(k_e8, &p, xu, yu, n, nonfinite);
+        else if (!st) k_e8(&p, xu, yu, n);
         else amp_round_stats_f32(&p, NULL, k_e8_cls, machine_paths(), x, y, n, st);
         return 1;
     }
@@ -535,7 +551,8 @@ int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float
         if (p.rne_ok && machine_paths()) k = amp_rne512;
         else if (machine_paths() && amp_dir512_ok()) k = amp_dir512;
 #endif
-        k(&p, xu, yu, n);
+        if (nonfinite) run_counted(k, &p, xu, yu, n, nonfinite);
+        else k(&p, xu, yu, n);
         return 1;
     }
     amp_round_stats_f32(&p, p.rne_ok ? &pc->thr : NULL, kernels_cls[o->mode], machine_paths(), x, y, n, st);

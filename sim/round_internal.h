@@ -23,8 +23,12 @@ void amp_stats_widen(amp_stats *st, int lo, int hi);
 /* Adds one element to st (scalar form of the fused counters). */
 void amp_stats_add1(amp_stats *st, double x, float y, amp_class c);
 /* Fast float32 kernel for one chunk: returns 1 if it handled (f, o), else 0
- * and the caller uses the generic path. Adds statistics to st if non-NULL. */
+ * and the caller uses the generic path. Adds statistics to st if non-NULL;
+ * without statistics and with nonfinite non-NULL, adds to *nonfinite how many
+ * results are inf or NaN, counted block by block right after the kernel wrote
+ * them (in L1: no second pass over memory); with statistics it leaves
+ * *nonfinite alone (the caller reads the class counts, amp_stats_nonfinite). */
 int amp_round_fast_f32(const amp_format *f, const amp_round_opts *o, const float *x, float *y,
-                       size_t n, amp_stats *st);
+                       size_t n, amp_stats *st, size_t *nonfinite);
 
 #endif

@@ -173,36 +173,38 @@ static void note_finite(amp_tensors *r, amp_tensor *t, uint64_t bad)
     }
 }
 
-/* Counts the non-finite values of t (a pass over its data). */
+/* Counts the non-finite values of t (a pass over its data: the writes that
+ * do not go through round_into). */
 static void check_finite(amp_tensors *r, amp_tensor *t)
 {
     note_finite(r, t, amp_count_nonfinite(t->data, t->n));
 }
 
-/* The same, for t just written by a rounding whose statistics went into st
- * (class counts before it in cls0): told by the counts, no second pass. */
-static void check_finite_by_stats(amp_tensors *r, amp_tensor *t, const amp_round_opts *o, const amp_stats *st,
-                                  const uint64_t *cls0)
+/* dst[0..n) = src (unless the same array), returning how many are inf or
+ * NaN: counted block by block while the block is in L1 (one pass). */
+static size_t copy_counted(float *dst, const float *src, size_t n)
 {
-    uint64_t d[AMP_CLS_COUNT];
-    for (int c = 0; c < AMP_CLS_COUNT; c++) d[c] = st->cls[c] - cls0[c];
-    int64_t bad = amp_stats_nonfinite(&t->fmt, o, d);
-    if (bad < 0) check_finite(r, t);
-    else note_finite(r, t, (uint64_t)bad);
+    enum { CB = 4096 };
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i += CB) {
+        size_t m = n - i < CB ? n - i : CB;
+        if (dst != src) memcpy(dst + i, src + i, m * sizeof *dst);
+        bad += amp_count_nonfinite(dst + i, m);
+    }
+    return bad;
 }
 
 /* Rounds t->n values (x32, or x64 if non-NULL) into t->data, adding the
- * statistics to st (may be NULL), and notes t's non-finite results. */
+ * statistics to st (may be NULL), and notes t's non-finite results (counted
+ * by the rounding in its one pass). */
 static amp_status round_into(amp_tensors *r, amp_tensor *t, const amp_round_opts *o, const float *x32,
                              const double *x64, amp_stats *st)
 {
-    uint64_t cls0[AMP_CLS_COUNT];
-    if (st) memcpy(cls0, st->cls, sizeof cls0);
-    amp_status s = x64 ? amp_round_f64(&t->fmt, o, x64, t->data, t->n, st)
-                       : amp_round_f32(&t->fmt, o, x32, t->data, t->n, st);
+    size_t bad = 0;
+    amp_status s = x64 ? amp_round_f64_nonfinite(&t->fmt, o, x64, t->data, t->n, st, &bad)
+                       : amp_round_f32_nonfinite(&t->fmt, o, x32, t->data, t->n, st, &bad);
     if (s) return s;
-    if (st) check_finite_by_stats(r, t, o, st, cls0);
-    else check_finite(r, t);
+    note_finite(r, t, bad);
     return AMP_OK;
 }
 
@@ -256,7 +258,8 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
         t->scale = info.scale;
     } else if (t->fmt.id == AMP_FMT_FP32 && !st && !t->rnd_flags) {
         s = AMP_OK;                          /* identity: float32 values are fp32 values */
-        if (src != t->data) memcpy(t->data, src, t->n * sizeof(float));
+        note_finite(r, t, copy_counted(t->data, src, t->n));
+        checked = 1;
     } else {
         s = round_into(r, t, &o, src, NULL, st);
         checked = 1;

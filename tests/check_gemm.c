@@ -1,9 +1,9 @@
-/* The reproducible GEMM: every kernel path (generic C, AVX2, AVX-512; with and
- * without fused multiply-adds) and every thread count against an independent
- * scalar transcription of the summation order in sim/amp_gemm.h, bit for bit,
- * on float32 operands, on fp16- and bf16-valued operands (the fused path), on
- * values at the edge of the fused path's exactness test, and on shapes that
- * are not multiples of the tile. */
+/* The reproducible GEMM: every kernel path (generic C, AVX2, AVX-512) and
+ * every thread count against the generic path and against an independent
+ * scalar transcription of the order in sim/amp_gemm.h (a chain of C99 fmaf,
+ * k ascending), bit for bit, on float32 operands, on fp16- and bf16-valued
+ * operands, on values near the ends of the exponent range, and on shapes
+ * that are not multiples of the tile, with K cut into blocks or not. */
 #include <check.h>
 #include "check_main.h"
 #include <math.h>
@@ -17,19 +17,18 @@
 
 static uint64_t seed = 20261;
 
-/* The contract, one element at a time, in volatile float32 steps (no
- * contraction, no reassociation, whatever the flags). */
+/* The contract, one element at a time: s = +0, then s = fmaf(a_ik, b_kj, s)
+ * for k ascending, in volatile float32 steps (the C library's fmaf: one
+ * correctly rounded operation). */
 static float ref_elem(int ta, int tb, int i, int j, int K, const float *A, int lda, const float *B, int ldb)
 {
-    volatile float s[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    volatile float s = 0.0f;
     for (int k = 0; k < K; k++) {
         volatile float a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
         volatile float b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
-        volatile float p = a * b;
-        s[k % 4] = s[k % 4] + p;
+        s = fmaf(a, b, s);
     }
-    volatile float l = s[0] + s[1], r = s[2] + s[3];
-    return l + r;
+    return s;
 }
 
 static uint32_t bits(float x)
@@ -59,21 +58,27 @@ static void fill(float *x, size_t n, int v, uint64_t st)
     if (v == VAL_BF16 || v == VAL_EDGE) amp_round_f32(bf16, &ro, x, x, n, NULL);
 }
 
-/* amp_gemm on path p with T threads equals the transcription bit for bit. */
+/* amp_gemm on path p with T threads equals the transcription bit for bit,
+ * and the generic path on one thread. */
 static void check_case(int M, int N, int K, int ta, int tb, float beta, int v, amp_gemm_path p, int T)
 {
     int lda = ta ? M + 1 : K + 2, ldb = tb ? K + 3 : N + 1, ldc = N + 2;
     size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
     float *A = malloc(na * 4 + 4), *B = malloc(nb * 4 + 4), *C = malloc(nc * 4 + 4), *C0 = malloc(nc * 4 + 4);
-    ck_assert(A && B && C && C0);
+    float *Cg = malloc(nc * 4 + 4);
+    ck_assert(A && B && C && C0 && Cg);
     fill(A, na, v, 1);
     fill(B, nb, v, 2);
     fill(C0, nc, VAL_F32, 3);
     memcpy(C, C0, nc * 4);
+    memcpy(Cg, C0, nc * 4);
     amp_policy pol;
     ck_assert_int_eq(amp_policy_preset("fp32", &pol), AMP_OK);
     amp_gemm_cfg g = amp_gemm_cfg_of(&pol);
     ck_assert_int_eq(g.kind, AMP_GEMM_REPRODUCIBLE);
+    amp_gemm_set_path(AMP_GEMM_PATH_GENERIC);
+    amp_set_threads(1);
+    amp_gemm(&g, ta, tb, M, N, K, A, lda, B, ldb, beta, Cg, ldc);
     amp_gemm_set_path(p);
     amp_set_threads(T);
     amp_gemm(&g, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
@@ -88,20 +93,25 @@ static void check_case(int M, int N, int K, int ta, int tb, float beta, int v, a
                 volatile float c = want;
                 want = beta != 0.0f ? c + t : t;
             }
-            float got = C[(size_t)i * ldc + j];
+            float got = C[(size_t)i * ldc + j], gen = Cg[(size_t)i * ldc + j];
+            ck_assert_msg(bits(got) == bits(gen), "path %s T=%d %dx%dx%d ta=%d tb=%d beta=%g values %d: C[%d,%d] = %a, "
+                          "generic path %a", amp_gemm_path_name(used), T, M, N, K, ta, tb, beta, v, i, j, got, gen);
             ck_assert_msg(bits(got) == bits(want),
                           "path %s T=%d %dx%dx%d ta=%d tb=%d beta=%g values %d: C[%d,%d] = %a (0x%08x), want %a (0x%08x)",
                           amp_gemm_path_name(used), T, M, N, K, ta, tb, beta, v, i, j, got, bits(got), want, bits(want));
         }
-    free(A); free(B); free(C); free(C0);
+    free(A); free(B); free(C); free(C0); free(Cg);
 }
 
 static const amp_gemm_path paths[] = { AMP_GEMM_PATH_GENERIC, AMP_GEMM_PATH_AVX2, AMP_GEMM_PATH_AVX512 };
 
 START_TEST(test_paths_shapes)
 {
+    /* partial and whole tiles (8 x 32; 8 x 16 when N <= 16), K below, at and
+     * above the block of 256 */
     static const int shapes[][3] = { { 1, 1, 1 }, { 1, 1, 0 }, { 3, 5, 2 }, { 4, 16, 4 }, { 5, 17, 7 },
-                                     { 7, 33, 67 }, { 32, 10, 32 }, { 13, 40, 129 }, { 9, 21, 515 }, { 5, 16, 1030 } };
+                                     { 7, 33, 67 }, { 32, 10, 32 }, { 13, 40, 129 }, { 9, 21, 515 }, { 5, 16, 1030 },
+                                     { 16, 64, 256 }, { 17, 65, 257 }, { 8, 32, 600 } };
     int tested = 0;
     for (size_t pi = 0; pi < 3; pi++) {
         amp_gemm_set_path(paths[pi]);
@@ -121,31 +131,43 @@ START_TEST(test_paths_shapes)
 }
 END_TEST
 
-/* Large enough to split between threads: 1, 2 and 3 threads give the bits. */
+/* Large enough to split between threads: 1, 2 and 3 threads give the bits
+ * (K unblocked and blocked). */
 START_TEST(test_threads)
 {
     for (int T = 1; T <= 3; T++)
-        for (int v = VAL_F32; v <= VAL_F16; v++) check_case(130, 100, 97, 0, 1, 0.0f, v, AMP_GEMM_PATH_AUTO, T);
+        for (int v = VAL_F32; v <= VAL_F16; v++) {
+            check_case(130, 100, 97, 0, 1, 0.0f, v, AMP_GEMM_PATH_AUTO, T);
+            check_case(70, 90, 300, 1, 0, 1.0f, v, AMP_GEMM_PATH_AUTO, T);
+        }
 }
 END_TEST
 
-/* Products that are not exact (float32 operands) must not take the fused
- * path: one known case where fma and mul+add differ. */
-START_TEST(test_no_fusion_on_float32)
+/* Every step is one fused multiply-add, in k order, with the values written
+ * out: a0 = b0 = 1 + 2^-12, a0 b0 = 1 + 2^-11 + 2^-24 exactly; after
+ * a1 b1 = -(1 + 2^-11) the fused step gives 2^-24 (a separate multiply would
+ * round a0 b0 to 1 + 2^-11, a tie to even, and give +0); summed the other way
+ * round, fma(a1, b1, 1 + 2^-11 + 2^-24 rounded) = 0 exactly. */
+START_TEST(test_fused_in_order)
 {
-    /* a0 = b0 = 1 + 2^-12 (13 significant bits): a0 b0 = 1 + 2^-11 + 2^-24 is a
-     * tie that rounds to 1 + 2^-11; plus a1 b1 = -(1 + 2^-11) (summed first) gives
-     * +0, where a fused multiply-add would give 2^-24 */
-    float a[2] = { 1.0f + 0x1p-12f, 1.0f + 0x1p-11f }, b[2] = { 1.0f + 0x1p-12f, -1.0f }, c = 0;
+    const float u = 1.0f + 0x1p-12f, w = 1.0f + 0x1p-11f;
     amp_policy pol;
     amp_policy_preset("fp32", &pol);
     amp_gemm_cfg g = amp_gemm_cfg_of(&pol);
     for (size_t pi = 0; pi < 3; pi++) {
         amp_gemm_set_path(paths[pi]);
-        /* k = 0 and k = 1 go to different partial sums; put both in partial 0 */
-        float A4[5] = { a[1], 0, 0, 0, a[0] }, B4[5] = { b[1], 0, 0, 0, b[0] };
-        amp_gemm(&g, 0, 0, 1, 1, 5, A4, 5, B4, 1, 0.0f, &c, 1);
-        ck_assert_msg(c == 0.0f && !signbit(c), "path %s: got %a, want +0", amp_gemm_path_name(paths[pi]), c);
+        for (int n = 1; n <= 40; n += 39) {   /* one column; 40: across panels and lanes */
+            float A2[2] = { w, u }, B2[80], C[40], A3[2] = { u, w };
+            for (int j = 0; j < n; j++) B2[j] = -1.0f, B2[n + j] = u;
+            amp_gemm(&g, 0, 0, 1, n, 2, A2, 2, B2, n, 0.0f, C, n);
+            for (int j = 0; j < n; j++)
+                ck_assert_msg(C[j] == 0x1p-24f, "path %s: got %a, want 0x1p-24", amp_gemm_path_name(paths[pi]), C[j]);
+            for (int j = 0; j < n; j++) B2[j] = u, B2[n + j] = -1.0f;
+            amp_gemm(&g, 0, 0, 1, n, 2, A3, 2, B2, n, 0.0f, C, n);
+            for (int j = 0; j < n; j++)
+                ck_assert_msg(C[j] == 0.0f && !signbit(C[j]), "path %s: got %a, want +0", amp_gemm_path_name(paths[pi]),
+                              C[j]);
+        }
     }
     amp_gemm_set_path(AMP_GEMM_PATH_AUTO);
 }
@@ -171,7 +193,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_paths_shapes);
     tcase_add_test(tc, test_threads);
-    tcase_add_test(tc, test_no_fusion_on_float32);
+    tcase_add_test(tc, test_fused_in_order);
     tcase_add_test(tc, test_kind_names);
     suite_add_tcase(s, tc);
     return amp_check_failures(s) ? 1 : 0;

@@ -337,6 +337,72 @@ START_TEST(stats_nonfinite_counts)
 }
 END_TEST
 
+/* amp_round_f32_nonfinite / amp_round_f64_nonfinite, which count the
+ * non-finite results in the rounding's own pass: the same bytes as
+ * amp_round_f32 / amp_round_f64, and the count of !isfinite over those bytes,
+ * with and without statistics, in every format (table and two custom ones),
+ * mode and overflow flag, on one block, across blocks and across chunks
+ * (threads), on every kernel path (float64 inputs, the generic path, on the
+ * short size). */
+START_TEST(round_counts_nonfinite)
+{
+    static const size_t sizes[] = { 37, 3 * 4096 + 5, ((size_t)1 << 16) * 2 + 999 };
+    size_t nmax = sizes[2];
+    float *x = malloc(nmax * sizeof *x), *y = malloc(nmax * sizeof *y), *y0 = malloc(nmax * sizeof *y0);
+    double *xd = malloc(nmax * sizeof *xd);
+    ck_assert(x && y && y0 && xd);
+    rt_rng r = { seed + 29 };
+    for (size_t i = 0; i < nmax; i++) {
+        uint64_t u = rt_next(&r);
+        x[i] = u % 11 == 0 ? NAN : u % 13 == 0 ? ((u & 64) ? -INFINITY : INFINITY)
+             : (float)ldexp((u & 32) ? -1.0 - rt_unif(&r) : 1.0 + rt_unif(&r), (int)(rt_next(&r) % 300) - 150);
+        xd[i] = (double)x[i] * (1.0 + 0x1p-30);
+    }
+    amp_format fm[AMP_FMT_COUNT + 2];
+    int nf = 0;
+    for (int fi = 0; fi < AMP_FMT_COUNT; fi++) fm[nf++] = *amp_format_get((amp_format_id)fi);
+    ck_assert(amp_format_parse("e3m4", &fm[nf++]) == AMP_OK);
+    ck_assert(amp_format_parse("e2m2fnuz", &fm[nf++]) == AMP_OK);
+    static const amp_simd simds[] = { AMP_SIMD_GENERIC, AMP_SIMD_AUTO };
+    for (int pi = 0; pi < 2; pi++) {
+        amp_set_simd(simds[pi]);
+        for (int fi = 0; fi < nf; fi++)
+            for (int m = 0; m < AMP_RND_COUNT; m++)
+                for (int v = 0; v < 12; v++) {
+                    const amp_format *f = &fm[fi];
+                    size_t n = sizes[v % 3];
+                    int sat = (v / 3) & 1, with_st = v / 6, is64 = v % 3 == 0 && (fi + m + v) % 2 == 0;
+                    if (n > 5000 && (fi + m) % 5 != 0) continue;   /* the long size for a fifth */
+                    amp_round_opts o = amp_round_defaults();
+                    o.mode = (amp_rounding)m;
+                    o.flags = sat ? AMP_SATURATE : 0;
+                    o.seed = 5;
+                    amp_stats st, st0;
+                    amp_stats_init(&st);
+                    amp_stats_init(&st0);
+                    size_t got = 3;   /* added to */
+                    if (is64) {
+                        ck_assert(amp_round_f64(f, &o, xd, y0, n, with_st ? &st0 : NULL) == AMP_OK);
+                        ck_assert(amp_round_f64_nonfinite(f, &o, xd, y, n, with_st ? &st : NULL, &got) == AMP_OK);
+                    } else {
+                        ck_assert(amp_round_f32(f, &o, x, y0, n, with_st ? &st0 : NULL) == AMP_OK);
+                        ck_assert(amp_round_f32_nonfinite(f, &o, x, y, n, with_st ? &st : NULL, &got) == AMP_OK);
+                    }
+                    ck_assert_msg(!memcmp(y, y0, n * sizeof *y), "%s %s: other bytes", f->name,
+                                  amp_rounding_name(o.mode));
+                    size_t want = 3;
+                    for (size_t i = 0; i < n; i++) want += !isfinite(y[i]);
+                    ck_assert_msg(got == want, "%s %s%s%s n=%zu %s: %zu non-finite counted, %zu in the results",
+                                  f->name, amp_rounding_name(o.mode), sat ? " saturate" : "", with_st ? " stats" : "",
+                                  n, is64 ? "f64" : "f32", got - 3, want - 3);
+                    if (with_st) ck_assert(!memcmp(st.cls, st0.cls, sizeof st.cls));
+                }
+    }
+    amp_set_simd(AMP_SIMD_AUTO);
+    free(x); free(y); free(y0); free(xd);
+}
+END_TEST
+
 /* Every writer of the histogram keeps its bins inside [hist_lo, hist_hi]
  * (fast kernels, the generic path, float64 input, merged chunks), and
  * amp_stats_reset then leaves exactly what amp_stats_init does. */
@@ -726,6 +792,7 @@ int main(void)
     tcase_add_test(tc, stats_sums_wide_range);
     tcase_add_test(tc, stats_hist_spans);
     tcase_add_test(tc, stats_nonfinite_counts);
+    tcase_add_test(tc, round_counts_nonfinite);
     tcase_add_test(tc, stats_reset_equals_init);
     tcase_add_test(tc, paths_same_bits);
     suite_add_tcase(s, tc);

@@ -22,7 +22,7 @@ for src in "$tmp"/*.c; do
     [ -f "$src" ] || continue
     name=$(basename "$src" .c)
     if ! cc -std=c11 -Wall -Werror -Isim -Ianalysis -Ireports -o "$tmp/$name" "$src" \
-            -L"$build" -lampsim -Wl,-rpath,"$PWD/$build" ${EXAMPLE_LDFLAGS:-}; then
+            -L"$build" -lampsim -lm -Wl,-rpath,"$PWD/$build" ${EXAMPLE_LDFLAGS:-}; then
         echo "doc example $name.c: does not compile"; exit 1
     fi
     if ! "$tmp/$name" >"$tmp/$name.out" 2>&1; then
