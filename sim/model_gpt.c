@@ -146,6 +146,14 @@ static amp_status round_hidden(amp_model *m, const amp_tensor *t, const amp_form
     return amp_round_f32(fmt, &o, x, x, n, NULL);
 }
 
+/* Whether round_hidden(m, t, fmt, ...) leaves every float32 value as it is
+ * (FP32, no flags, no stochastic rounding): then it can be skipped. */
+static int identity_round(const amp_model *m, const amp_tensor *t, const amp_format *fmt)
+{
+    amp_round_opts o = amp_tensor_opts(&m->reg, t);
+    return fmt->id == AMP_FMT_FP32 && !t->rnd_flags && !o.flags && o.mode != AMP_RND_SR;
+}
+
 /* Format of a + b: their common format, FP32 when they differ. */
 static const amp_format *promote(const amp_format *a, const amp_format *b)
 {
@@ -249,12 +257,19 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = ln_forward(m, g, &h->ln_1, x))) return s;
         if ((s = amp_linear_forward(cx, &h->c_attn))) return s;
         if (h->qkv_op != h->c_attn.out && (s = amp_tensor_round(reg, h->qkv_op, h->c_attn.out->data))) return s;
-        /* scores: raw q k^T rounded to the bmm output format, then scaled */
-        if (pairs) amp_attn_pairs_scores(g->work1, h->qkv_op->data, B, T, C, NH);
-        else amp_attn_scores_forward(g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
-        if ((s = round_hidden(m, h->att, &h->att->fmt, g->work1, h->att->n))) return s;
-        for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
-        if ((s = amp_tensor_round(reg, h->att, g->work1))) return s;
+        /* scores: raw q k^T rounded to the bmm output format, then scaled
+         * (float32 scores: one pass, straight into att) */
+        float *ao = out_buf(h->att, g->work1);
+        if (!pairs && ao == h->att->data && identity_round(m, h->att, &h->att->fmt))
+            amp_attn_scores_forward(ao, h->qkv_op->data, g->scale, B, T, C, NH);
+        else {
+            if (pairs) amp_attn_pairs_scores(g->work1, h->qkv_op->data, B, T, C, NH);
+            else amp_attn_scores_forward(g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+            if ((s = round_hidden(m, h->att, &h->att->fmt, g->work1, h->att->n))) return s;
+            for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
+            ao = g->work1;
+        }
+        if ((s = amp_tensor_round(reg, h->att, ao))) return s;
         float *po = out_buf(h->prob, g->work1);
         if (m->pol.torch_cpu && h->prob->fmt.bits < 32) amp_attn_softmax_forward_torchcpu(po, h->att->data, B, T, NH);
         else amp_attn_softmax_forward(po, h->att->data, B, T, NH);
@@ -354,11 +369,16 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         else
             amp_attn_softmax_backward(da, h->prob->grad->data, h->prob->data, B, T, NH);
         if ((s = amp_tensor_accum(reg, h->att->grad, da))) return s;
-        /* gradient of the raw scores: att.grad * scale, rounded (unlogged) */
-        for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
-        if ((s = round_hidden(m, h->att->grad, &g->attn_gin, g->work1, na))) return s;
-        if (pairs) amp_attn_pairs_scores_backward(g->work2, g->work1, h->qkv_op->data, B, T, C, NH);
-        else amp_attn_scores_backward(g->work2, g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+        /* gradient of the raw scores: att.grad * scale, rounded (unlogged);
+         * float32: the kernel scales as it reads */
+        if (!pairs && identity_round(m, h->att->grad, &g->attn_gin))
+            amp_attn_scores_backward(g->work2, h->att->grad->data, h->qkv_op->data, g->scale, B, T, C, NH);
+        else {
+            for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
+            if ((s = round_hidden(m, h->att->grad, &g->attn_gin, g->work1, na))) return s;
+            if (pairs) amp_attn_pairs_scores_backward(g->work2, g->work1, h->qkv_op->data, B, T, C, NH);
+            else amp_attn_scores_backward(g->work2, g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+        }
         if (h->qkv_op != h->c_attn.out) {
             if ((s = amp_tensor_round(reg, h->qkv_op->grad, g->work2))) return s;
             if ((s = amp_tensor_accum(reg, h->c_attn.out->grad, h->qkv_op->grad->data))) return s;
