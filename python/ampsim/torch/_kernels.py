@@ -271,12 +271,9 @@ class _PairsFn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        g = _dense(g)
-        da = db = None
-        if ctx.needs_input_grad[0]:
-            da = _pairs(g, b, 0, 0 if ctx.tb else 1)
-        if ctx.needs_input_grad[1]:
-            db = _pairs(g, a, 1, 0) if ctx.tb else _pairs(a, g, 1, 0)
+        g, (need_a, need_b) = _dense(g), ctx.needs_input_grad[:2]
+        da = _pairs(g, b, 0, 0 if ctx.tb else 1) if need_a else None
+        db = (_pairs(g, a, 1, 0) if ctx.tb else _pairs(a, g, 1, 0)) if need_b else None
         return da, db, None
 
 
