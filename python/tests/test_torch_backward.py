@@ -50,12 +50,30 @@ class TestStep0AgainstAutocast(unittest.TestCase):
                 self.assertIsNone(r.first_backward, str(r))
                 self.assertGreater(r.ops, 5)
 
+    def test_ampsim_kernels_bit_identical(self):
+        """kernels="ampsim": the C emulator's torch_cpu kernels (pair-order
+        GEMMs forward and backward, the loss gradient, softmax, LayerNorm) give
+        CPU autocast's gradients too, on the models they cover; the only
+        forward difference is the loss value (formed in double)."""
+        for kind, shape in CASES:
+            if kind in ("cnn", "ops"):     # convolutions and bf16 sums: no C kernel
+                continue
+            with self.subTest(kind=kind, **shape):
+                m, loss_fn = backward_case(kind, **shape)
+                r = diff_grads(m, loss_fn, "bf16-amp-cpu", kernels="ampsim")
+                self.assertEqual(r.identical_fraction, 1.0, str(r))
+                self.assertIsNone(r.first_backward, str(r))
+                self.assertIn(r.first_forward and r.first_forward[1], (None, "cross_entropy"), str(r))
+
     def test_the_comparison_finds_other_rules(self):
-        """The C emulator's FP32 kernels (kernels="ampsim": its layer norm,
-        softmax and products of activations) are other rules: diff_grads
-        counts the elements and names the first op where the gradients part."""
+        """The C emulator's FP32 kernels (a bf16-amp-cpu policy with
+        "kernels": "default" and kernels="ampsim": its layer norm, softmax and
+        products of activations in double, GEMMs in FP32 rounded once) are
+        other rules: diff_grads counts the elements and names the first op
+        where the gradients part."""
         m, loss_fn = backward_case("block", C=30, heads=5, T=11, B=3)
-        r = diff_grads(m, loss_fn, "bf16-amp-cpu", kernels="ampsim")
+        pol = at.Policy({"base": "bf16-amp-cpu", "kernels": "default"})
+        r = diff_grads(m, loss_fn, pol, kernels="ampsim", reference=("cpu", torch.bfloat16))
         self.assertLess(r.identical_fraction, 0.99)
         self.assertIsNotNone(r.first_backward)
         i, op, module, n, numel = r.first_backward

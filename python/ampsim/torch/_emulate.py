@@ -90,6 +90,9 @@ class emulate(_OpHandlers, _Checks):
         layer norm over the last axis, tanh GELU, softmax over the last axis
         and products of two activations (attention), so that a model written
         like ampsim's own gives ``ampsim train``'s bits (docs/torch.md).
+        Under bf16-amp-cpu these are its torch_cpu kernels (GEMM-like
+        products in oneDNN's pair order, PyTorch's CPU loss gradient, softmax
+        and LayerNorm): PyTorch's CPU arithmetic, without oneDNN.
 
     Inside ``with emulate(...) as emu:`` every forward and backward of the model
     runs as the policy says. ``emu.step(loss=..., lr=...)`` ends a training

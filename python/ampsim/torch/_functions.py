@@ -3,7 +3,7 @@ rounding, a GEMM-like op and the softmax cross-entropy, each rounding its
 gradients in backward as the C emulator does."""
 import torch
 
-from . import _lowp, _rt
+from . import _kernels, _lowp, _rt
 from ._rt import fmt_of as _fmt_of
 
 
@@ -117,14 +117,17 @@ class _GemmFn(torch.autograd.Function):
 class _XentFn(torch.autograd.Function):
     """Softmax cross-entropy with mean reduction as the C emulator forms it
     (sim/layer_loss.c): log-sum-exp and mean in double, rounded once to float;
-    gradient (p - onehot(y)) * (g / B) in float32 from the float softmax p."""
+    gradient (p - onehot(y)) * (g / B) in float32 from the float softmax p,
+    or, torch_cpu, in the float32 arithmetic of PyTorch's CPU log_softmax and
+    nll_loss backward (amp_xent_grad_torchcpu)."""
 
     @staticmethod
-    def forward(ctx, z, y):
+    def forward(ctx, z, y, torch_cpu=False):
         z64 = z.detach().double()
         m = z64.max(1, keepdim=True).values
         lse = m + torch.log(torch.exp(z64 - m).sum(1, keepdim=True))
-        ctx.p = torch.exp(z64 - lse).float()
+        ctx.torch_cpu = torch_cpu
+        ctx.p = z.detach().contiguous() if torch_cpu else torch.exp(z64 - lse).float()
         ctx.y = y
         B = z.shape[0]
         return ((lse.squeeze(1) - z64.gather(1, y.view(-1, 1)).squeeze(1)).sum() / B).float()
@@ -132,13 +135,13 @@ class _XentFn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         p, y = ctx.p, ctx.y
+        if ctx.torch_cpu:
+            return _kernels.xent_grad_torchcpu(p, y, float(g)), None, None
         w = g.float() / float(p.shape[0])
         out = p * w
         rows = torch.arange(p.shape[0])
         out[rows, y] = (p[rows, y] - 1.0) * w
-        return out, None
-
-
+        return out, None, None
 
 
 # ---- backward rules that read the rounded output (CUDA-list policies) ----------------

@@ -178,8 +178,12 @@ class _OpHandlers:
             elif kinds[i] == "bias":
                 kinds[i] = "act"
         self._register_site(site, ts, kinds)
+        # kernels="ampsim": the C emulator's products (under torch_cpu policies
+        # oneDNN's pair order, forward and backward; else the attention kernels'
+        # double sums for products of two activations)
+        pairs = self.kernels == "ampsim" and _kernels.pairs_policy(pol)
         form = None
-        if self.kernels == "ampsim" and name in ("matmul", "bmm") and not kwargs and len(args) == 2 \
+        if self.kernels == "ampsim" and not pairs and name in ("matmul", "bmm") and not kwargs and len(args) == 2 \
                 and kinds == ["act", "act"]:
             form = _kernels.matmul_form(ts[0], ts[1])
 
@@ -187,7 +191,8 @@ class _OpHandlers:
             if form is not None:
                 return _kernels.matmul(xs[0], xs[1], form)
             a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
-            return func(*a2, **kw2)
+            y = _kernels.pairs_gemm(name, func, a2, kw2) if pairs else None
+            return func(*a2, **kw2) if y is None else y
         call.op = name
         call.wnames = wnames
         # a product of activations only (attention) stays in the activation
@@ -280,14 +285,15 @@ class _OpHandlers:
             if not per_op and self.kernels != "ampsim":
                 return None
             return _kernels.gelu(args, kwargs, f if per_op else None, self.policy.act_grad)
+        torch_cpu = self.policy.json.get("kernels") == "torch_cpu"
         if name == "cross_entropy":
-            return _XentFn.apply(args[0], args[1]) if _plain_xent(args, kwargs) else None
+            return _XentFn.apply(args[0], args[1], torch_cpu) if _plain_xent(args, kwargs) else None
         if name == "layer_norm":
-            return _kernels.layer_norm(args, kwargs, self.policy.json.get("kernels") == "torch_cpu")
+            return _kernels.layer_norm(args, kwargs, torch_cpu)
         if name == "softmax":
             x = args[0] if args else kwargs.get("input")
             fmt = "fp32" if "softmax" in self.policy.fp32_ops or not isinstance(x, torch.Tensor) else _fmt_of(x)
-            return _kernels.softmax(args, kwargs, fmt)
+            return _kernels.softmax(args, kwargs, fmt, torch_cpu)
         return None
 
     def _other(self, func, args, kwargs, out):
