@@ -25,7 +25,7 @@ and a count within that call (``relu1``, ``h.0.attn.matmul2``); tensors are
 import torch
 
 from . import _rt
-from . import _whatif
+from . import _coverage, _whatif
 from ._functions import _CastFn
 from ._handlers import _FMT, _Frame, _Mode, _OpHandlers, _fmt_of, _join
 from ._policy import Policy
@@ -83,6 +83,11 @@ class emulate(_OpHandlers):
         layer norm over the last axis, tanh GELU, softmax over the last axis
         and products of two activations (attention), so that a model written
         like ampsim's own gives ``ampsim train``'s bits (docs/torch.md).
+    strict : bool
+        Raise EmulationError at the first torch function that is neither
+        emulated nor classified (_ops.py) and at any GEMM-like op that would
+        run unrounded. Either way ``out`` gets coverage.csv: each function
+        called, its class, calls, output elements, GEMM multiply-adds.
 
     Inside ``with emulate(...) as emu:`` every forward and backward of the model
     runs as the policy says. ``emu.step(loss=..., lr=...)`` ends a training
@@ -92,12 +97,15 @@ class emulate(_OpHandlers):
     """
 
     def __init__(self, model, policy="fp32", *, out=None, log_every=10, hist_every=50, fp8=None,
-                 what_if=None, what_if_format=None, scaler=None, seed=1, config=None, kernels="torch"):
+                 what_if=None, what_if_format=None, scaler=None, seed=1, config=None, kernels="torch",
+                 strict=False):
         if not isinstance(model, torch.nn.Module):
             raise TypeError("emulate: model must be a torch.nn.Module, not %s" % type(model).__name__)
         if kernels not in ("torch", "ampsim"):
             raise ValueError("emulate: kernels must be 'torch' or 'ampsim', not %r" % (kernels,))
         self.kernels = kernels
+        self.strict = bool(strict)
+        self._cov = _coverage.Coverage()
         self.model = model
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
         pol = self.policy
@@ -262,6 +270,10 @@ class emulate(_OpHandlers):
         """The name of the op site being called now (module path, op, count)."""
         if self._stack:
             fr = self._stack[-1]
+            if fr.rename is not None:          # a decomposed module (_mha.py, _rnn.py) names its ops
+                r = fr.rename(op)
+                if r is not None:
+                    return _join(fr.path, r)
             if fr.leaf and not fr.used and fr.path:
                 fr.used = True
                 name = fr.path
@@ -560,5 +572,6 @@ class emulate(_OpHandlers):
                    {"step": self._nf_first[0], "phase": self._nf_first[2], "tensor": self._nf_first[1]}}
         if self._whatif is not None:
             self._whatif.close()
+        self._cov.write(self.out)
         self._log.close(**summary)
         self._log = None

@@ -3,7 +3,7 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _kernels, _ops
+from . import _embed, _kernels, _mha, _ops, _rnn
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
@@ -24,26 +24,65 @@ class _Mode(TorchFunctionMode):
         emu = self.emu
         if emu._quiet_depth:
             return func(*args, **kwargs)
+        # the coverage account counts the model's forward and its loss (not
+        # the optimizer's no-grad updates)
+        count = emu._stack or torch.is_grad_enabled()
         op = _ops.OPS.get(func)
         if op is None:
             if func is torch.Tensor.backward:
                 emu._on_backward(args[0] if args else kwargs.get("self"))
+            cls = _ops.CLASSES.get(func)
+            if cls is None or cls == "gemm_unrounded":
+                if emu.strict:
+                    raise EmulationError(
+                        "ampsim.torch: %s in %s: %s (strict=True)"
+                        % (_ops.func_name(func), emu._where(), "a GEMM-like op that would run unrounded"
+                           if cls else "neither emulated nor classified (ampsim/torch/_ops.py)"))
+                out = func(*args, **kwargs)
+                emu._other(func, args, kwargs, out)
+                if count:
+                    emu._cov.add(func, cls or "unclassified", out)
+                return out
             out = func(*args, **kwargs)
-            emu._other(func, args, kwargs, out)
+            if count:
+                emu._cov.add(func, cls, out if cls == "fp32" else None)
             return out
         kind, name = op
         if kind == "view":
+            if count:
+                emu._cov.add(func, kind)
             return emu._view(func, args, kwargs)
         if kind == "gemm":
-            return emu._gemm(func, name, args, kwargs)
-        return emu._pointwise(func, kind, name, args, kwargs)
+            out = emu._gemm(func, name, args, kwargs)
+            if count:
+                emu._cov.add(func, kind, out, _ops.gemm_macs(name, args, kwargs, out))
+            return out
+        if kind == "inplace":
+            out = emu._inplace(func, name, args, kwargs)
+        elif kind == "embedding":
+            out = _embed.run(emu, func, name, args, kwargs)
+        elif kind == "mha":
+            out = _mha.run(emu, self, func, args, kwargs)
+        elif kind == "sdpa":
+            out = _mha.sdpa(emu, self, func, args, kwargs)
+        elif kind in ("rnn", "rnn_cell"):
+            out = _rnn.run(emu, self, func, name, kind, args, kwargs)
+        else:
+            out = emu._pointwise(func, kind, name, args, kwargs)
+        if count:
+            # a decomposed module's ops are counted one by one
+            emu._cov.add(func, kind, out if kind not in ("mha", "sdpa", "rnn", "rnn_cell") else None)
+        return out
 
 
 class _Frame:
-    __slots__ = ("path", "leaf", "used", "counts")
+    """A module call on the stack: its path, whether it is a leaf, the ops
+    named so far; rename(op) -> name or None names the ops of a decomposed
+    module (attention, recurrent layers)."""
+    __slots__ = ("path", "leaf", "used", "counts", "rename")
 
-    def __init__(self, path, leaf):
-        self.path, self.leaf, self.used, self.counts = path, leaf, False, {}
+    def __init__(self, path, leaf, rename=None):
+        self.path, self.leaf, self.used, self.counts, self.rename = path, leaf, False, {}, rename
 
 
 def _join(a, b):
@@ -177,7 +216,8 @@ class _OpHandlers:
                     ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
                 else:
                     p, fn = pv
-                    ts[i] = fn(self._cast_weight(p, site, False)) if fn else self._cast_weight(p, site, False)
+                    wc = self._cast_weight(p, site, kinds[i] == "bias")
+                    ts[i] = fn(wc) if fn else wc
                 kinds[i] = "w" if kinds[i] != "bias" else "b"
             elif kinds[i] == "bias":
                 kinds[i] = "act"
@@ -271,6 +311,36 @@ class _OpHandlers:
         if fmt != "fp32":
             setattr(y, _FMT, fmt)
         return y
+
+    def _inplace(self, func, name, args, kwargs):
+        """An in-place elementwise op (add_, +=, relu_): the out-of-place op
+        emulated as usual (on a copy when autograd may need the old value),
+        its result written back into the tensor, which takes its format."""
+        x = args[0] if args else kwargs.get("input", kwargs.get("self"))
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            return func(*args, **kwargs)
+        if all(_fmt_of(t) == "fp32" for t in _tensors_in(args, kwargs)) and \
+                not (self._stack and self._stats_due()):
+            return func(*args, **kwargs)
+        base = _ops.INPLACE_OF[func]
+        with self._quiet():
+            src = x.clone() if x.requires_grad else x
+        rest = tuple(args[1:]) if args else ()
+        kw = dict(kwargs)
+        if not args:
+            kw.pop("input", None)
+            kw.pop("self", None)
+        y = self._pointwise(base, "elementwise", name, (src,) + rest, kw)
+        if not isinstance(y, torch.Tensor):
+            return func(*args, **kwargs)
+        with self._quiet():
+            x.copy_(y)
+        f = getattr(y, _FMT, None)
+        if f is not None:
+            setattr(x, _FMT, f)
+        elif hasattr(x, _FMT):
+            delattr(x, _FMT)
+        return x
 
     def _ampsim_kernel(self, name, args, kwargs):
         """The C emulator's kernel for this call (kernels="ampsim"), or None
