@@ -1,7 +1,8 @@
-"""F.embedding / F.embedding_bag under a policy: the weight read in the
-policy's weight format (autocast policies keep it FP32, pure policies read
-their narrow weights), the weight gradient rounded and logged as a weight
-gradient (``<parameter>.grad``), as a GEMM's share is."""
+"""F.embedding / F.embedding_bag under a policy. Autocast policies (FP32
+master weights cast per step for the GEMMs) leave them in FP32, as
+torch.autocast does, with an FP32 weight gradient. Pure policies read the
+weight in its format and round the weight gradient into the weight-gradient
+format, logged as ``<parameter>.grad`` like a GEMM's share."""
 import torch
 
 from ._functions import _RoundFn
@@ -36,8 +37,9 @@ def run(emu, func, name, args, kwargs):
     else:
         wkey = "weight"
         w = kwargs.get("weight")
-    if not isinstance(w, torch.nn.Parameter) or (pol.weight == "fp32" and pol.weight_grad == "fp32"
-                                                  and not emu._stats_due()):
+    # autocast policies (FP32 masters cast per step for the GEMMs) leave the
+    # embedding in FP32, as torch.autocast does: its gradient is FP32 too
+    if not isinstance(w, torch.nn.Parameter) or pol.has_master or pol.weight == "fp32":
         out = func(*args, **kwargs)
         f = getattr(w, _FMT, None)
         if f is not None and isinstance(out, torch.Tensor):

@@ -33,7 +33,8 @@ import torch
 import torch.nn.functional as F
 
 T = torch.Tensor
-_NS = {"F": F, "torch": torch, "T": T}
+_NN = torch._C._nn        # the C functions under F's Python wrappers
+_NS = {"F": F, "torch": torch, "T": T, "nn": _NN}
 _SPLIT = str.split
 
 # ---- emulated ---------------------------------------------------------------------------
@@ -113,7 +114,10 @@ _TABLE = [
     # pooling, resampling, scattering of values
     "avg_pool1d avg_pool2d avg_pool3d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d "
     "lp_pool1d lp_pool2d interpolate upsample upsample_nearest upsample_bilinear grid_sample "
-    "grid_sampler grid_sampler_2d grid_sampler_3d affine_grid affine_grid_generator fold "
+    "grid_sampler grid_sampler_2d grid_sampler_3d affine_grid affine_grid_generator fold col2im im2col "
+    "upsample_nearest1d upsample_nearest2d upsample_nearest3d upsample_linear1d upsample_bilinear2d "
+    "upsample_bicubic2d upsample_trilinear3d reflection_pad1d reflection_pad2d reflection_pad3d "
+    "replication_pad1d replication_pad2d replication_pad3d _pad_circular _pad_enum "
     "index_add index_fill index_copy index_put masked_scatter scatter scatter_add put")]
 
 _VIEWS = _SPLIT(
@@ -202,7 +206,7 @@ KIND = {}           # short name -> kind
 def _resolve(path):
     """The function objects a table word names (list)."""
     ns, _, attr = path.rpartition(".")
-    spaces = [_NS[ns]] if ns else [F, torch, T]
+    spaces = [_NS[ns]] if ns else [F, torch, T, _NN]
     out = []
     for base in spaces:
         obj = base.__dict__.get(attr) if base is T else getattr(base, attr, None)
@@ -228,7 +232,7 @@ def _add_inplace(path, name):
     if w.startswith("__") and not w.startswith("__r"):
         forms.append(("T.__i" + w[2:], "T." + w))
     elif not w.startswith("_"):
-        for n in ("torch", "T", "F"):
+        for n in ("torch", "T", "F", "nn"):
             if not ns or ns == n:
                 forms.append((n + "." + w + "_", n + "." + w))
     for ip, op in forms:
@@ -271,6 +275,28 @@ for _n in ("T", "mT", "H", "mH", "data", "grad", "real", "imag", "shape", "dtype
         _g = _d.__get__
         if _g not in OPS and _g not in CLASSES:
             (OPS.__setitem__(_g, ("view", "view")) if _n in _VIEW_PROPS else CLASSES.__setitem__(_g, "no_float"))
+
+# torch.linalg, torch.fft, torch.special, whole namespaces: linear algebra and
+# FFTs run in FP32 (autocast's lists) but for the products and norms;
+# the special functions are pointwise
+for _mod, _cls in ((getattr(torch, "linalg", None), "fp32"), (getattr(torch, "fft", None), "fp32"),
+                   (getattr(torch, "special", None), "elementwise")):
+    if _mod is None:
+        continue
+    for _n in dir(_mod):
+        _f = getattr(_mod, _n)
+        if _n.startswith("_") or not callable(_f) or _f in OPS or _f in CLASSES:
+            continue
+        if _n in ("matmul", "multi_dot", "vecdot"):
+            OPS[_f] = ("gemm", "matmul" if _n != "vecdot" else "dot")
+        elif _n in ("vector_norm", "norm", "matrix_norm", "logsumexp"):
+            OPS[_f] = ("reduction", "norm" if _n != "logsumexp" else "logsumexp")
+        elif _n in ("softmax", "log_softmax"):
+            OPS[_f] = (_n, _n)
+        elif _cls == "elementwise" and _n not in ("zeta",):
+            OPS[_f] = ("elementwise", _n)
+        else:
+            CLASSES[_f] = "fp32"
 
 # the bias argument of GEMM-like ops: (position, keyword)
 BIAS_ARG = {"linear": (2, "bias"), "addmm": (0, "input"), "baddbmm": (0, "input"), "addbmm": (0, "input"),
