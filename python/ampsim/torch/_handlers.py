@@ -267,7 +267,7 @@ class _OpHandlers:
         if pol.bwd_in != pol.act_grad or pol.fp8_scaling and fp8:
             self._tid(site + ".out.grad.input")
 
-    def _pointwise(self, func, kind, name, args, kwargs):
+    def _pointwise(self, func, kind, name, args, kwargs, out_fmt=None):
         pol = self.policy
         if name in _ops.INPLACE_KW and kwargs.get("inplace"):
             kwargs = dict(kwargs, inplace=False)
@@ -296,6 +296,8 @@ class _OpHandlers:
             fmt = "fp32"
         else:
             fmt = _fmt_of(ins[0]) if ins else "fp32"
+        if out_fmt is not None:
+            fmt = out_fmt
         inside = bool(self._stack)
         if fmt == "fp32" and not (self._stats_due() and inside):
             return out
@@ -330,7 +332,10 @@ class _OpHandlers:
         if not args:
             kw.pop("input", None)
             kw.pop("self", None)
-        y = self._pointwise(base, "elementwise", name, (src,) + rest, kw)
+        # an in-place result keeps the destination's dtype in PyTorch (a
+        # bf16 tensor += an FP32 one stays bf16): here its format
+        fx = _fmt_of(x)
+        y = self._pointwise(base, "elementwise", name, (src,) + rest, kw, None if fx == "fp32" else fx)
         if not isinstance(y, torch.Tensor):
             return func(*args, **kwargs)
         with self._quiet():

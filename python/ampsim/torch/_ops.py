@@ -257,6 +257,11 @@ for _cls, _words in (("fp32", _FP32), ("no_float", _NO_FLOAT), ("gemm_unrounded"
         for _f in _resolve(_w) + _resolve(_w + "_"):
             if _f not in OPS:
                 CLASSES.setdefault(_f, _cls)
+for _w in ("_record_function_enter", "_record_function_enter_new", "_record_function_exit",
+           "_record_function_exit_new"):         # the profiler's markers (optimizers' step)
+    _f = getattr(getattr(torch.ops, "profiler", None), _w, None)
+    if _f is not None:
+        CLASSES[_f] = "no_float"
 for _w in _INIT:
     _f = getattr(torch.nn.init, _w, None)
     if _f is not None:

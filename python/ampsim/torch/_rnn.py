@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from . import _handlers
+from . import _rt
+from ._functions import _RoundFn
 from ._rt import EmulationError
 
 
@@ -131,8 +133,11 @@ def full(kind, x, hx, params, has_biases, num_layers, dropout, train, bidirectio
         raise EmulationError("ampsim.torch: %s with projections (proj_size) is not emulated" % kind)
     if batch_first:
         x = x.transpose(0, 1)
+    # unbind (a torch function: the views keep the state's format)
     if kind == "lstm":
-        h0, c0 = hx
+        h0, c0 = hx[0].unbind(0), hx[1].unbind(0)
+    else:
+        hx = hx.unbind(0)
     finals_h, finals_c = [], []
     for layer in range(num_layers):
         outs = []
@@ -173,6 +178,22 @@ def cell(kind, x, hx, w_ih, w_hh, b_ih=None, b_hh=None, n=None):
     return _step(kind, xw, tuple(hx) if kind == "lstm" else hx, w_hh, b_hh, n, "")
 
 
+def _state_in_format(emu, hx, path):
+    pol = emu.policy
+    if pol.act == "fp32" or hx is None:
+        return hx
+    if isinstance(hx, (tuple, list)):
+        return type(hx)(_state_in_format(emu, h, path) for h in hx)
+    if not isinstance(hx, torch.Tensor) or _rt.fmt_of(hx) == pol.act:
+        return hx
+    site = (path + "." if path else "") + "h0"
+    emu._tid(site + ".out")
+    emu._tid(site + ".out.grad")
+    y = _RoundFn.apply(hx, emu, site + ".out", pol.act, pol.act_grad)
+    setattr(y, _rt.FMT_ATTR, pol.act)
+    return y
+
+
 def run(emu, mode, func, name, kind, args, kwargs):
     """A torch.lstm/gru/rnn_* call (kind "rnn") or a *_cell call, emulated."""
     where = emu._where()
@@ -188,6 +209,10 @@ def run(emu, mode, func, name, kind, args, kwargs):
         base = name[:-len("_cell")]
     namer = _Namer()
     path = emu._stack[-1].path if emu._stack else ""
+    # the initial state is an operand of the gates: in the activation format
+    # (autocast casts an RNN's hx with its input)
+    args = list(args)
+    args[1] = _state_in_format(emu, args[1], path)
     emu._stack.append(_handlers._Frame(path, False, namer))
     try:
         with mode:
