@@ -25,8 +25,8 @@ class _Mode(TorchFunctionMode):
         if emu._quiet_depth:
             return func(*args, **kwargs)
         # the coverage account counts the model's forward and its loss (not
-        # the optimizer's no-grad updates)
-        count = emu._stack or torch.is_grad_enabled()
+        # the scaler's and optimizer's work after the backward)
+        count = emu._stack or (not emu._bwd_done and torch.is_grad_enabled())
         op = _ops.OPS.get(func)
         if op is None:
             if func is torch.Tensor.backward:

@@ -184,7 +184,7 @@ _NO_FLOAT = _SPLIT(
     "requires_grad_ detach_ is_coalesced is_complex is_conj is_contiguous is_distributed "
     "is_floating_point is_inference is_neg is_nonzero is_pinned is_same_size is_set_to is_shared "
     "is_signed is_nonzero _dimI _dimV _is_view _nested_tensor_size _nnz _update_names is_tensor "
-    "is_storage numel result_type can_cast promote_types _assert_async")
+    "is_storage numel result_type can_cast promote_types _assert_async _assert")
 _GEMM_UNROUNDED = _SPLIT(
     "dsmm hsmm smm saddmm spmm sspaddmm hspmm fbgemm_linear_fp16_weight "
     "fbgemm_linear_fp16_weight_fp32_activation fbgemm_linear_int8_weight "
