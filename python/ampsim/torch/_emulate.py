@@ -313,6 +313,7 @@ class emulate(_OpHandlers):
         due = name is not None and self._stats_due(role)
         if fmt == "fp32" and not due and not saturate:
             return x.detach().clone() if x.requires_grad else x
+        nf = None
         if fp8_role is not None and pol.fp8_scaling and _rt.fmt_struct(fmt).bits <= 8 and name is not None:
             y, st = self._fp8_round(x, fmt, name, fp8_role, due)
         else:
@@ -320,16 +321,13 @@ class emulate(_OpHandlers):
             seed = stream = 0
             if mode == "sr" and name is not None:
                 seed, stream = _rt.step_seed(self.seed, self.step_index), self._tid(name) | stream_or
-            y, st = _rt.round_t(x, fmt, mode, saturate=saturate, sr_bits=pol.sr_bits, seed=seed,
-                                stream=stream, stats=due)
+            y, st, nf = _rt.round_count(x, fmt, mode, saturate=saturate, sr_bits=pol.sr_bits, seed=seed,
+                                        stream=stream, stats=due)
         if name is not None:
             if st is not None:
                 prev = self._stats.get(name)
                 self._stats[name] = (role, fmt, st if prev is None else prev[2] + st)
-                bad = st.counts["nan_in"] + st.counts["inf_in"] + st.counts["overflow"]
-                bad = _rt.count_nonfinite(y) if bad else 0
-            else:
-                bad = _rt.count_nonfinite(y)
+            bad = nf if nf is not None else _rt.count_nonfinite(y)
             if bad and check and self._nf is None:
                 self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
         return y
