@@ -34,6 +34,12 @@ from .._scaler import format_scale
 
 _ACTIVE = []          # emulations entered, innermost last
 
+try:        # the function-mode stack (torch.overrides' helpers; absent: the mode stays on)
+    from torch.overrides import _get_current_function_mode as _cur_mode
+    from torch.overrides import _pop_mode, _push_mode
+except ImportError:
+    _cur_mode = _pop_mode = _push_mode = None
+
 
 def current():
     """The innermost active emulation (or None)."""
@@ -251,15 +257,26 @@ class emulate(_OpHandlers):
         return hook
 
     class _QuietCtx:
-        __slots__ = ("emu",)
+        """The emulation's own torch calls (roundings, backward rules, the
+        gradient norm): not emulated, and the mode is taken off the stack
+        while they run, so they do not pay its dispatch."""
+        __slots__ = ("emu", "popped")
 
         def __init__(self, emu):
             self.emu = emu
+            self.popped = None
 
         def __enter__(self):
-            self.emu._quiet_depth += 1
+            emu = self.emu
+            emu._quiet_depth += 1
+            self.popped = None
+            if _cur_mode is not None and emu._mode is not None and _cur_mode() is emu._mode:
+                self.popped = _pop_mode()
 
         def __exit__(self, *a):
+            if self.popped is not None:
+                _push_mode(self.popped)
+                self.popped = None
             self.emu._quiet_depth -= 1
 
     def _quiet(self):
@@ -465,7 +482,11 @@ class emulate(_OpHandlers):
         if self.out is not None and self._log is None:
             self._open_log()        # at the first step's end: the config knows the scaler
         if self._log is not None:
-            gn = grad_norm if grad_norm is not None else self._grad_norm()
+            if grad_norm is not None:
+                gn = grad_norm
+            else:
+                with self._quiet():
+                    gn = self._grad_norm()
             nfc = self._nf[2] if self._nf else 0
             self._log.metrics(s, loss=lv, loss_scale=loss_scale, skipped=int(bool(skipped)), grad_norm=gn,
                               lr=float(lr) if lr is not None else 0.0, vanished=self._step_vanished,

@@ -193,7 +193,9 @@ _GEMM_UNROUNDED = _SPLIT(
     "miopen_convolution_transpose miopen_depthwise_convolution miopen_rnn quantized_gru_cell "
     "quantized_lstm_cell quantized_rnn_relu_cell quantized_rnn_tanh_cell matrix_rank")
 # Tensor properties (the mode sees their __get__): the views keep the format
-_VIEW_PROPS = ("T", "mT", "H", "mH", "data", "grad", "_grad", "_base", "real")
+_VIEW_PROPS = ("T", "mT", "H", "mH", "real")
+# accessors of a tensor's FP32 companions (its gradient, its storage view)
+_FP32_PROPS = ("data", "grad", "_grad", "_base")
 _INIT = ("uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_", "xavier_uniform_",
          "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_", "orthogonal_", "sparse_")
 
@@ -272,14 +274,17 @@ for _n, _d in list(torch._C._TensorBase.__dict__.items()) + list(T.__dict__.item
         if _n in _VIEW_PROPS:
             OPS[_g] = ("view", "view")
         else:
-            CLASSES[_g] = "no_float"
+            CLASSES[_g] = "fp32" if _n in _FP32_PROPS else "no_float"
 for _n in ("T", "mT", "H", "mH", "data", "grad", "real", "imag", "shape", "dtype", "device", "ndim",
            "requires_grad", "is_leaf", "grad_fn", "layout", "names", "is_cuda", "is_cpu", "_version"):
     _d = getattr(torch._C._TensorBase, _n, None)
     if _d is not None and hasattr(_d, "__get__"):
         _g = _d.__get__
         if _g not in OPS and _g not in CLASSES:
-            (OPS.__setitem__(_g, ("view", "view")) if _n in _VIEW_PROPS else CLASSES.__setitem__(_g, "no_float"))
+            if _n in _VIEW_PROPS:
+                OPS[_g] = ("view", "view")
+            else:
+                CLASSES[_g] = "fp32" if _n in _FP32_PROPS else "no_float"
 
 # torch.linalg, torch.fft, torch.special, whole namespaces: linear algebra and
 # FFTs run in FP32 (autocast's lists) but for the products and norms;
