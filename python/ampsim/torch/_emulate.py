@@ -519,10 +519,9 @@ class emulate(_OpHandlers):
         sc = self.scaler
         if sc is not None and sc._used_scale and not sc._unscaled:
             inv = 1.0 / sc._used_scale
-        for p in self.model.parameters():
+        for p in getattr(self, "_params", None) or self.model.parameters():
             if p.grad is not None:
-                g = p.grad.detach().double() * inv
-                sq += float((g * g).sum())
+                sq += _rt.sumsq_unscaled(p.grad, inv)
         return sq ** 0.5
 
     # ---- scaler and optimizer ---------------------------------------------------------------

@@ -136,6 +136,20 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     return y, (Stats._wrap(st, a[2]) if stats else None), nf.value
 
 
+_lib._fn("amp_sumsq_unscaled_f32", ctypes.c_double, _VP, ctypes.c_size_t, ctypes.c_float)
+
+
+def sumsq_unscaled(g, inv):
+    """Sum of squares of a float32 gradient unscaled by inv (float), as the C
+    training step forms the gradient norm: one foreign call."""
+    g = g.detach()
+    if g.dtype != torch.float32:
+        return float((g.double() * inv).pow(2).sum())
+    if not g.is_contiguous():
+        g = g.contiguous()
+    return _lib.lib.amp_sumsq_unscaled_f32(g.data_ptr(), g.numel(), inv)
+
+
 _lib.lib.amp_count_nonfinite.restype = ctypes.c_size_t
 _lib.lib.amp_count_nonfinite.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 
