@@ -4,7 +4,8 @@
 Models: a GPT-like model (4 blocks, width 128, 4 heads, context 64, batch 16,
 vocabulary 96; functional attention) and the model zoo of the coverage test
 (python/tests/zoo_models.py: resnet18, mobilenet_v3_small, a small
-VisionTransformer, nn.TransformerEncoder, an LSTM and a GRU language model),
+VisionTransformer, nn.TransformerEncoder, an LSTM and a GRU language model;
+batches --scale times the test's),
 SGD with momentum (AdamW for the GPT), one thread. Three configurations each:
   plain      the FP32 step without emulate
   every 10   emulate(fp16-amp) with GradScaler("torch"); statistics and their
@@ -18,7 +19,7 @@ process's CPU time (one thread; every pool pinned to one thread before torch
 loads), which the other processes of a loaded machine change less than the
 wall time. The targets are at most 2x (every 10) and 3x (every 1). Not a test.
 
-Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [MODEL ...]
+Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [MODEL ...]
 (models: gpt and the zoo's names; default all)"""
 import argparse
 import os
@@ -41,7 +42,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import ampsim.torch as at  # noqa: E402
 from torch_models import TinyGPT, token_batches  # noqa: E402
-from zoo_models import ZOO  # noqa: E402
+from zoo_models import zoo  # noqa: E402
 
 BLOCK = 10
 
@@ -52,9 +53,9 @@ def _gpt():
             lambda m, x, y: F.cross_entropy(m(x).flatten(0, 1), y.flatten()), "adamw")
 
 
-def setups():
+def setups(scale):
     out = {"gpt": _gpt()}
-    for name, (make, batch, loss) in ZOO.items():
+    for name, (make, batch, loss) in zoo(scale).items():
         out[name] = (make, batch, loss, "sgd")
     return out
 
@@ -117,16 +118,18 @@ def bench(name, setup, rounds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--scale", type=int, default=8,
+                    help="zoo batches this many times the test's (default 8: 16 images, 32 sequences)")
     ap.add_argument("models", nargs="*", help="gpt and the zoo's names (default: all)")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    su = setups()
+    su = setups(a.scale)
     names = a.models or list(su)
     for n in names:
         if n not in su:
             ap.error("unknown model %r (known: %s)" % (n, ", ".join(su)))
-    print("torch %s, 1 thread; %d rounds of %d-step blocks; fp16-amp, GradScaler(\"torch\")"
-          % (torch.__version__, a.rounds, BLOCK))
+    print("torch %s, 1 thread; %d rounds of %d-step blocks; fp16-amp, GradScaler(\"torch\"); zoo batch scale %d"
+          % (torch.__version__, a.rounds, BLOCK, a.scale))
     print("%-20s %10s %12s %10s %12s %10s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio"))
     for n in names:
         r = bench(n, su[n], a.rounds)

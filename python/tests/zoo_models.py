@@ -1,7 +1,7 @@
 """The model zoo of ampsim.torch's coverage test and cost benchmark: models
 nobody in the project wrote (torchvision, torch.nn), small inputs.
 
-ZOO maps a name to (make() -> model, batch(step) -> (inputs, targets),
+ZOO (= zoo()) maps a name to (make() -> model, batch(step) -> (inputs, targets),
 loss(model, inputs, targets) -> loss)."""
 import torch
 import torch.nn as nn
@@ -73,11 +73,16 @@ def _vit():
                              num_classes=10)
 
 
-ZOO = {
-    "resnet18": (_tv("resnet18", num_classes=10), _img(32, 10), _xent),
-    "mobilenet_v3_small": (_tv("mobilenet_v3_small", num_classes=10), _img(32, 10), _xent),
-    "vit": (_vit, _img(32, 10), _xent),
-    "transformer_encoder": (EncoderLM, _tokens(50), _lm_loss),
-    "lstm_lm": (lambda: RNNLM("lstm"), _tokens(50), _lm_loss),
-    "gru_lm": (lambda: RNNLM("gru"), _tokens(50), _lm_loss),
-}
+def zoo(scale=1):
+    """The zoo with batches scale times the test's (the benchmark's --scale)."""
+    return {
+        "resnet18": (_tv("resnet18", num_classes=10), _img(32, 10, 2 * scale), _xent),
+        "mobilenet_v3_small": (_tv("mobilenet_v3_small", num_classes=10), _img(32, 10, 2 * scale), _xent),
+        "vit": (_vit, _img(32, 10, 2 * scale), _xent),
+        "transformer_encoder": (EncoderLM, _tokens(50, batch=4 * scale), _lm_loss),
+        "lstm_lm": (lambda: RNNLM("lstm"), _tokens(50, batch=4 * scale), _lm_loss),
+        "gru_lm": (lambda: RNNLM("gru"), _tokens(50, batch=4 * scale), _lm_loss),
+    }
+
+
+ZOO = zoo()
