@@ -305,7 +305,8 @@ class TestCoverageAccount(unittest.TestCase):
         self.assertEqual(int(lin["calls"]), 13)
         # multiply-adds: input GEMMs 15x8x24 + 15x6x24, hidden 10 x 3x6x24, output 15x6x20
         self.assertEqual(int(lin["gemm_macs"]), 15 * 8 * 24 + 15 * 6 * 24 + 10 * 3 * 6 * 24 + 15 * 6 * 20)
-        self.assertEqual(int(by[("sigmoid", "elementwise")]["elements"]), 2 * 5 * 3 * 3 * 6)
+        # the fused LSTM steps: 4H gates and 9 outputs of H per row, 2 layers x 5 steps x 3 rows
+        self.assertEqual(int(by[("lstm_gates", "elementwise")]["elements"]), 2 * 5 * 3 * 13 * 6)
         self.assertFalse([x for x in r if x["class"] == "unclassified"])
 
     def test_strict(self):
@@ -328,3 +329,34 @@ class TestCoverageAccount(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestFusedRNN(unittest.TestCase):
+    """The fused LSTM and GRU steps (_rnn_fused.py) give the op-by-op emulation's
+    values, gradients and statistics bit for bit."""
+
+    def test_fused_equals_op_by_op(self):
+        for pol, cell in (("fp16-amp", "lstm"), ("bf16-amp-cpu", "lstm"), ("fp8-hybrid", "lstm"),
+                          ("fp16-amp", "gru"), ("bf16-amp-cpu", "gru")):
+            res = []
+            for fused in (False, True):
+                torch.manual_seed(0)
+                m = LM(cell, True, True)
+                opt = torch.optim.SGD(m.parameters(), lr=0.1)
+                with at.emulate(m, pol) as emu:
+                    emu.fused = fused
+                    emu.collect_stats()
+                    for s in range(2):
+                        loss = lm_loss(m, s)
+                        opt.zero_grad()
+                        loss.backward()
+                        opt.step()
+                        emu.step()
+                    st = {k: v[2].counts for k, v in emu.last_step_stats.items()}
+                res.append((loss.detach(), [p.detach().clone() for p in m.parameters()], st))
+            (la, pa, sa), (lb, pb, sb) = res
+            self.assertTrue(torch.equal(la, lb), pol)
+            self.assertTrue(same(pa, pb), pol)
+            self.assertIn("rnn.h_l1_reverse.out.grad", sa)
+            self.assertEqual(sa, sb, pol)

@@ -111,6 +111,7 @@ class emulate(_OpHandlers):
             raise ValueError("emulate: kernels must be 'torch' or 'ampsim', not %r" % (kernels,))
         self.kernels = kernels
         self.strict = bool(strict)
+        self.fused = True           # LSTM steps' pointwise ops in one Function (_rnn_fused.py)
         self._cov = _coverage.Coverage()
         self.model = model
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
