@@ -2,7 +2,10 @@
 #   make            libampsim.a, libampsim.so, ampsim
 #   make check      install missing packages, then every Check suite (tests/check_*.c), the
 #                   layer and size checks, the docs' C examples and the Python tests; the
-#                   last line is "N passed, N failed, N skipped"
+#                   last line is "N passed, N failed, N skipped"; the suites run side by
+#                   side (AMP_CHECK_JOBS, default: the CPUs), each one's output grouped
+#   make check-long the long cases: each suite's test case "long" (AMP_LONG=1) and
+#                   python/tests/long_*.py; the same closing line (CI runs both)
 #   make sanitize   the C suites under ASan+UBSan (-fno-sanitize-recover=all)
 #   make fuzz       every fuzz harness for FUZZ_SECONDS (fuzz-ci: corpus + 10 s, as CI)
 #   make check-layers  includes by layer, no file cycles (and the checker's self-test)
@@ -54,7 +57,7 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 SONAME  := libampsim.so.0
 SHLIB   := libampsim.so.$(VERSION)
 
-.PHONY: all check check-run check-layers sanitize valgrind bench install clean demo deps deps-base deps-python \
+.PHONY: all check check-run check-long check-layers sanitize valgrind bench install clean demo deps deps-base deps-python \
         deps-fuzz check-exhaustive fuzz fuzz-ci check-python install-python shots
 all: $(BUILD)/libampsim.a $(BUILD)/libampsim.so $(BUILD)/ampsim
 
@@ -107,6 +110,15 @@ check-run: all $(TEST_BIN)
 	@AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) EXAMPLE_LDFLAGS="$(LDFLAGS)" \
 	  AMP_MAKE_FLAGS="SANITIZER=$(SANITIZER) OPT=$(OPT)" \
 	  AMP_PYTHON_TESTS=$(if $(SANITIZER),0,1) sh tests/run_suites.sh $(BUILD) $(TEST_BIN)
+
+# The long cases (docs/reliability.md#the-test-suites): every suite under
+# AMP_LONG=1 runs only its test case "long"; the Python tests
+# python/tests/long_*.py. The same closing line as make check.
+check-long: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@AMPSIM=$(CURDIR)/$(BUILD)/ampsim AMP_SRCDIR=$(CURDIR) EXAMPLE_LDFLAGS="$(LDFLAGS)" \
+	  AMP_MAKE_FLAGS="SANITIZER=$(SANITIZER) OPT=$(OPT)" \
+	  AMP_PYTHON_TESTS=$(if $(SANITIZER),0,1) sh tests/run_suites.sh --long $(BUILD) $(TEST_BIN)
 
 # The layer check alone: includes by layer, no file cycles, and its self-test.
 check-layers: all
@@ -184,7 +196,7 @@ install-python:
 	@for f in $$(cd python && find ampsim -name '*.py' | sort); do \
 	  install -D -m 644 python/$$f $(DESTDIR)$(PY_DIR)/$$f || exit 1; done
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d) $(TEST_BIN:=.d)
 
 # Fuzz every reader and parser (libFuzzer + ASan + UBSan, clang). The harnesses
 # link the whole library, built from the same source lists as libampsim

@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Run every test of the Python package (python/tests/test*.py) with unittest.
 
+With --long, run the long tests instead (python/tests/long_*.py: agreement
+runs too slow for `make check`, which `make check-long` runs).
+
 Prints the usual unittest report, then a closing line
 
     python: N passed, N failed, N skipped
@@ -9,7 +12,7 @@ and exits 1 if any test failed or errored (a module that cannot be imported
 counts as a failed test). With CI=true in the environment a test skipped
 because PyTorch is missing counts as failed: CI must run those tests.
 
-Usage: /usr/bin/python3 python/run_tests.py [-v] [-k PATTERN] [MODULE...]
+Usage: /usr/bin/python3 python/run_tests.py [-v] [--long] [-k PATTERN] [MODULE...]
 """
 import argparse
 import os
@@ -62,6 +65,8 @@ def main(argv=None):
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("-k", dest="patterns", action="append", default=None,
                     help="only tests whose name contains PATTERN (unittest -k)")
+    ap.add_argument("--long", action="store_true",
+                    help="the long tests (python/tests/long_*.py) instead of test*.py")
     ap.add_argument("modules", nargs="*", help="test modules (e.g. test_round); default: all")
     args = ap.parse_args(argv)
     sys.path[:0] = [TESTS, HERE]
@@ -71,7 +76,7 @@ def main(argv=None):
     if args.modules:
         suite = unittest.TestSuite(loader.loadTestsFromName(m) for m in args.modules)
     else:
-        suite = loader.discover(TESTS, pattern="test*.py", top_level_dir=TESTS)
+        suite = loader.discover(TESTS, pattern="long_*.py" if args.long else "test*.py", top_level_dir=TESTS)
     runner = unittest.TextTestRunner(resultclass=CountingResult, verbosity=2 if args.verbose else 1,
                                      stream=sys.stdout)
     res = runner.run(suite)

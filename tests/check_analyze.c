@@ -135,13 +135,17 @@ static amp_tensor_view view_f32(const float *x, size_t n, const char *name)
 static const float scales[] = { 1.0f, 0x1p-10f, 0x1p12f, 0x1p100f, 3.0f, 0.1f, 0x1.fffffep-3f };
 #define NSCALES ((int)(sizeof scales / sizeof scales[0]))
 
+/* _i: the format; N_FMT + the format in the test case "long" (full size,
+ * make check-long; make check takes a tenth) */
 START_TEST(every_format_against_mpfr)
 {
+    int lng = _i >= N_FMT;
+    _i %= N_FMT;
     amp_format ff = fmt_at(_i);
     const amp_format *f = &ff;
     enum { NMAX = 3000 };
     static float x[NMAX];
-    const int N = quick ? 300 : NMAX;
+    const int N = quick ? 300 : lng ? NMAX : NMAX / 10;
     make_tensor(x, (size_t)N, -152, 130, f, 1, (uint64_t)_i);
     amp_analyze_opts o;
     amp_analyze_defaults(&o);
@@ -283,14 +287,17 @@ static amp_round_opts cast_set(int i)
     return o;
 }
 
+/* _i as in every_format_against_mpfr */
 START_TEST(auto_scale_brute_force)
 {
+    int lng = _i >= N_FMT;
+    _i %= N_FMT;
     amp_format ff = fmt_at(_i);
     const amp_format *f = &ff;
     enum { NMAX = 160 };
     float x[NMAX];
     double xd[NMAX];
-    const int N = quick ? 40 : NMAX;
+    const int N = quick || !lng ? 40 : NMAX;
     for (int t = 0; t < 6; t++) {
         switch (t) {
         case 0: make_tensor(x, N, -140, 100, f, 1, 100 + (uint64_t)_i); break;     /* wide */
@@ -797,6 +804,13 @@ static Suite *suite(void)
     tcase_add_test(t, e8m0_negatives_invalid);
     tcase_add_test(t, amax_scale_current_scaling);
     suite_add_tcase(s, t);
+    if (amp_check_long()) {
+        TCase *l = tcase_create("long");
+        tcase_set_timeout(l, 600);
+        tcase_add_loop_test(l, every_format_against_mpfr, N_FMT, 2 * N_FMT);
+        tcase_add_loop_test(l, auto_scale_brute_force, N_FMT, 2 * N_FMT);
+        suite_add_tcase(s, l);
+    }
     TCase *c = tcase_create("cli");
     tcase_add_checked_fixture(c, cli_setup, cli_teardown);
     tcase_set_timeout(c, 60);

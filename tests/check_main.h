@@ -6,10 +6,21 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* Runs every test of s (CK_NORMAL output) and returns how many failed. */
+/* 1 under AMP_LONG=1 (make check-long): a suite then adds its long cases,
+ * in a test case named "long", and amp_check_failures runs only them. */
+static inline int amp_check_long(void)
+{
+    const char *l = getenv("AMP_LONG");
+    return l && *l && strcmp(l, "0") != 0;
+}
+
+/* Runs the tests of s (CK_NORMAL output) and returns how many failed; under
+ * AMP_LONG=1 only the test case "long" (unless CK_RUN_CASE says otherwise). */
 static inline int amp_check_failures(Suite *s)
 {
+    if (amp_check_long() && !getenv("CK_RUN_CASE")) setenv("CK_RUN_CASE", "long", 1);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -10,7 +10,9 @@
  * amp_round_f64; 1 in 8 batches also through amp_round1 per element.
  *
  * Counts (float32 + float64 each, per format):
- *   make check:  10^6 under rne, 10^5 under each other mode;
+ *   make check:  10^5 under rne, 10^4 under each other mode;
+ *   make check-long (AMP_LONG=1, the test case "long"): 10^6 under rne,
+ *                10^5 under each other mode;
  *   AMP_FULL=1:  10^6 under every mode (also run by hand for the README);
  *   AMP_QUICK=1: 10^4 / 10^3 (valgrind).
  * Seed: fixed, AMP_TEST_SEED=<n> to change; printed on failure. */
@@ -21,6 +23,7 @@
 
 static uint64_t seed;
 static size_t n_rne, n_other;
+static int counts_set;   /* AMP_FULL or AMP_QUICK chose the counts */
 
 static const char *const custom_names[] = { "e3m4", "e5m2fn", "e3m4fnuz", "e6m5", "e8m1", "e3m0fnuz", "e2m2fn" };
 #define N_CUSTOM (sizeof custom_names / sizeof custom_names[0])
@@ -90,12 +93,16 @@ static size_t run_random(const amp_format *f, amp_rounding m, size_t n, int is64
     return bad;
 }
 
+/* _i: the format (the test case "long": N_FORMATS + the format, ten times
+ * the inputs, unless AMP_FULL or AMP_QUICK set the counts) */
 START_TEST(random_vs_mpfr)
 {
+    int lng = _i >= N_FORMATS, scale = lng && !counts_set ? 10 : 1;
+    _i %= N_FORMATS;
     amp_format f = fmt_at(_i);
     size_t bad = 0;
     for (int m = 0; m < AMP_RND_COUNT; m++) {
-        size_t n = m == AMP_RND_NE ? n_rne : n_other;
+        size_t n = (m == AMP_RND_NE ? n_rne : n_other) * (size_t)scale;
         bad += run_random(&f, (amp_rounding)m, n, 0, seed + 1000 * (uint64_t)_i + (uint64_t)m);
         bad += run_random(&f, (amp_rounding)m, n, 1, seed + 1000 * (uint64_t)_i + (uint64_t)m + 500);
     }
@@ -107,15 +114,23 @@ int main(void)
 {
     seed = rt_default_seed();
     const char *full = getenv("AMP_FULL"), *quick = getenv("AMP_QUICK");
-    n_rne = 1000000;
-    n_other = (full && *full && strcmp(full, "0")) ? 1000000 : 100000;
-    if (quick && *quick && strcmp(quick, "0")) { n_rne = 10000; n_other = 1000; }
-    printf("random vs MPFR: %zu (rne) / %zu (other modes) float32 and float64 inputs per format\n", n_rne, n_other);
+    n_rne = 100000;
+    n_other = 10000;
+    if (full && *full && strcmp(full, "0")) { n_rne = n_other = 1000000; counts_set = 1; }
+    if (quick && *quick && strcmp(quick, "0")) { n_rne = 10000; n_other = 1000; counts_set = 1; }
+    printf("random vs MPFR: %zu (rne) / %zu (other modes) float32 and float64 inputs per format"
+           " (the test case long: %d times as many)\n", n_rne, n_other, counts_set ? 1 : 10);
     Suite *s = suite_create("round_random");
     TCase *tc = tcase_create("random");
     tcase_set_timeout(tc, 1200);
     tcase_add_loop_test(tc, random_vs_mpfr, 0, N_FORMATS);
     suite_add_tcase(s, tc);
+    if (amp_check_long()) {
+        TCase *tl = tcase_create("long");
+        tcase_set_timeout(tl, 1200);
+        tcase_add_loop_test(tl, random_vs_mpfr, N_FORMATS, 2 * N_FORMATS);
+        suite_add_tcase(s, tl);
+    }
     int failed = amp_check_failures(s);
     if (failed) fprintf(stderr, "check_round_random: seed 0x%llx (set AMP_TEST_SEED to repeat)\n", (unsigned long long)seed);
     return failed ? 1 : 0;

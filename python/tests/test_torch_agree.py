@@ -6,7 +6,8 @@ GradScaler gives the same per-step losses and the same tensors.csv rows as
 CPU GEMM does at these sizes); with PyTorch's own loss and bias-gradient arithmetic
 (kernels="torch") the first steps agree the same way.
 
-Default: 30 steps per policy. AMPSIM_TORCH_LONG=1: 200 steps."""
+30 steps per policy here; python/tests/long_torch_agree.py (make check-long)
+runs the same tests for 200 steps."""
 import json
 import os
 import sys
@@ -28,7 +29,6 @@ try:
 except ImportError:
     HAVE_TORCH = False
 NO_TORCH = "PyTorch (python3-torch) is not installed"
-STEPS = 200 if os.environ.get("AMPSIM_TORCH_LONG") == "1" else 30
 COUNTS = ("n", "zero_in", "flushed", "subnormal", "saturated", "overflow", "nan")
 _DATA = []
 
@@ -50,11 +50,13 @@ def rows(run):
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestAgreeWithC(unittest.TestCase):
+    steps = 30   # per run (long_torch_agree.py: 200)
+
     def train_c(self, d, policy, scaler, steps=None, extra=()):
         # --gemm blas: the C emulator sums its FP32 GEMMs in OpenBLAS's order,
         # which PyTorch's CPU GEMM shares at these sizes (the default,
         # reproducible order differs from it in the last bit)
-        args = ["train", "--model", "mlp", "--scaler", scaler, "--steps", steps or STEPS, "--no-shuffle",
+        args = ["train", "--model", "mlp", "--scaler", scaler, "--steps", steps or self.steps, "--no-shuffle",
                 "--init", MLP_INIT, "--log-every", 1, "--hist-every", 5, "--gemm", "blas", "--out", os.path.join(d, "c")]
         if isinstance(policy, dict):
             path = os.path.join(d, "policy.json")
@@ -74,7 +76,7 @@ class TestAgreeWithC(unittest.TestCase):
         out = os.path.join(d, "py")
         with at.emulate(m, policy, out=out, log_every=1, hist_every=5, fp8=fp8, kernels="ampsim", **kw) as emu:
             opt = emu.optimizer(torch.optim.SGD(m.parameters(), lr=0.1))
-            for s in range(STEPS):
+            for s in range(self.steps):
                 i = batch_rows(s, 32, x.shape[0])
                 loss = F.cross_entropy(m(x[i]), y[i])
                 opt.zero_grad()
@@ -91,8 +93,8 @@ class TestAgreeWithC(unittest.TestCase):
         c = self.train_c(d, policy, c_scaler or scaler)
         p = self.train_torch(d, policy, scaler, fp8)
         cl, pl = list(c["metrics"]["loss"]), list(p["metrics"]["loss"])
-        self.assertEqual(len(cl), STEPS)
-        self.assertEqual(len(pl), STEPS)
+        self.assertEqual(len(cl), self.steps)
+        self.assertEqual(len(pl), self.steps)
         for s, (a, b) in enumerate(zip(cl, pl)):
             self.assertLessEqual(abs(a - b), 1e-6, "step %d: loss %r (C) vs %r (torch)" % (s, a, b))
         for col in ("loss_scale", "skipped", "vanished"):
@@ -184,7 +186,7 @@ class TestAgreeWithC(unittest.TestCase):
                 with open(os.path.join(d, "c", "whatif.csv")) as a, open(os.path.join(d, "py", "whatif.csv")) as b:
                     c, p = a.read(), b.read()
                 self.assertEqual(p, c)
-                self.assertEqual(len(c.splitlines()), 1 + 9 * STEPS)
+                self.assertEqual(len(c.splitlines()), 1 + 9 * self.steps)
                 w = ampsim.read_run(os.path.join(d, "py"))["whatif"]
                 self.assertEqual(sorted(set(w["scaler"]))[:2], ["adaptive", "apex"])
                 # ampsim report draws the shadows (figure 8)
