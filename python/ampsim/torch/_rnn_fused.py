@@ -46,13 +46,18 @@ def names(emu, path, sfx, ops=LSTM_OPS):
     return out
 
 
+def _rounder(emu, sites, fmt, suffix, role):
+    """r(x, k): x rounded into fmt under the name sites[k] + suffix."""
+    def r(x, k):
+        return emu._round(x, fmt, sites[k] + suffix, role)
+    return r
+
+
 class _LSTMPointwise(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emu, sites, hw, xw, c):
-        act, agrad = emu.policy.act, emu.policy.act_grad
-
-        def r(x, k):
-            return emu._round(x, act, sites[k] + ".out", "act")
+        agrad = emu.policy.act_grad
+        r = _rounder(emu, sites, emu.policy.act, ".out", "act")
         with emu._quiet():
             g = r(hw + xw, 0)
             gi, gf, gg_, go = g.unsafe_chunk(4, 1)
@@ -75,9 +80,7 @@ class _LSTMPointwise(torch.autograd.Function):
     def backward(ctx, d_hy, d_cy):
         emu, s, agrad = ctx.emu, ctx.sites, ctx.agrad
         c, i, f, gg, o, tc, si, sf, tg, so, t = ctx.saved_tensors
-
-        def G(x, k):
-            return emu._round(x, agrad, s[k] + ".out.grad", "act_grad")
+        G = _rounder(emu, s, agrad, ".out.grad", "act_grad")
         with emu._quiet():
             if d_hy is None:
                 d_hy = torch.zeros_like(tc)
@@ -112,10 +115,8 @@ def lstm_step(emu, path, sfx, hw, xw, c):
 class _GRUPointwise(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emu, sites, hw, xw, h):
-        act, agrad = emu.policy.act, emu.policy.act_grad
-
-        def r(x, k):
-            return emu._round(x, act, sites[k] + ".out", "act")
+        agrad = emu.policy.act_grad
+        r = _rounder(emu, sites, emu.policy.act, ".out", "act")
         with emu._quiet():
             g = r(hw + xw, 0)
             r_pre, z_pre, _ = g.unsafe_chunk(3, 1)
@@ -138,9 +139,7 @@ class _GRUPointwise(torch.autograd.Function):
     def backward(ctx, d_hy):
         emu, s, agrad = ctx.emu, ctx.sites, ctx.agrad
         rg, z, h_n, d, sr, sz, t = ctx.saved_tensors
-
-        def G(x, k):
-            return emu._round(x, agrad, s[k] + ".out.grad", "act_grad")
+        G = _rounder(emu, s, agrad, ".out.grad", "act_grad")
         with emu._quiet():
             dh = G(d_hy, 8)
             d_dz = G(dh, 7)
