@@ -316,10 +316,18 @@ class emulate(_OpHandlers):
             i = self._ids[name] = len(self._ids)
         return i
 
+    _needs_stats = None         # (loss scaler, whether its strategy reads statistics): constant per scaler
+
     def _stats_due(self, role=None):
         if self._do_t or self._do_h:
             return True
-        return role in ("act_grad", "weight_grad") and self.scaler is not None and self.scaler._sc.needs_stats
+        sc = self.scaler
+        if sc is None or role not in ("act_grad", "weight_grad"):
+            return False
+        c = self._needs_stats
+        if c is None or c[0] is not sc._sc:
+            c = self._needs_stats = (sc._sc, bool(sc._sc.needs_stats))
+        return c[1]
 
     def _round(self, x, fmt, name, role, *, saturate=False, fp8_role=None, mode=None, stream_or=0,
                check=True):
