@@ -8,7 +8,8 @@ VisionTransformer, nn.TransformerEncoder, an LSTM and a GRU language model;
 batches --scale times the test's),
 SGD with momentum (AdamW for the GPT), one thread. Three configurations each:
   plain      the FP32 step without emulate
-  every 10   emulate(fp16-amp) with GradScaler("torch"); statistics and their
+  every 10   emulate(fp16-amp, or --policy) with GradScaler("torch") (for bf16
+             policies "none"); statistics and their
              tensors.csv/hist.csv rows on every 10th step (log_every=10)
   every 1    the same with statistics on every step (log_every=1)
 They run in blocks of 10 steps, taking turns, for several rounds. A block of an
@@ -19,7 +20,7 @@ process's CPU time (one thread; every pool pinned to one thread before torch
 loads), which the other processes of a loaded machine change less than the
 wall time. The targets are at most 2x (every 10) and 3x (every 1). Not a test.
 
-Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [MODEL ...]
+Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy P] [MODEL ...]
 (models: gpt and the zoo's names; default all)"""
 import argparse
 import os
@@ -60,14 +61,14 @@ def setups(scale):
     return out
 
 
-def block(model, opt, batch, loss_fn, steps, log_every, out):
+def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
     """CPU seconds of this process per step over one block (log_every None:
     plain). CPU time, not wall time: on a loaded machine the wall time also
     counts the other processes' turns."""
     emu = sc = None
     if log_every is not None:
-        emu = at.emulate(model, "fp16-amp", out=out, log_every=log_every, hist_every=log_every)
-        sc = at.GradScaler("torch")
+        emu = at.emulate(model, policy, out=out, log_every=log_every, hist_every=log_every)
+        sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
     data = [batch(s) for s in range(steps)]
     t0 = time.process_time()
     if emu:
@@ -89,7 +90,7 @@ def block(model, opt, batch, loss_fn, steps, log_every, out):
     return (time.process_time() - t0) / steps
 
 
-def bench(name, setup, rounds):
+def bench(name, setup, rounds, policy="fp16-amp"):
     make, batch, loss_fn, optname = setup
     configs = (("plain", None), ("every 10", 10), ("every 1", 1))
     models, opts = {}, {}
@@ -102,12 +103,12 @@ def bench(name, setup, rounds):
     times = {c: [] for c, _ in configs}
     with tempfile.TemporaryDirectory() as d:
         for c, le in configs:                      # warm-up block of each
-            block(models[c], opts[c], batch, loss_fn, 2, le, os.path.join(d, "warm-" + c.replace(" ", "")))
+            block(models[c], opts[c], batch, loss_fn, 2, le, os.path.join(d, "warm-" + c.replace(" ", "")), policy)
         for r in range(rounds):
             order = configs[r % 3:] + configs[:r % 3]
             for c, le in order:
                 out = os.path.join(d, "%s-%d" % (c.replace(" ", ""), r))
-                times[c].append(block(models[c], opts[c], batch, loss_fn, BLOCK, le, out))
+                times[c].append(block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy))
     res = {}
     for c, _ in configs:
         ratios = [t / p for t, p in zip(times[c], times["plain"])]
@@ -120,6 +121,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--scale", type=int, default=8,
                     help="zoo batches this many times the test's (default 8: 16 images, 32 sequences)")
+    ap.add_argument("--policy", default="fp16-amp", help="policy of the emulated steps (default fp16-amp; "
+                    "the GradScaler is 'torch' for fp16 policies, else 'none')")
     ap.add_argument("models", nargs="*", help="gpt and the zoo's names (default: all)")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -128,11 +131,11 @@ def main():
     for n in names:
         if n not in su:
             ap.error("unknown model %r (known: %s)" % (n, ", ".join(su)))
-    print("torch %s, 1 thread; %d rounds of %d-step blocks; fp16-amp, GradScaler(\"torch\"); zoo batch scale %d"
-          % (torch.__version__, a.rounds, BLOCK, a.scale))
+    print("torch %s, 1 thread; %d rounds of %d-step blocks; %s; zoo batch scale %d"
+          % (torch.__version__, a.rounds, BLOCK, a.policy, a.scale))
     print("%-20s %10s %12s %10s %12s %10s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio"))
     for n in names:
-        r = bench(n, su[n], a.rounds)
+        r = bench(n, su[n], a.rounds, a.policy)
         print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx" % (n, r["plain"][0], r["every 10"][0], r["every 10"][1],
                                                           r["every 1"][0], r["every 1"][1]), flush=True)
     print("targets: every 10 <= 2.00x, every 1 <= 3.00x")

@@ -19,6 +19,12 @@ import os
 import sys
 import unittest
 
+# OpenBLAS's own thread pool (not torch.set_num_threads) decides how a float32
+# GEMM is split, and with it the bits of the result on some CPUs (the Zen
+# kernels): one BLAS thread, as `ampsim train` runs it (amp_gemm_init), before
+# any test imports torch, so that the agreement tests compare like with like.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.join(HERE, "tests")
 

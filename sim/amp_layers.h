@@ -35,6 +35,26 @@ AMP_API amp_status amp_ctx_add_weight(amp_ctx *cx, const char *name, const amp_f
  * and rounded into w's format (the cast), or only rounded when w has no master. */
 AMP_API amp_status amp_ctx_set_weight(amp_ctx *cx, amp_tensor *w, const float *v);
 
+/* 1 when the policy's GEMMs run in amp_gemm_pairs' order: "kernels":
+ * "torch_cpu" with every GEMM operand of at most 16 bits and FP32 accumulation. */
+AMP_API int amp_ctx_pairs(const amp_ctx *cx);
+/* C [M,N] (= or +=, beta 0 or 1) A' B' as amp_gemm (A' = A or A^T by ta, B'
+ * likewise), through the kernel the policy's GEMMs use: amp_gemm_pairs (the
+ * order of PyTorch's CPU bf16 GEMMs, oneDNN's) when amp_ctx_pairs, else amp_gemm. */
+AMP_API void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc);
+/* The summation order of oneDNN's bf16 GEMM (AVX512_CORE, the vdpbf16ps
+ * pairing) as PyTorch 1.13's CPU bf16 matmuls run it: per output element one
+ * float32 sum from +0 over the pairs (k, k+1), k = 0, 2, 4, ..., adding the
+ * product of element k+1 before that of element k (an odd K ends with its
+ * last element alone); then C = sum, or C + sum with beta 1 (the bias added
+ * last, as oneDNN's sum post-op). The products must be exact in float32
+ * (operands of at most 12 significant bits: bf16, fp16 values), so each step
+ * is one rounding, as the fused multiply-add of the hardware. The same bits at
+ * any thread count and on any CPU. */
+AMP_API void amp_gemm_pairs(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                            float beta, float *C, int ldc);
+
 /* Linear: out[B,O] = act( in_op[B,I] @ w[O,I]^T + b[O] ), rounded once into out->fmt.
  * in_op is `in` when in->fmt is the forward operand format, else a registered
  * operand copy "<name>.input" (role act). gout_op likewise for the gradient. */
@@ -74,6 +94,21 @@ AMP_API amp_status amp_act_backward(amp_ctx *cx, amp_act a, amp_tensor *din, con
 AMP_API amp_status amp_xent_forward(float *loss, float *probs, const amp_tensor *logits, const int32_t *y, int B, int C);
 AMP_API amp_status amp_xent_backward(amp_ctx *cx, amp_tensor *dlogits, const float *probs, const int32_t *y,
                                      int B, int C, float scale);
+/* The same gradient in the float32 arithmetic of PyTorch's CPU cross_entropy
+ * (log_softmax, then nll_loss, mean; AVX2 build, 8 float lanes):
+ *   o = (z - max) - log(sum_j exp(z_j - max))   (exp: SLEEF's expf_u10 with
+ *       fused multiply-adds; the sum over 8 lanes, then the lanes as a tree
+ *       ((0+4)+(2+6))+((1+5)+(3+7)); log correctly rounded),
+ *   g_j = fma(-exp(o_j), s, n_j), n = -(scale/B) at the target, 0 elsewhere,
+ *       s = -(scale/B)          (log_softmax's backward on nll_loss's),
+ * rounded into dlogits' format. logits [B,C]. */
+/* SLEEF's expf_u10 with fused multiply-adds (PyTorch's vectorised float exp
+ * in its AVX2 kernels): 0 below -104 (and for -inf), inf above 100. */
+AMP_API float amp_sleef_expf(float d);
+/* The gradient alone: g [B,C] (float32, before the rounding into dlogits). */
+AMP_API void amp_xent_grad_torchcpu(float *g, const float *logits, const int32_t *y, int B, int C, float scale);
+AMP_API amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, const amp_tensor *logits,
+                                              const int32_t *y, int B, int C, float scale);
 
 
 /* ==== transformer kernels ====================================================
@@ -146,6 +181,21 @@ AMP_API void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
                                     const float *dout, const float *inp,
                                     const float *weight, const float *mean,
                                     const float *rstd, size_t N, size_t C);
+/* The backward in the float32 arithmetic of PyTorch's CPU LayerNorm backward
+ * kernel on float tensors (AVX2 build: 8 float lanes, the compiler's fused
+ * multiply-adds), one thread. Per row, with a = rstd, m = mean, 1/C in float:
+ *   ds = sum dy x w, db = sum dy w: lane j accumulates fma(dy x, w, acc) over
+ *        the elements j, j+8, ... (first vector: products), the tail lanes
+ *        likewise, then the lanes are added as a tree ((0+4)+(2+6))+((1+5)+(3+7));
+ *        rows shorter than 8 add their products in order;
+ *   b = fma(db, m, -ds) a a a / C,  c = fma(-b, m, -(db a / C));
+ *   dinp = fma(b, x, (a dy) w) + c          (written, not added);
+ *   dweight += fma(dy, fma(a, x, -a m), .) and dbias += dy, row by row in order
+ *   (written: the sums start from 0). */
+AMP_API void amp_layernorm_backward_torchcpu(float *dinp, float *dweight, float *dbias,
+                                             const float *dout, const float *inp,
+                                             const float *weight, const float *mean,
+                                             const float *rstd, size_t N, size_t C);
 
 /* ---- GELU, tanh approximation (GPT-2, llm.c; PyTorch approximate='tanh') --
  * out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), elementwise, n values,
@@ -178,6 +228,12 @@ AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const am
  * amp_attn_softmax_backward. */
 AMP_API void amp_softmax_rows_forward(float *prob, const float *x, size_t rows, size_t n);
 AMP_API void amp_softmax_rows_backward(float *dx, const float *dprob, const float *prob, size_t rows, size_t n);
+/* The same rows in PyTorch's CPU bf16 arithmetic: forward as
+ * amp_attn_softmax_forward_torchcpu (every row full: -inf entries give 0),
+ * backward as amp_attn_softmax_backward_fmt (dx written). */
+AMP_API void amp_softmax_rows_forward_torchcpu(float *prob, const float *x, size_t rows, size_t n);
+AMP_API void amp_softmax_rows_backward_fmt(float *dx, const float *dprob, const float *prob, size_t rows, size_t n,
+                                           const amp_format *f);
 /* out[p] (M,N) = a[p] (M,K) @ b[p], P products, every array dense. b_rows = 1:
  * b[p] is stored (N,K) and out[i,j] = the attention scores' dot product of
  * a's row i and b's row j (double, four partial sums); b_rows = 0: b[p] is
@@ -209,13 +265,42 @@ AMP_API void amp_attn_scores_forward(float *att, const float *qkv, float scale,
 AMP_API void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
                                       float scale, size_t B, size_t T, size_t C, size_t NH);
 
+/* The same products in the order of PyTorch's CPU bf16 bmm (oneDNN): per
+ * (b,h) the full T x T matrices (masked entries exact zeros) through
+ * amp_gemm_pairs, for bf16 (or fp16) operands whose products are exact.
+ * scores: att = q k^T (no scaling); values: out = prob v; values_backward:
+ * dprob = dout v^T and the v part of dqkv = prob^T dout; scores_backward:
+ * the q and k parts of dqkv = datt k and datt^T q. Every output is written,
+ * not added to. */
+AMP_API void amp_attn_pairs_scores(float *att, const float *qkv, size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attn_pairs_values(float *out, const float *prob, const float *qkv, size_t B, size_t T, size_t C,
+                                   size_t NH);
+AMP_API void amp_attn_pairs_values_backward(float *dprob, float *dqkv, const float *dout, const float *prob,
+                                            const float *qkv, size_t B, size_t T, size_t C, size_t NH);
+AMP_API void amp_attn_pairs_scores_backward(float *dqkv, const float *datt, const float *qkv, size_t B, size_t T,
+                                            size_t C, size_t NH);
+
 /* prob = softmax over t2 <= t of att, row by row: max subtracted, expf in
  * float, the row sum in double, prob = float(e / sum). */
 AMP_API void amp_attn_softmax_forward(float *prob, const float *att,
                                       size_t B, size_t T, size_t NH);
+/* The same softmax in the float32 arithmetic of PyTorch's CPU kernel for a
+ * bf16 tensor (each row of T entries, the masked ones -inf): the maximum; e =
+ * amp_sleef_expf(x - max) over the first T - T % 8 entries, summed on 8 lanes
+ * then added as the tree ((0+4)+(2+6))+((1+5)+(3+7)), the last T % 8 entries by
+ * the C library's expf, added in order; prob = e * (1 / sum), to be rounded
+ * into bf16 by the caller. */
+AMP_API void amp_attn_softmax_forward_torchcpu(float *prob, const float *att, size_t B, size_t T, size_t NH);
 /* datt += prob * (dprob - sum_t2 prob dprob)   (the row sum in double). */
 AMP_API void amp_attn_softmax_backward(float *datt, const float *dprob, const float *prob,
                                        size_t B, size_t T, size_t NH);
+/* The same as PyTorch's CPU softmax backward on a low-precision tensor (prob
+ * and dprob in format f): the row sum of prob dprob in float32 over 8 lanes
+ * (lane j takes the terms j, j+8, ... in order; the lanes are then added 0..7),
+ * rounded into f; datt = float((dprob - sum) prob), rounded by the caller.
+ * datt is written, not added to. */
+AMP_API void amp_attn_softmax_backward_fmt(float *datt, const float *dprob, const float *prob,
+                                           size_t B, size_t T, size_t NH, const amp_format *f);
 
 /* out (B,T,C), channel h*hs+d: sum over t2 <= t of prob[b,h,t,t2] v[b,t2,h,d]
  * (the sum in double, rounded once). */

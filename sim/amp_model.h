@@ -37,6 +37,9 @@ AMP_API void amp_model_free(amp_model *m);
  * names and shapes; AMP_EINVAL naming the tensor otherwise. --save: the same. */
 AMP_API amp_status amp_model_load(amp_model *m, const char *path);
 AMP_API amp_status amp_model_save(const amp_model *m, const char *path);
+/* --save-grads: every weight's unscaled FP32 gradient of the step just taken
+ * (grad32, what the optimizer read), under the weight's name, as F32 safetensors. */
+AMP_API amp_status amp_model_save_grads(const amp_model *m, const char *path);
 /* Weights (role weight) cast from their masters, once per step (cast cache). */
 AMP_API amp_status amp_model_cast_weights(amp_model *m);
 

@@ -63,6 +63,7 @@ typedef struct amp_train_opts {
     const char *optim;
     uint64_t seed;
     const char *init, *save;
+    const char *save_grads;  /* the first step's weight gradients (amp_model_save_grads) */
     int shuffle;
     int64_t log_every, hist_every;
     int threads;

@@ -24,6 +24,8 @@ static void help(void)
         "  --seed S                seed of init, shuffling and stochastic rounding (default 1)\n"
         "  --init FILE.safetensors start from these weights (fc1.weight [H,64], fc1.bias [H], ...)\n"
         "  --save FILE.safetensors write the final weights the same way\n"
+        "  --save-grads FILE.safetensors  write the first step's FP32 weight gradients (unscaled,\n"
+        "                          before the update) the same way\n"
         "  --no-shuffle            batch s = rows (B*s + j) mod N (file order)\n"
         "  --log-every K           tensors.csv every K steps (default 10; 0 = never)\n"
         "  --hist-every K          hist.csv every K steps (default 50; 0 = never)\n"
@@ -73,6 +75,7 @@ int amp_cli_train(int argc, char **argv)
         { "--optim", AMP_OPT_STR, &o.optim, 0, 0, NULL },
         { "--init", AMP_OPT_STR, &o.init, 0, 0, NULL },
         { "--save", AMP_OPT_STR, &o.save, 0, 0, NULL },
+        { "--save-grads", AMP_OPT_STR, &o.save_grads, 0, 0, NULL },
         { "--out", AMP_OPT_STR, &o.out, 0, 0, NULL },
         { "--act", AMP_OPT_STR, &o.act, 0, 0, NULL },
         { "--what-if", AMP_OPT_OPTSTR, &o.whatif, 0, 0, NULL },

@@ -239,6 +239,53 @@ void amp_attn_softmax_backward(float *datt, const float *dprob, const float *pro
         }
 }
 
+/* One causal row (t + 1 entries of a row of T) of amp_attn_softmax_forward_torchcpu. */
+static void softmax_row_torchcpu(float *p, const float *a, size_t t, size_t T)
+{
+    float mx = -INFINITY, acc[8] = { 0 }, sum;
+    for (size_t j = 0; j <= t; j++) mx = a[j] > mx ? a[j] : mx;
+    size_t nv = T - T % 8;
+    for (size_t j = 0; j < nv && j <= t; j++) acc[j % 8] += (p[j] = amp_sleef_expf(a[j] - mx));
+    sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    for (size_t j = nv; j <= t; j++) sum += (p[j] = expf(a[j] - mx));
+    float inv = 1.0f / sum;
+    for (size_t j = 0; j <= t; j++) p[j] *= inv;
+}
+
+void amp_attn_softmax_forward_torchcpu(float *prob, const float *att, size_t B, size_t T, size_t NH)
+{
+    size_t L = amp_causal_len(T);
+    #pragma omp parallel for collapse(2) schedule(static) if (B * NH * L >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t bh = 0; bh < B * NH; bh++)
+        for (size_t t = 0; t < T; t++)
+            softmax_row_torchcpu(prob + bh * L + ROW(t), att + bh * L + ROW(t), t, T);
+}
+
+/* One row of amp_attn_softmax_backward_fmt. */
+static void softmax_row_bwd_fmt(float *dx, const float *dp, const float *p, size_t n, const amp_format *f,
+                                const amp_round_opts *o)
+{
+    float lane[8] = { 0 };
+    for (size_t j = 0; j < n; j++) lane[j % 8] += p[j] * dp[j];
+    float s = lane[0];
+    for (int j = 1; j < 8; j++) s += lane[j];
+    s = amp_round1(f, o, (double)s, 0, NULL);
+    for (size_t j = 0; j < n; j++) dx[j] = (dp[j] - s) * p[j];
+}
+
+void amp_attn_softmax_backward_fmt(float *datt, const float *dprob, const float *prob,
+                                   size_t B, size_t T, size_t NH, const amp_format *f)
+{
+    size_t L = amp_causal_len(T);
+    const amp_round_opts o = amp_round_defaults();
+    #pragma omp parallel for collapse(2) schedule(static) if (B * NH * L >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t bh = 0; bh < B * NH; bh++)
+        for (size_t t = 0; t < T; t++) {
+            size_t off = bh * L + ROW(t);
+            softmax_row_bwd_fmt(datt + off, dprob + off, prob + off, t + 1, f, &o);
+        }
+}
+
 /* ---- the same arithmetic in general shapes ---------------------------------
  * For models that form attention from separate matmul and softmax calls
  * (ampsim.torch under kernels="ampsim"): every element as above, so masked
@@ -247,6 +294,21 @@ void amp_softmax_rows_forward(float *prob, const float *x, size_t rows, size_t n
 {
     #pragma omp parallel for schedule(static) if (rows * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t r = 0; r < rows; r++) softmax_row(prob + r * n, x + r * n, n);
+}
+
+void amp_softmax_rows_forward_torchcpu(float *prob, const float *x, size_t rows, size_t n)
+{
+    #pragma omp parallel for schedule(static) if (rows * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t r = 0; r < rows; r++)
+        if (n) softmax_row_torchcpu(prob + r * n, x + r * n, n - 1, n);
+}
+
+void amp_softmax_rows_backward_fmt(float *dx, const float *dprob, const float *prob, size_t rows, size_t n,
+                                   const amp_format *f)
+{
+    const amp_round_opts o = amp_round_defaults();
+    #pragma omp parallel for schedule(static) if (rows * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t r = 0; r < rows; r++) softmax_row_bwd_fmt(dx + r * n, dprob + r * n, prob + r * n, n, f, &o);
 }
 
 void amp_softmax_rows_backward(float *dx, const float *dprob, const float *prob, size_t rows, size_t n)
@@ -372,6 +434,84 @@ void amp_attn_values_backward(float *dprob, float *dqkv, const float *dout,
         }
         ws_free(&w);
     }
+}
+
+/* ---- PyTorch CPU bf16 order (amp_gemm_pairs per head) ------------------
+ * Each head's product as the full T x T matrix (masked entries exact zeros,
+ * which add nothing), through amp_gemm_pairs. */
+
+/* full (T,T) from packed causal p (zeros above the diagonal), or back. */
+static void unpack(float *full, const float *p, size_t T)
+{
+    for (size_t t = 0; t < T; t++) {
+        memcpy(full + t * T, p + ROW(t), (t + 1) * sizeof *full);
+        memset(full + t * T + t + 1, 0, (T - t - 1) * sizeof *full);
+    }
+}
+
+static void pack(float *p, const float *full, size_t T)
+{
+    for (size_t t = 0; t < T; t++) memcpy(p + ROW(t), full + t * T, (t + 1) * sizeof *p);
+}
+
+void amp_attn_pairs_scores(float *att, const float *qkv, size_t B, size_t T, size_t C, size_t NH)
+{
+    size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
+    float *full = malloc(T * T * sizeof *full);
+    AMP_ASSERT(full != NULL);
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        const float *q = qkv + bh / NH * T * C3 + bh % NH * hs;
+        amp_gemm_pairs(0, 1, (int)T, (int)T, (int)hs, q, (int)C3, q + C, (int)C3, 0.0f, full, (int)T);
+        pack(att + bh * L, full, T);
+    }
+    free(full);
+}
+
+void amp_attn_pairs_values(float *out, const float *prob, const float *qkv, size_t B, size_t T, size_t C, size_t NH)
+{
+    size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
+    float *full = malloc(T * T * sizeof *full);
+    AMP_ASSERT(full != NULL);
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        size_t b = bh / NH, h = bh % NH;
+        unpack(full, prob + bh * L, T);
+        amp_gemm_pairs(0, 0, (int)T, (int)hs, (int)T, full, (int)T, qkv + b * T * C3 + 2 * C + h * hs, (int)C3, 0.0f,
+                       out + b * T * C + h * hs, (int)C);
+    }
+    free(full);
+}
+
+void amp_attn_pairs_values_backward(float *dprob, float *dqkv, const float *dout, const float *prob,
+                                    const float *qkv, size_t B, size_t T, size_t C, size_t NH)
+{
+    size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
+    float *full = malloc(T * T * sizeof *full);
+    AMP_ASSERT(full != NULL);
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        size_t b = bh / NH, h = bh % NH;
+        const float *v = qkv + b * T * C3 + 2 * C + h * hs, *go = dout + b * T * C + h * hs;
+        amp_gemm_pairs(0, 1, (int)T, (int)T, (int)hs, go, (int)C, v, (int)C3, 0.0f, full, (int)T);
+        pack(dprob + bh * L, full, T);
+        unpack(full, prob + bh * L, T);
+        amp_gemm_pairs(1, 0, (int)T, (int)hs, (int)T, full, (int)T, go, (int)C, 0.0f,
+                       dqkv + b * T * C3 + 2 * C + h * hs, (int)C3);
+    }
+    free(full);
+}
+
+void amp_attn_pairs_scores_backward(float *dqkv, const float *datt, const float *qkv, size_t B, size_t T, size_t C,
+                                    size_t NH)
+{
+    size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
+    float *full = malloc(T * T * sizeof *full);
+    AMP_ASSERT(full != NULL);
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        size_t off = bh / NH * T * C3 + bh % NH * hs;
+        unpack(full, datt + bh * L, T);
+        amp_gemm_pairs(0, 0, (int)T, (int)hs, (int)T, full, (int)T, qkv + off + C, (int)C3, 0.0f, dqkv + off, (int)C3);
+        amp_gemm_pairs(1, 0, (int)T, (int)hs, (int)T, full, (int)T, qkv + off, (int)C3, 0.0f, dqkv + off + C, (int)C3);
+    }
+    free(full);
 }
 
 static float attn_scale(size_t C, size_t NH)

@@ -2,6 +2,8 @@
  * F.gelu(x, approximate='tanh')). nanoGPT's nn.GELU() is the erf form; the two
  * differ by at most ~5e-4 absolute. We follow GPT-2. */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 #include "amp_format.h"
 #include "amp_layers.h"
 #include "amp_math.h"
@@ -62,10 +64,23 @@ void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t 
         gelu_bwd_chunk(dinp + c0, inp + c0, dout + c0, n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK);
 }
 
+/* x rounded to nearest even into bf16 (finite x; NaN stays NaN, an overflow
+ * goes to inf as in RNE). */
+static inline float bf16_rne(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u) return x;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
 /* Rounding into f after each operation (RNE, no statistics). */
 static float rf(const amp_format *f, const amp_round_opts *o, float x)
 {
-    return f->id == AMP_FMT_FP32 ? x : amp_round1(f, o, (double)x, 0, NULL);
+    return f->id == AMP_FMT_FP32 ? x : f->id == AMP_FMT_BF16 ? bf16_rne(x) : amp_round1(f, o, (double)x, 0, NULL);
 }
 
 void amp_gelu_forward_fmt(float *out, const float *inp, size_t n, const amp_format *f)

@@ -66,6 +66,84 @@ amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_ten
     return nv ? amp_nvfp4_linear_init(cx, l, name) : AMP_OK;
 }
 
+#define PAIR_NB 64   /* output columns per block of amp_gemm_pairs */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define PAIR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define PAIR_CLONES
+#endif
+
+#define PAIR_MR 4    /* rows per block */
+
+/* Rows i0..i0+mr-1 (mr <= PAIR_MR) of amp_gemm_pairs over the PAIR_NB packed
+ * columns bp [K][PAIR_NB] (zero past the nb real ones); a(r, k) = a[r ars + k aks].
+ * The loops vectorise over columns with the partial sums in registers: each
+ * lane one element, the same operations in the same order on every path. */
+PAIR_CLONES static void pairs_block(float *c, size_t ldc, const float *a, size_t ars, size_t aks, const float *bp,
+                                    int K, int nb, int mr, float beta)
+{
+    float acc[PAIR_MR][PAIR_NB];
+    float a1[PAIR_MR], a0[PAIR_MR];
+    for (int r = 0; r < PAIR_MR; r++)
+        for (int j = 0; j < PAIR_NB; j++) acc[r][j] = 0.0f;
+    for (int k = 0; k < K; k += 2) {
+        const int two = k + 1 < K;
+        for (int r = 0; r < PAIR_MR; r++) {
+            a1[r] = two && r < mr ? a[(size_t)r * ars + (size_t)(k + 1) * aks] : 0.0f;
+            a0[r] = r < mr ? a[(size_t)r * ars + (size_t)k * aks] : 0.0f;
+        }
+        const float *b0 = bp + (size_t)k * PAIR_NB;
+        if (two) {
+            const float *b1 = b0 + PAIR_NB;
+            for (int r = 0; r < PAIR_MR; r++)
+                for (int j = 0; j < PAIR_NB; j++) acc[r][j] = acc[r][j] + a1[r] * b1[j];
+        }
+        for (int r = 0; r < PAIR_MR; r++)
+            for (int j = 0; j < PAIR_NB; j++) acc[r][j] = acc[r][j] + a0[r] * b0[j];
+    }
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nb; j++) c[(size_t)r * ldc + j] = beta != 0.0f ? c[(size_t)r * ldc + j] + acc[r][j] : acc[r][j];
+}
+
+void amp_gemm_pairs(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    float *bp = malloc((size_t)(K > 0 ? K : 1) * PAIR_NB * sizeof(float));
+    AMP_ASSERT(bp != NULL);
+    const size_t ars = ta ? 1 : (size_t)lda, aks = ta ? (size_t)lda : 1;
+    for (int j0 = 0; j0 < N; j0 += PAIR_NB) {
+        int nb = N - j0 < PAIR_NB ? N - j0 : PAIR_NB;
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < PAIR_NB; j++)
+                bp[(size_t)k * PAIR_NB + j] = j >= nb ? 0.0f
+                                            : tb ? B[(size_t)(j0 + j) * ldb + k] : B[(size_t)k * ldb + j0 + j];
+        int nblk = (M + PAIR_MR - 1) / PAIR_MR;
+        #pragma omp parallel for schedule(static) if ((size_t)M * nb * K >= AMP_PAR_MIN) num_threads(amp_get_threads())
+        for (int ib = 0; ib < nblk; ib++) {
+            int i0 = ib * PAIR_MR, mr = M - i0 < PAIR_MR ? M - i0 : PAIR_MR;
+            pairs_block(C + (size_t)i0 * ldc + j0, (size_t)ldc, A + (size_t)i0 * ars, ars, aks, bp, K, nb, mr, beta);
+        }
+    }
+    free(bp);
+}
+
+int amp_ctx_pairs(const amp_ctx *cx)
+{
+    const amp_policy *p = cx->pol;
+    return p->torch_cpu && p->fwd_in.bits <= 16 && p->bwd_in.bits <= 16 && cx->gemm.acc_fp32;
+}
+
+void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (amp_ctx_pairs(cx))
+        amp_gemm_pairs(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else
+        amp_gemm(&cx->gemm, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
 // out [B,O] = in_op [B,I] @ w [O,I]^T + b [O]
 amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
 {
@@ -77,7 +155,7 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
     else if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
     if (l->b)
         for (int r = 0; r < l->B; r++) memcpy(acc + (size_t)r * l->O, l->b->data, (size_t)l->O * sizeof(float));
-    amp_gemm(&cx->gemm, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,
+    amp_ctx_gemm(cx, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,
              l->b ? 1.0f : 0.0f, acc, l->O);
     return amp_tensor_round(cx->reg, l->out, acc);
 }
@@ -127,7 +205,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if (l->wg_in) {
         if ((s = amp_nvfp4_wgrad(cx, l, dw))) return s;
     } else
-        amp_gemm(&cx->gemm, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
+        amp_ctx_gemm(cx, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
     if ((s = amp_tensor_accum(cx->reg, l->w->grad, dw))) return s;
     if (l->b) {
         // db [O] = sum over rows of G, in double (rows in order), rounded once to float
@@ -138,7 +216,7 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if (l->in->grad) {
         // dX [B,I] = G [B,O] @ W [O,I]
         float *dx = l->in_op == l->in ? direct(l->in->grad, acc) : acc;
-        amp_gemm(&cx->gemm, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, dx, l->I);
+        amp_ctx_gemm(cx, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, dx, l->I);
         if (l->in_op != l->in && !amp_format_same(&l->in->grad->fmt, &cx->pol->grad)) {
             /* the GEMM ran on a cast of `in`: autograd produces dX in the cast's
              * (gradient) dtype first, and the cast's backward widens it */

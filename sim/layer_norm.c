@@ -172,3 +172,53 @@ void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
         dbias[c] += (float)sb;
     }
 }
+
+/* ---- PyTorch CPU backward (float32, 8 lanes, fused multiply-adds) --------- */
+
+/* sum over j < n of (p[j] q[j]) r[j] (q NULL: p[j] r[j]) as PyTorch's
+ * map3_reduce_all / map2_reduce_all on 8 float lanes (amp_layers.h). */
+static float lane_dot(const float *p, const float *q, const float *r, size_t n)
+{
+    float acc[TL];
+    if (n < TL) {
+        float s = 0.0f;
+        for (size_t j = 0; j < n; j++) {
+            float v = (q ? p[j] * q[j] : p[j]) * r[j];
+            s = j == 0 ? v : s + v;
+        }
+        return s;
+    }
+    for (int l = 0; l < TL; l++) acc[l] = (q ? p[l] * q[l] : p[l]) * r[l];
+    for (size_t d = TL; d < n; d += TL) {
+        size_t k = n - d < TL ? n - d : TL;
+        for (size_t l = 0; l < k; l++) acc[l] = fmaf(q ? p[d + l] * q[d + l] : p[d + l], r[d + l], acc[l]);
+    }
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+void amp_layernorm_backward_torchcpu(float *dinp, float *dweight, float *dbias,
+                                     const float *dout, const float *inp,
+                                     const float *weight, const float *mean,
+                                     const float *rstd, size_t N, size_t C)
+{
+    const float scale = 1.0f / (float)C;
+    #pragma omp parallel for schedule(static) if (N * C >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t r = 0; r < N; r++) {
+        const float *x = inp + r * C, *dy = dout + r * C;
+        float ds = lane_dot(dy, x, weight, C), db = lane_dot(dy, NULL, weight, C);
+        float a = rstd[r], m = mean[r];
+        float b = fmaf(db, m, -ds) * a * a * a * scale;
+        float c = fmaf(-b, m, -(db * a * scale));
+        float *di = dinp + r * C;
+        for (size_t j = 0; j < C; j++) di[j] = fmaf(b, x[j], (a * dy[j]) * weight[j]) + c;
+    }
+    for (size_t j = 0; j < C; j++) { dweight[j] = 0.0f; dbias[j] = 0.0f; }
+    for (size_t r = 0; r < N; r++) {          /* rows in order (one thread's buffer) */
+        const float *x = inp + r * C, *dy = dout + r * C;
+        float a = rstd[r], b = -a * mean[r];
+        for (size_t j = 0; j < C; j++) {
+            dweight[j] = fmaf(dy[j], fmaf(a, x[j], b), dweight[j]);
+            dbias[j] += dy[j];
+        }
+    }
+}

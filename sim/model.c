@@ -72,7 +72,9 @@ amp_status amp_model_load(amp_model *m, const char *path)
     return s;
 }
 
-amp_status amp_model_save(const amp_model *m, const char *path)
+/* Writes every weight's values (grads 0) or its unscaled FP32 gradient
+ * grad32 (grads 1) under the weight's name. */
+static amp_status save_weights(const amp_model *m, const char *path, int grads)
 {
     amp_st_entry *e = calloc((size_t)m->reg.n, sizeof *e);
     if (!e) return amp_fail(AMP_ENOMEM, "out of memory");
@@ -83,10 +85,20 @@ amp_status amp_model_save(const amp_model *m, const char *path)
         e[n].name = w->name;
         e[n].ndim = w->ndim;
         for (int d = 0; d < w->ndim; d++) e[n].shape[d] = w->shape[d];
-        e[n].data = w->master ? w->master->data : w->data;
+        e[n].data = grads ? w->grad32 : w->master ? w->master->data : w->data;
         n++;
     }
     amp_status s = amp_safetensors_write_f32(path, e, n);
     free(e);
     return s;
+}
+
+amp_status amp_model_save(const amp_model *m, const char *path)
+{
+    return save_weights(m, path, 0);
+}
+
+amp_status amp_model_save_grads(const amp_model *m, const char *path)
+{
+    return save_weights(m, path, 1);
 }

@@ -194,10 +194,15 @@ static amp_status ln_backward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor
 {
     size_t N = g->N, C = (size_t)g->C;
     float *dw = g->work2, *db = g->work2 + C;
-    memset(g->work1, 0, N * C * sizeof(float));
-    memset(g->work2, 0, 2 * C * sizeof(float));
-    amp_layernorm_backward(g->work1, dw, db, ln->out->grad->data, in->data, plain_w(ln->w),
-                           ln->mean, ln->rstd, N, C);
+    if (m->pol.torch_cpu)
+        amp_layernorm_backward_torchcpu(g->work1, dw, db, ln->out->grad->data, in->data, plain_w(ln->w),
+                                        ln->mean, ln->rstd, N, C);
+    else {
+        memset(g->work1, 0, N * C * sizeof(float));
+        memset(g->work2, 0, 2 * C * sizeof(float));
+        amp_layernorm_backward(g->work1, dw, db, ln->out->grad->data, in->data, plain_w(ln->w),
+                               ln->mean, ln->rstd, N, C);
+    }
     amp_status s = amp_tensor_accum(&m->reg, in->grad, g->work1);
     if (!s) s = amp_tensor_accum(&m->reg, ln->w->grad, dw);
     if (!s) s = amp_tensor_accum(&m->reg, ln->b->grad, db);
@@ -228,6 +233,7 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
     amp_ctx *cx = &m->cx;
     size_t N = g->N, B = (size_t)g->B, T = (size_t)g->T, C = (size_t)g->C, NH = (size_t)g->NH;
     amp_status s;
+    const int pairs = amp_ctx_pairs(cx);     /* the attention products in PyTorch CPU's bf16 order */
     AMP_ASSERT(bt->B == g->B && bt->D == g->T && bt->tok && bt->y);
     reg->phase = AMP_PHASE_FORWARD;
     for (size_t i = 0; i < N; i++)
@@ -242,16 +248,19 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = amp_linear_forward(cx, &h->c_attn))) return s;
         if (h->qkv_op != h->c_attn.out && (s = amp_tensor_round(reg, h->qkv_op, h->c_attn.out->data))) return s;
         /* scores: raw q k^T rounded to the bmm output format, then scaled */
-        amp_attn_scores_forward(g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+        if (pairs) amp_attn_pairs_scores(g->work1, h->qkv_op->data, B, T, C, NH);
+        else amp_attn_scores_forward(g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
         if ((s = round_hidden(m, h->att, &h->att->fmt, g->work1, h->att->n))) return s;
         for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
         if ((s = amp_tensor_round(reg, h->att, g->work1))) return s;
         float *po = out_buf(h->prob, g->work1);
-        amp_attn_softmax_forward(po, h->att->data, B, T, NH);
+        if (m->pol.torch_cpu && h->prob->fmt.bits < 32) amp_attn_softmax_forward_torchcpu(po, h->att->data, B, T, NH);
+        else amp_attn_softmax_forward(po, h->att->data, B, T, NH);
         if ((s = amp_tensor_round(reg, h->prob, po))) return s;
         if (h->prob_op != h->prob && (s = amp_tensor_round(reg, h->prob_op, h->prob->data))) return s;
         float *yo = out_buf(h->y, g->work1);
-        amp_attn_values_forward(yo, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        if (pairs) amp_attn_pairs_values(yo, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        else amp_attn_values_forward(yo, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
         if ((s = amp_tensor_round(reg, h->y, yo))) return s;
         if ((s = amp_linear_forward(cx, &h->attn_proj))) return s;
         if ((s = residual_forward(m, g, h->res_1, x, h->attn_proj.out))) return s;
@@ -267,7 +276,7 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
     if ((s = ln_forward(m, g, &g->ln_f, x))) return s;
     if (g->lnf_op != g->ln_f.out && (s = amp_tensor_round(reg, g->lnf_op, g->ln_f.out->data))) return s;
     /* logits [N,V] = ln_f [N,C] @ wte [V,C]^T (tied head, no bias) */
-    amp_gemm(&cx->gemm, 0, 1, (int)N, g->V, (int)C, g->lnf_op->data, (int)C, g->wte->data, (int)C,
+    amp_ctx_gemm(cx, 0, 1, (int)N, g->V, (int)C, g->lnf_op->data, (int)C, g->wte->data, (int)C,
              0.0f, g->work1, g->V);
     if ((s = amp_tensor_round(reg, g->logits, g->work1))) return s;
     return amp_xent_forward(loss, g->probs, g->logits, bt->y, (int)N, g->V);
@@ -280,19 +289,22 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
     amp_ctx *cx = &m->cx;
     size_t N = g->N, B = (size_t)g->B, T = (size_t)g->T, C = (size_t)g->C, NH = (size_t)g->NH, V = (size_t)g->V;
     amp_status s;
+    const int pairs = amp_ctx_pairs(cx);
     reg->phase = AMP_PHASE_BACKWARD;
-    if ((s = amp_xent_backward(cx, g->logits->grad, g->probs, bt->y, (int)N, g->V, loss_scale))) return s;
+    s = m->pol.torch_cpu ? amp_xent_backward_torchcpu(cx, g->logits->grad, g->logits, bt->y, (int)N, g->V, loss_scale)
+                         : amp_xent_backward(cx, g->logits->grad, g->probs, bt->y, (int)N, g->V, loss_scale);
+    if (s) return s;
     const amp_tensor *G = g->logits->grad;
     if (g->dlogits_op) {
         if ((s = amp_tensor_round(reg, g->dlogits_op, G->data))) return s;
         G = g->dlogits_op;
     }
     /* the head's share of wte's gradient: dW [V,C] = G^T [V,N] @ ln_f [N,C] */
-    amp_gemm(&cx->gemm, 1, 0, (int)V, (int)C, (int)N, G->data, (int)V, g->lnf_op->data, (int)C, 0.0f, g->work1, (int)C);
+    amp_ctx_gemm(cx, 1, 0, (int)V, (int)C, (int)N, G->data, (int)V, g->lnf_op->data, (int)C, 0.0f, g->work1, (int)C);
     if ((s = amp_tensor_round(reg, g->lm_wgrad, g->work1))) return s;
     if ((s = amp_tensor_accum(reg, g->wte->grad, g->lm_wgrad->data))) return s;
     /* d ln_f [N,C] = G [N,V] @ wte [V,C] */
-    amp_gemm(&cx->gemm, 0, 0, (int)N, (int)C, (int)V, G->data, (int)V, g->wte->data, (int)C, 0.0f, g->work1, (int)C);
+    amp_ctx_gemm(cx, 0, 0, (int)N, (int)C, (int)V, G->data, (int)V, g->wte->data, (int)C, 0.0f, g->work1, (int)C);
     if (g->lnf_op != g->ln_f.out && !amp_format_same(&g->ln_f.out->grad->fmt, &m->pol.grad)) {
         /* as amp_linear_backward: the GEMM ran on a cast of ln_f, so autograd
          * produces the gradient in the cast's (gradient) dtype first */
@@ -325,19 +337,26 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         size_t na = h->att->n, nq = h->c_attn.out->n;
         memset(g->work1, 0, na * sizeof(float));
         memset(g->work2, 0, nq * sizeof(float));
-        amp_attn_values_backward(g->work1, g->work2, dy->data, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        if (pairs)
+            amp_attn_pairs_values_backward(g->work1, g->work2, dy->data, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
+        else
+            amp_attn_values_backward(g->work1, g->work2, dy->data, h->prob_op->data, h->qkv_op->data, B, T, C, NH);
         if (h->prob_op != h->prob) {
             if ((s = amp_tensor_round(reg, h->prob_op->grad, g->work1))) return s;
             if ((s = amp_tensor_accum(reg, h->prob->grad, h->prob_op->grad->data))) return s;
         } else if ((s = amp_tensor_accum(reg, h->prob->grad, g->work1))) return s;
         float *da = out_buf(h->att->grad, g->work1);
         memset(da, 0, na * sizeof(float));
-        amp_attn_softmax_backward(da, h->prob->grad->data, h->prob->data, B, T, NH);
+        if (m->pol.torch_cpu && h->prob->fmt.bits < 32)
+            amp_attn_softmax_backward_fmt(da, h->prob->grad->data, h->prob->data, B, T, NH, &h->prob->fmt);
+        else
+            amp_attn_softmax_backward(da, h->prob->grad->data, h->prob->data, B, T, NH);
         if ((s = amp_tensor_accum(reg, h->att->grad, da))) return s;
         /* gradient of the raw scores: att.grad * scale, rounded (unlogged) */
         for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
         if ((s = round_hidden(m, h->att->grad, &g->attn_gin, g->work1, na))) return s;
-        amp_attn_scores_backward(g->work2, g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+        if (pairs) amp_attn_pairs_scores_backward(g->work2, g->work1, h->qkv_op->data, B, T, C, NH);
+        else amp_attn_scores_backward(g->work2, g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
         if (h->qkv_op != h->c_attn.out) {
             if ((s = amp_tensor_round(reg, h->qkv_op->grad, g->work2))) return s;
             if ((s = amp_tensor_accum(reg, h->c_attn.out->grad, h->qkv_op->grad->data))) return s;

@@ -46,7 +46,10 @@ static amp_status mlp_backward(amp_model *m, const amp_batch *b, float loss_scal
     mlp *p = m->impl;
     amp_status s;
     m->reg.phase = AMP_PHASE_BACKWARD;
-    if ((s = amp_xent_backward(&m->cx, p->fc[p->L - 1].out->grad, p->probs, b->y, m->B, p->C, loss_scale))) return s;
+    s = m->pol.torch_cpu ? amp_xent_backward_torchcpu(&m->cx, p->fc[p->L - 1].out->grad, p->fc[p->L - 1].out, b->y,
+                                                      m->B, p->C, loss_scale)
+                         : amp_xent_backward(&m->cx, p->fc[p->L - 1].out->grad, p->probs, b->y, m->B, p->C, loss_scale);
+    if (s) return s;
     for (int l = p->L - 1; l >= 0; l--) {
         if ((s = amp_linear_backward(&m->cx, &p->fc[l]))) return s;
         if (l > 0 && (s = amp_act_backward(&m->cx, p->act, p->fc[l - 1].out->grad, p->relu[l - 1]->grad,

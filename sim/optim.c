@@ -85,8 +85,22 @@ amp_status amp_optim_attach(amp_optim *o, amp_model *m)
     return AMP_OK;
 }
 
+/* The double a Python user wrote for the float f: the shortest decimal that
+ * reads back as f (0.001f -> 0.001). */
+static double shortest(float f)
+{
+    char buf[32];
+    for (int prec = 1; prec < 10; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        double d = strtod(buf, NULL);
+        if ((float)d == f) return d;
+    }
+    return (double)f;
+}
+
 /* The update of one weight into u[] (float32); states updated in place (in FP32,
- * rounded into their format afterwards by the caller). */
+ * rounded into their format afterwards by the caller). AdamW also writes the
+ * new FP32 value into pnew (when not NULL). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
 #define OPT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
@@ -95,7 +109,7 @@ amp_status amp_optim_attach(amp_optim *o, amp_model *m)
 /* (Compiled for AVX-512 and AVX2 too: the loops vectorise over elements, each
  * element the same float32 operations, sqrtf and division being IEEE.) */
 OPT_CLONES static void update_range(const amp_optim *o, const amp_tensor *w, const float *g, const float *p, float *u,
-                                    float *s0, float *s1, size_t n)
+                                    float *pnew, float *s0, float *s1, size_t n)
 {
     float lr = o->lr;
     switch (o->kind) {
@@ -109,17 +123,21 @@ OPT_CLONES static void update_range(const amp_optim *o, const amp_tensor *w, con
         }
         break;
     case AMP_OPT_ADAMW: {
-        int64_t t = (int64_t)o->t + 1;
-        float bc1 = (float)(1.0 - amp_pown(o->beta1, t)), bc2s = (float)sqrt(1.0 - amp_pown(o->beta2, t));
-        float step_size = lr / bc1, decay = 1.0f - lr * o->weight_decay;
+        /* PyTorch 1.13's _single_tensor_adamw: its Python-float constants
+         * (double) rounded to float by each kernel; add_(alpha) and addcmul_
+         * fused multiply-adds as in its AVX2 kernels; addcdiv (v t1) / t2 */
+        double lrd = shortest(lr), b1 = shortest(o->beta1), b2 = shortest(o->beta2), t = (double)(o->t + 1);
+        double bc1 = 1.0 - pow(b1, t), bc2s = sqrt(1.0 - pow(b2, t));
+        float decay = (float)(1.0 - lrd * shortest(o->weight_decay)), fb1 = (float)b1, fb2 = (float)b2;
+        float a1 = (float)(1.0 - b1), a2 = (float)(1.0 - b2), fbc2s = (float)bc2s, eps = (float)shortest(o->eps);
+        float nstep = (float)(-(lrd / bc1));
         for (size_t i = 0; i < n; i++) {
-            s0[i] = s0[i] * o->beta1 + g[i] * (1.0f - o->beta1);
-            s1[i] = s1[i] * o->beta2 + (1.0f - o->beta2) * g[i] * g[i];
-            float denom = sqrtf(s1[i]) / bc2s + o->eps;
-            float pd = w->decay ? p[i] * decay : p[i];
-            /* u = (decayed p - p) + the Adam step; p + u is PyTorch's p*(1-lr*wd) +
-             * addcdiv up to the order of the last two float roundings */
-            u[i] = (pd - p[i]) + (-step_size) * (s0[i] / denom);
+            s0[i] = fmaf(g[i], a1, s0[i] * fb1);
+            s1[i] = fmaf(a2 * g[i], g[i], s1[i] * fb2);
+            float denom = sqrtf(s1[i]) / fbc2s + eps;
+            float pn = (w->decay ? p[i] * decay : p[i]) + (nstep * s0[i]) / denom;
+            if (pnew) pnew[i] = pn;
+            u[i] = pn - p[i];
         }
         break;
     }
@@ -128,7 +146,8 @@ OPT_CLONES static void update_range(const amp_optim *o, const amp_tensor *w, con
 
 /* update_range over the whole weight, in blocks over the threads (each
  * element's operations do not depend on the split). */
-static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, float *u, float *s0, float *s1)
+static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, float *u, float *pnew, float *s0,
+                           float *s1)
 {
     enum { BLK = 16384 };
     long nb = (long)((w->n + BLK - 1) / BLK);
@@ -136,7 +155,8 @@ static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, fl
     #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 4)
     for (long b = 0; b < nb; b++) {
         size_t lo = (size_t)b * BLK, len = w->n - lo < BLK ? w->n - lo : BLK;
-        update_range(o, w, w->grad32 + lo, p + lo, u + lo, s0 ? s0 + lo : NULL, s1 ? s1 + lo : NULL, len);
+        update_range(o, w, w->grad32 + lo, p + lo, u + lo, pnew ? pnew + lo : NULL, s0 ? s0 + lo : NULL,
+                     s1 ? s1 + lo : NULL, len);
     }
 }
 
@@ -155,9 +175,10 @@ amp_status amp_optim_step(amp_optim *o, amp_model *m, uint64_t *vanished)
         double *sum = malloc(n * sizeof(double));
         float *old = malloc(n * sizeof(float));
         if (!u || !sum || !old) { free(u); free(sum); free(old); return amp_fail(AMP_ENOMEM, "out of memory in the optimizer"); }
-        memcpy(old, st->data, n * sizeof(float));
+        memcpy(old, st->data, n * sizeof(float));   /* AdamW in FP32: then the new values */
         float *s0 = w->state[0] ? w->state[0]->data : NULL, *s1 = w->state[1] ? w->state[1]->data : NULL;
-        compute_update(o, w, st->data, u, s0, s1);
+        float *pnew = o->kind == AMP_OPT_ADAMW && st->fmt.id == AMP_FMT_FP32 ? old : NULL;
+        compute_update(o, w, st->data, u, pnew, s0, s1);
         amp_status s = AMP_OK;
         for (int k = 0; k < 2 && !s; k++)
             if (w->state[k]) s = amp_tensor_round(r, w->state[k], w->state[k]->data);
@@ -165,7 +186,7 @@ amp_status amp_optim_step(amp_optim *o, amp_model *m, uint64_t *vanished)
         if (!s && st->fmt.id == AMP_FMT_FP32) {
             const float *d = o->kind == AMP_OPT_MOMENTUM ? s0 : w->grad32;
             if (o->kind == AMP_OPT_ADAMW)
-                for (size_t k = 0; k < n; k++) st->data[k] = st->data[k] + u[k];
+                for (size_t k = 0; k < n; k++) { float pn = old[k]; old[k] = st->data[k]; st->data[k] = pn; }
             else
                 for (size_t k = 0; k < n; k++) st->data[k] = fmaf(-o->lr, d[k], st->data[k]);
         } else if (!s) {

@@ -522,6 +522,10 @@ static amp_status run_step(run *u, int64_t step)
               : amp_train_step(&u->m, &u->opt, &u->sc, &b, step, roles, &info, &res);
     if (s == AMP_ERUN) snprintf(u->stopmsg, sizeof u->stopmsg, "%s", amp_errmsg());
     if (s && s != AMP_ERUN) return s;
+    if (o->save_grads && step == 0) {
+        amp_status sg = amp_model_save_grads(&u->m, o->save_grads);
+        if (sg) return sg;
+    }
     amp_runlog *log = u->log;
     amp_status s2 = amp_runlog_metrics(log, step, info.loss, info.scale_held, info.scale_kind, info.skipped,
                                        info.grad_norm, u->opt.lr, info.vanished, info.nonfinite, v);

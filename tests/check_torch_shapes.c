@@ -12,8 +12,9 @@
  * Every run goes through `ampsim train`, and every training loss (and every
  * validation loss of the GPT) is compared with PyTorch's. The tolerances are
  * those of the two tested shapes (float32 1e-5 for the MLP and 1e-4 for the
- * GPT, bf16 1e-4 for the MLP) except where a row says otherwise; the measured
- * worst difference of every run is printed.
+ * GPT, bf16 1e-4 for the MLP) except where a row says otherwise; the GPT's bf16
+ * runs are held to bf16_bound, a tenth of PyTorch's own FP32-to-autocast
+ * distance; the measured worst difference of every run is printed.
  *
  * Under bf16-amp-cpu ampsim computes GELU and LayerNorm in the arithmetic of
  * PyTorch's CPU kernels; kernels_match_torch compares those two kernels bit for
@@ -89,21 +90,36 @@ static double compare(const char *what, const char *out, const char *ref, const 
     return worst;
 }
 
+/* The issue's bound for an emulated bf16 run: max(1e-5, 0.1 max_s |FP32 -
+ * autocast|), the two loss curves PyTorch made (NAME_losses.csv and
+ * NAME_bf16cpu_losses.csv), column col over the first n steps: the emulator
+ * must explain at least 90% of what bf16 does to the loss. */
+static double bf16_bound(const char *name, const char *col, int n)
+{
+    char path[1024];
+    double a[256], b[256], worst = 0.0;
+    snprintf(path, sizeof path, "%s/tests/ref/shapes/%s_losses.csv", srcdir, name);
+    ck_assert_msg(read_col(path, col, a, 256) >= n, "%s: %s", path, col);
+    snprintf(path, sizeof path, "%s/tests/ref/shapes/%s_bf16cpu_losses.csv", srcdir, name);
+    ck_assert_msg(read_col(path, col, b, 256) >= n, "%s: %s", path, col);
+    for (int s = 0; s < n; s++)
+        if (!isnan(a[s]) && fabs(a[s] - b[s]) > worst) worst = fabs(a[s] - b[s]);
+    return 0.1 * worst > 1e-5 ? 0.1 * worst : 1e-5;
+}
+
 static const struct gpt_shape {
     const char *name;
     int layers, heads, dim, ctx, batch;
-    double tol_bf16;
 } gpt[] = {
-    /* bf16 over 40 steps: measured 1.4e-4 .. 1.6e-3; the step-0 losses agree
-     * within 5e-6 (tested at 1e-5). Later steps differ through the backward
-     * (LayerNorm backward, bias sums, bf16 weight-gradient GEMMs at the ulp
-     * level), which AdamW's first updates (about lr * sign(g)) magnify. */
-    { "gpt_odd", 2, 5, 35, 16, 4, 2e-3 },
-    { "gpt_h3", 2, 3, 48, 16, 4, 2e-3 },
-    { "gpt_t13", 2, 4, 32, 13, 4, 2e-3 },
-    { "gpt_b1", 2, 4, 32, 16, 1, 2e-3 },
-    { "gpt_l1", 1, 4, 32, 16, 4, 2e-3 },
-    { "gpt_l6", 6, 2, 16, 16, 4, 2e-3 },
+    /* bf16 over 40 steps: held to bf16_bound (2.5e-5 .. 1.4e-4 at these
+     * shapes); measured 9.6e-7 or less, the losses' last bit or two: the
+     * backward follows autograd's graph and PyTorch's CPU kernels (docs/training.md) */
+    { "gpt_odd", 2, 5, 35, 16, 4 },
+    { "gpt_h3", 2, 3, 48, 16, 4 },
+    { "gpt_t13", 2, 4, 32, 13, 4 },
+    { "gpt_b1", 2, 4, 32, 16, 1 },
+    { "gpt_l1", 1, 4, 32, 16, 4 },
+    { "gpt_l6", 6, 2, 16, 16, 4 },
 };
 #define N_GPT ((int)(sizeof gpt / sizeof gpt[0]))
 
@@ -123,9 +139,10 @@ START_TEST(gpt_shapes)
         run(args);
         snprintf(ref, sizeof ref, "%s%s", g->name, bf ? "_bf16cpu_losses.csv" : "_losses.csv");
         snprintf(what, sizeof what, "%s %s", g->name, bf ? "bf16-amp-cpu" : "fp32");
-        double tol = bf ? g->tol_bf16 : 1e-4;
+        double tol = bf ? bf16_bound(g->name, "loss", 40) : 1e-4;
         double wl = compare(what, out, ref, "loss", 40, 40, tol);
-        double wv = compare(what, out, ref, "val_loss", 40, 40, tol);
+        double tolv = bf ? bf16_bound(g->name, "val_loss", 40) : 1e-4;
+        double wv = compare(what, out, ref, "val_loss", 40, 40, tolv);
         /* bf16: the forward follows PyTorch's CPU kernels operation by operation,
          * so before the first update the losses agree to the loss reduction. The
          * GEMM sums in its own order: with --gemm blas (OpenBLAS, whose order
@@ -151,8 +168,8 @@ START_TEST(gpt_shapes)
                               what, col, g0[0], r0[0]);
             }
         }
-        printf("%s (L %d, heads %d, width %d, ctx %d, batch %d): max |loss diff| %.3g, |val diff| %.3g (tolerance %g)\n",
-               what, g->layers, g->heads, g->dim, g->ctx, g->batch, wl, wv, tol);
+        printf("%s (L %d, heads %d, width %d, ctx %d, batch %d): max |loss diff| %.3g, |val diff| %.3g (tolerances %.3g, %.3g)\n",
+               what, g->layers, g->heads, g->dim, g->ctx, g->batch, wl, wv, tol, tolv);
     }
 }
 END_TEST
@@ -168,10 +185,10 @@ static const struct mlp_run {
     { "mlp_l1", 1, 32, "relu", "sgd", "0.1", 1, 1e-5, 1e-4, 200 },
     /* GELU + AdamW through 5 layers: PyTorch's vectorised float32 tanh (SLEEF)
      * and glibc's tanhf differ in the last bit for about a quarter of the
-     * arguments; AdamW amplifies it. float32 drifts to 1.5e-5 over 200 steps;
-     * the bf16 run agrees within 5e-7 for 18 steps, then a bf16 rounding flips
-     * and the two runs separate (0.08 by step 200). */
-    { "mlp_l5_w37_gelu", 5, 37, "gelu", "adamw", "0.01", 1, 1e-4, 1e-5, 18 },
+     * arguments; AdamW amplifies it. float32 drifts to 4.1e-6 over 200 steps.
+     * The bf16 run (GELU per bf16 operation, the GEMMs in oneDNN's order)
+     * agrees within 4.8e-7 over all 200 steps. */
+    { "mlp_l5_w37_gelu", 5, 37, "gelu", "adamw", "0.01", 1, 1e-4, 1e-5, 200 },
     { "mlp_l3_w20_gelu", 3, 20, "gelu", "momentum", "0.05", 0, 1e-5, 0, 0 },
     { "mlp_l4_w13", 4, 13, "relu", "sgd", "0.1", 0, 1e-5, 0, 0 },
 };

@@ -108,8 +108,8 @@ class LossScaler(_CScaler):
 
     Notes
     -----
-    A training step reads: multiply the loss by ``scale``, backward, unscale
-    the gradients (in FP32, by ``LossScaler.inv(scale)``), then
+    A training step reads: multiply the loss by ``scale_f32``, backward,
+    unscale the gradients (in FP32, by ``LossScaler.inv(scale)``), then
     ``skipped = scaler.update(found_inf, stats)``. The trajectory is the one
     ``ampsim scaler-replay`` prints. One scaler must not be updated from two
     threads at once (calls are serialised by a lock).
@@ -128,20 +128,33 @@ class LossScaler(_CScaler):
                              % (sp.text.decode(), KINDS[sp.kind]))
         self._start(_lib.AmpScaler(), lib.amp_scaler_init, sp)
         self.last_result = None
-        """The last update's result (dict: step, skipped, scale_used,
-        scale_after, held_used, held_after, events), None before the first."""
+        """The last update's result, None before the first: a dict of step,
+        skipped, events, scale_used and scale_after (the scale before and
+        after the update in the framework's own type, as ``scale``),
+        scale_f32_used and scale_f32_after (their float32 images, as
+        ``scale_f32``), and held_used/held_after (the same as scale_used and
+        scale_after)."""
 
     @property
     def scale(self):
-        """The loss scale to apply before backward (float; a float32 value:
-        every framework multiplies the float32 loss by a float32 scale)."""
+        """The loss scale as the framework holds it (float), the value
+        ``ampsim scaler-replay`` prints: the Python float (a double) of apex
+        and deepspeed, which grows past the float32 range (2^128 and up stay
+        finite), else the float32 scale of torch, megatron, keras ...
+        The number that multiplies the loss is ``scale_f32``."""
+        return float(lib.amp_scaler_held(ctypes.byref(self._sc)))
+
+    @property
+    def scale_f32(self):
+        """The float32 scale that multiplies the float32 loss before backward
+        (float; ``inf`` once a double scale passes the float32 range): every
+        framework multiplies by a float32."""
         return float(lib.amp_scaler_scale(ctypes.byref(self._sc)))
 
     @property
     def held(self):
-        """The scale as the framework holds it (float): the double of apex and
-        deepspeed (which may pass the float32 range), else the float32 scale."""
-        return float(lib.amp_scaler_held(ctypes.byref(self._sc)))
+        """The same as ``scale`` (the scale in the framework's own type)."""
+        return self.scale
 
     @property
     def step(self):
@@ -246,7 +259,8 @@ class LossScaler(_CScaler):
                 check(st)
             self.last_result = {
                 "step": int(res.step), "skipped": bool(res.skipped),
-                "scale_used": float(res.scale_used), "scale_after": float(res.scale_after),
+                "scale_used": float(res.held_used), "scale_after": float(res.held_after),
+                "scale_f32_used": float(res.scale_used), "scale_f32_after": float(res.scale_after),
                 "held_used": float(res.held_used), "held_after": float(res.held_after),
                 "events": [{"event": EVENTS[e.kind], "tensor": int(e.tensor),
                             "detail": e.detail.decode("utf-8", "replace")}

@@ -78,7 +78,7 @@ class TestLossScalerReplay(unittest.TestCase):
                 sc = ampsim.LossScaler(spec)
                 rows, stopped = [], False
                 for i, f in enumerate(seq):
-                    scale_before = sc.scale
+                    scale_before, f32_before = sc.scale, sc.scale_f32
                     try:
                         sc.update(bool(f))
                     except ampsim.ScalerStopped:
@@ -86,8 +86,9 @@ class TestLossScalerReplay(unittest.TestCase):
                     r = sc.last_result
                     self.assertEqual(r["step"], i)
                     self.assertEqual(r["scale_used"], scale_before)
+                    self.assertEqual(r["scale_f32_used"], f32_before)
                     fmt = functools.partial(format_scale, sc.kind)
-                    rows.append("%d,%d,%d,%s,%s,%s" % (i, f, r["skipped"], fmt(r["held_used"]), fmt(r["held_after"]),
+                    rows.append("%d,%d,%d,%s,%s,%s" % (i, f, r["skipped"], fmt(r["scale_used"]), fmt(r["scale_after"]),
                                                       "|".join(e["event"] for e in r["events"])))
                     if stopped:
                         break
@@ -136,6 +137,47 @@ class TestLossScalerReplay(unittest.TestCase):
     def test_inv(self):
         for s in (1.0, 3.0, 65536.0, 2.0 ** -20, 7.0e5):
             self.assertEqual(ampsim.LossScaler.inv(s), float(np.float32(1.0 / np.float64(np.float32(s)))))
+
+
+class TestDoubleScalePastFloat32(unittest.TestCase):
+    """DeepSpeed's and apex's scale is a Python float (a double): it grows
+    past 2^128 and stays finite there, as `ampsim scaler-replay` prints it;
+    only the float32 that multiplies the loss (scale_f32) becomes inf."""
+
+    def test_long_growth_run_matches_replay(self):
+        # 3000 steps, a growth every 8 finite steps: the scale passes 2^128
+        # near step 900 and reaches about 2^300; bursts of overflow back off
+        rng = np.random.default_rng(SEED + 7)
+        seq = [int(rng.random() < 0.01) for _ in range(3000)]
+        for spec in ("deepspeed:window=8,hysteresis=1", "apex:window=8,max=2^1000"):
+            with self.subTest(spec=spec):
+                lines, rc = replay(self, spec, seq, fp8=False)
+                self.assertEqual(rc, 0)
+                sc = ampsim.LossScaler(spec)
+                past = 0
+                for i, f in enumerate(seq):
+                    used = lines[1 + i].split(",")[3]
+                    self.assertEqual(sc.scale, float(used), "step %d" % i)      # the replay's double
+                    self.assertEqual(format_scale(sc.kind, sc.scale), used)
+                    if sc.scale >= 2.0 ** 128:
+                        past += 1
+                        self.assertEqual(sc.scale_f32, float("inf"))
+                    else:
+                        self.assertEqual(sc.scale_f32, float(np.float32(sc.scale)))
+                    sc.update(bool(f))
+                    self.assertEqual(sc.last_result["scale_after"], float(lines[1 + i].split(",")[4]))
+                self.assertGreater(past, 1000)
+                self.assertGreater(sc.scale, 2.0 ** 250)
+                self.assertTrue(np.isfinite(sc.scale))
+                self.assertEqual(sc.state_dict()["scale"], sc.scale)
+
+    def test_float32_scalers_hold_float32(self):
+        # torch's scale is a float32 tensor: a growth to 2^128 (inf) is refused
+        sc = ampsim.LossScaler("torch:init=2^127,interval=1")
+        for _ in range(3):
+            sc.update(False)
+            self.assertEqual(sc.scale, 2.0 ** 127)
+            self.assertEqual(sc.scale_f32, sc.scale)
 
 
 class TestStatsDrivenScalers(unittest.TestCase):

@@ -152,3 +152,127 @@ def token_batches(steps, B, T, vocab=96, seed=0):
         y = torch.stack([base[i + 1:i + T + 1] for i in starts])
         out.append((x, y))
     return out
+
+
+class ResMLP(nn.Module):
+    """An MLP with residual blocks: h = h + gelu(linear(h)); the residual
+    stream is used twice per block (its gradient sums two contributions)."""
+
+    def __init__(self, d_in=37, width=53, depth=3, n_out=11):
+        super().__init__()
+        self.inp = nn.Linear(d_in, width)
+        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+        self.out = nn.Linear(width, n_out)
+
+    def forward(self, x):
+        h = F.relu(self.inp(x))
+        for b in self.blocks:
+            h = h + F.gelu(b(h))
+        return self.out(h)
+
+
+class BlockNet(nn.Module):
+    """One pre-norm transformer Block on an FP32 input stream, and a head.
+    (The residual stream stays FP32 under CPU autocast: x + bf16 promotes, so
+    the LayerNorms read FP32 tensors, which PyTorch 1.13's CPU autocast needs.)"""
+
+    def __init__(self, C=36, heads=3, n_out=13):
+        super().__init__()
+        self.block = Block(C, heads)
+        self.head = nn.Linear(C, n_out)
+
+    def forward(self, x):
+        return self.head(self.block(x))
+
+
+class BNCNN(nn.Module):
+    """Two Conv2d + BatchNorm2d + ReLU + MaxPool stages, then an
+    attention-like product of the features with themselves (h @ h.T, softmax,
+    a @ h, a residual: h is used three times) and two Linear layers."""
+
+    def __init__(self, c_in=3, n_out=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 12, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(12)
+        self.fc1 = nn.Linear(12 * 4 * 4, 40)
+        self.fc2 = nn.Linear(40, n_out)
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        h = F.max_pool2d(F.relu(self.bn2(self.conv2(h))), 2).flatten(1)
+        a = F.softmax(h @ h.T, dim=-1)
+        h = h + a @ h
+        return self.fc2(F.relu(self.fc1(h)))
+
+
+class OpsNet(nn.Module):
+    """Elementwise ops whose backward reads the output (tanh, sigmoid, exp,
+    softmax) or rounds several times (a / b), reductions, SiLU, cat, a
+    Python-number operand, a cast back to FP32 (x.float()) and an FP32
+    LayerNorm; the first layer's output is used eight times."""
+
+    def __init__(self, d_in=19, width=23, n_out=7):
+        super().__init__()
+        self.a = nn.Linear(d_in, width)
+        self.b = nn.Linear(width, width)
+        self.c = nn.Linear(2 * width, n_out)
+        self.ln = nn.LayerNorm(width)
+        self.register_buffer("proj", torch.linspace(-1, 1, d_in * width).view(d_in, width))
+
+    def forward(self, x):
+        h = self.a(x)
+        t = torch.tanh(h) * torch.sigmoid(h) + h / (h.abs() + 1.5)
+        u = self.b(t)
+        u = u * u - u.mean(-1, keepdim=True) + F.silu(u) + torch.exp(-u.abs())
+        s = u.sum(-1, keepdim=True)
+        v = self.ln((x @ self.proj).float()) + u.float()
+        z = torch.cat([u, F.softmax(h, -1) * s], -1)
+        return self.c(z) + v[:, :self.c.out_features]
+
+
+def backward_case(kind, seed=0, **shape):
+    """(model, loss_fn) of the backward-fidelity tests: kind "mlp" (ResMLP),
+    "block" (BlockNet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
+    cross-entropy of one fixed batch. shape: the model's keyword arguments
+    plus batch (B) and, for "block" and "gpt" (TinyGPT), context (T); kind
+    "ops" is OpsNet."""
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    shape = dict(shape)
+    B = shape.pop("B", 16)
+    if kind == "mlp":
+        m = ResMLP(**shape)
+        x = torch.randn(B, m.inp.in_features, generator=g)
+        y = torch.randint(0, m.out.out_features, (B,), generator=g)
+    elif kind == "block":
+        T = shape.pop("T", 16)
+        m = BlockNet(**shape)
+        C = m.head.in_features
+        x = torch.randn(B, T, C, generator=g)
+        y = torch.randint(0, m.head.out_features, (B * T,), generator=g)
+        return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)
+    elif kind == "gpt":
+        T = shape.pop("T", 16)
+        m = TinyGPT(ctx=T, **shape)
+        V = m.lm_head.out_features
+        x = torch.randint(0, V, (B, T), generator=g)
+        y = torch.randint(0, V, (B * T,), generator=g)
+        return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)
+    elif kind == "ops":
+        m = OpsNet(**shape)
+        x = torch.randn(B, m.a.in_features, generator=g)
+        y = torch.randint(0, m.c.out_features, (B,), generator=g)
+    elif kind == "cnn":
+        m = BNCNN(**shape)
+        x = torch.randn(B, m.conv1.in_channels, 16, 16, generator=g)
+        y = torch.randint(0, m.fc2.out_features, (B,), generator=g)
+    else:
+        raise ValueError("backward_case: unknown kind %r" % kind)
+    return m, lambda mod: F.cross_entropy(mod(x), y)
+
+
+def diagnose_demo():
+    """(model, loss_fn) for ``python3 -m ampsim.torch.diagnose torch_models:diagnose_demo``."""
+    return backward_case("block", C=30, heads=5, T=11, B=3)

@@ -2,6 +2,19 @@
 ampsim precision policy, with per-tensor cast statistics, the frameworks' loss
 scalers and run directories that ``ampsim report`` draws.
 
+A PyTorch AMP loop runs emulated by changing two names:
+
+    scaler = ampsim.torch.GradScaler()                   # torch.amp.GradScaler()
+    for x, y in batches:
+        opt.zero_grad()
+        with ampsim.torch.autocast(device_type="cuda", dtype=torch.float16, out="run"):
+            loss = model(x, labels=y).loss               # was torch.autocast
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+or, for a model and any policy:
+
     emu = ampsim.torch.emulate(model, "fp16-amp", out="run")
     scaler = ampsim.torch.GradScaler("torch")
     with emu:
@@ -12,9 +25,19 @@ scalers and run directories that ``ampsim report`` draws.
             scaler.step(opt)
             scaler.update()          # ends the step
 """
+from ._autocast import autocast
 from ._compare import Run, compare
 from ._emulate import EmulationError, emulate
 from ._policy import Policy, preset_names
 from ._scaler import GradScaler
 
-__all__ = ["EmulationError", "GradScaler", "Policy", "Run", "compare", "emulate", "preset_names"]
+
+def diff_grads(model, loss_fn, policy="bf16-amp-cpu", **kw):
+    """Step-0 gradients under emulate(policy) against torch.autocast, per
+    parameter and per op: see ampsim.torch.diagnose.diff_grads."""
+    from .diagnose import diff_grads as run   # (not at import: python3 -m ampsim.torch.diagnose)
+    return run(model, loss_fn, policy, **kw)
+
+
+__all__ = ["EmulationError", "GradScaler", "autocast", "Policy", "Run", "compare", "diff_grads", "emulate",
+           "preset_names"]

@@ -15,24 +15,29 @@ carries its format as an attribute. Rounding is done by the C kernel:
 - weights (nn.Parameter) reach a GEMM through a cast Function: rounded once
   per step into the weight format (the cast cache); its backward rounds the
   weight gradient into the weight-gradient format;
-- other emulated ops round their output once (and its gradient in backward).
-Module forward pre/post hooks give the names: a leaf module's first op is
-named by the module path (``fc1``), other ops by the module path, the op name
-and a count within that call (``relu1``, ``h.0.attn.matmul2``); tensors are
+- other emulated ops round their output once (and its gradient in backward);
+- gradients keep their format: the contributions of a low-precision tensor's
+  uses are added in the gradient format, in autograd's order (_grad.py);
+- under a torch_cpu policy (bf16-amp-cpu) with kernels="torch" the ops run on
+  real bfloat16 tensors, forward and backward, as under CPU autocast (_lowp.py).
+Global module forward hooks (_scope.py) decide which ops are in scope and
+give the names: a leaf module's first op is named by the module path
+(``fc1``), other ops by the module path, the op name and a count within that
+call (``relu1``, ``h.0.attn.matmul2``); tensors are
 ``<site>.out``, ``<site>.out.grad``, ``<site>.input`` (an operand cast),
 ``<module>.weight``, ``<module>.weight.grad``, as the C emulator names them.
 """
 import torch
 
-from . import _rt
-from . import _coverage, _whatif
+from . import _coverage, _grad, _rt
+from . import _scope
+from . import _whatif
+from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
 from ._functions import _CastFn
-from ._handlers import _FMT, _Frame, _Mode, _OpHandlers, _fmt_of, _join
+from ._handlers import _FMT, _Mode, _OpHandlers, _fmt_of, _join
 from ._policy import Policy
 from ._rt import EmulationError
 from .._scaler import format_scale
-
-_ACTIVE = []          # emulations entered, innermost last
 
 try:        # the function-mode stack (torch.overrides' helpers; absent: the mode stays on)
     from torch.overrides import _get_current_function_mode as _cur_mode
@@ -41,23 +46,25 @@ except ImportError:
     _cur_mode = _pop_mode = _push_mode = None
 
 
-def current():
-    """The innermost active emulation (or None)."""
-    return _ACTIVE[-1] if _ACTIVE else None
-
-
-class emulate(_OpHandlers):
+class emulate(_OpHandlers, _Checks):
     """Run a PyTorch model's forward and backward under an ampsim precision policy.
 
     Parameters
     ----------
-    model : torch.nn.Module
+    model : torch.nn.Module, or a list or dict of them
         A float32 model on the CPU. It is not modified: hooks are added on
-        entry and removed on exit, parameters stay the same objects.
+        entry and removed on exit, parameters stay the same objects. Only
+        the model's forward, the ops applied to its outputs (the loss) and
+        their backward are emulated: another module called inside the block
+        (a teacher, an EMA copy) runs untouched. Several models
+        (``[student, teacher]`` or ``{"student": s, "teacher": t}``) are all
+        emulated; their names get the index or key as a prefix
+        (``0.fc1``, ``student.fc1``).
     policy : str, dict or path
         A preset of ``ampsim train --precision`` (fp32, fp16-amp, bf16-amp,
         bf16-amp-cpu, fp16-pure, bf16-pure, fp8-e4m3, fp8-hybrid), a policy
-        JSON file or a dict in the same schema.
+        JSON file or a dict in the same schema. Pure policies need
+        ``emu.optimizer(opt)``: an optimizer step that bypasses it raises.
     out : str, optional
         Run directory written through ampsim.RunLog (config.json, metrics.csv,
         tensors.csv, hist.csv, events.csv, summary.json): ``ampsim report OUT``.
@@ -83,7 +90,8 @@ class emulate(_OpHandlers):
     config : dict, optional
         Extra keys for config.json.
     kernels : str
-        "torch" (default): the FP32 arithmetic of the ops is PyTorch's own.
+        "torch" (default): the FP32 arithmetic of the ops is PyTorch's own
+        (under bf16-amp-cpu: PyTorch's bfloat16 CPU kernels).
         "ampsim": the C emulator's kernels wherever a call has a form they
         cover: the softmax cross-entropy, a linear layer's bias gradient,
         layer norm over the last axis, tanh GELU, softmax over the last axis
@@ -102,18 +110,18 @@ class emulate(_OpHandlers):
     and an optimizer update (the parameters changed) starts the next step.
     """
 
+    _WHO = "emulate"
+
     def __init__(self, model, policy="fp32", *, out=None, log_every=10, hist_every=50, fp8=None,
                  what_if=None, what_if_format=None, scaler=None, seed=1, config=None, kernels="torch",
                  strict=False):
-        if not isinstance(model, torch.nn.Module):
-            raise TypeError("emulate: model must be a torch.nn.Module, not %s" % type(model).__name__)
+        models = None if model is None and self._WHO != "emulate" else _models_of(model)
         if kernels not in ("torch", "ampsim"):
             raise ValueError("emulate: kernels must be 'torch' or 'ampsim', not %r" % (kernels,))
         self.kernels = kernels
         self.strict = bool(strict)
-        self.fused = True           # LSTM steps' pointwise ops in one Function (_rnn_fused.py)
         self._cov = _coverage.Coverage()
-        self.model = model
+        self.model = models[0][1] if models and len(models) == 1 else model
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
         pol = self.policy
         if pol.accumulator != "fp32":
@@ -136,9 +144,18 @@ class emulate(_OpHandlers):
         self.scaler = None
         self._fp8_spec = fp8
         self._fp8 = None
+        if fp8 is not None and not pol.fp8_scaling:
+            raise ValueError("%s: fp8=%r: policy %s has no per-tensor FP8 scaling (fp8 sets the strategy of "
+                             "fp8-hybrid and other policies with fp8_scaling)" % (self._WHO, fp8, pol.name))
+        if pol.fp8_scaling:
+            from ._fp8 import Fp8State
+            if fp8 is not None and not isinstance(fp8, str):
+                raise TypeError("%s: fp8 must be a SPEC string, not %s" % (self._WHO, type(fp8).__name__))
+            self._fp8 = Fp8State(fp8 or "delayed", pol)       # a bad SPEC fails here
+        if out is not None:
+            _check_out(out, self._WHO)
         self._config = dict(config or {})
         self._mode = None
-        self._handles = []
         self._quiet_depth = 0
         self.step_index = 0
         self._ids = {}
@@ -160,61 +177,65 @@ class emulate(_OpHandlers):
         self._step_vanished = 0
         self._step_skipped = 0
         self._optimizers = []
+        self._param_names = {}
+        self._param_sites = {}
+        self._params = []
+        self._trained = {}      # id(parameter) -> its version after the last emu.optimizer step
+        self._root_inputs = set()
+        self._root_refs = []
+        self._scope = _scope.Scope(self, models)
         if scaler is not None:
             self.attach_scaler(scaler)
+
+    def _kind_name(self):
+        return "ampsim.torch.%s" % self._WHO
 
     # ---- context ---------------------------------------------------------------------
     def __enter__(self):
         if self._entered:
-            raise RuntimeError("emulate: already entered")
+            raise RuntimeError("%s: already entered" % self._WHO)
         if self._closed:
-            raise RuntimeError("emulate: the run directory %s is complete; use a new emulate for more steps" % self.out)
-        for n, p in self.model.named_parameters():
-            if p.device.type != "cpu":
-                raise EmulationError("emulate: parameter %s is on %s: ampsim.torch emulates on the CPU "
-                                     "(move the model with .cpu())" % (n, p.device))
-            if p.dtype != torch.float32:
-                raise EmulationError("emulate: parameter %s is %s: the model must be float32 (the policy "
-                                     "sets the formats)" % (n, p.dtype))
-        for n, b in self.model.named_buffers():
-            if b.device.type != "cpu":
-                raise EmulationError("emulate: buffer %s is on %s: ampsim.torch emulates on the CPU" % (n, b.device))
-        self._param_names = {id(p): n for n, p in self.model.named_parameters()}
-        # every module-local name of each parameter: a tied weight (lm_head.weight
-        # is transformer.wte.weight) has one per module that holds it
-        self._param_sites = {}
-        for mn, mod in self.model.named_modules():
-            for pn, p in mod._parameters.items():
-                if p is not None:
-                    self._param_sites.setdefault(id(p), set()).add(_join(mn, pn))
-        self._params = list(self.model.parameters())
-        self._install_hooks()
-        self._mode = _Mode(self)
-        self._mode.__enter__()
-        _ACTIVE.append(self)
-        self._entered = True
+            raise RuntimeError("%s: the run directory %s is complete; use a new emulate for more steps"
+                               % (self._WHO, self.out))
+        self._check_entry()
+        self._activate()
         self._begin_step()
         return self
 
-    def __exit__(self, et, ev, tb):
+    def _live(self):
+        """True while steps may end (GradScaler.update, emu.optimizer)."""
+        return self._entered
+
+    def _params_changed(self):
+        """The parameters changed since the step's first forward."""
+        pv = self._pver
+        return pv is not None and tuple(p._version for p in self._params[:len(pv)]) != pv
+
+    def _activate(self, guard=True):
+        """Hooks and the function mode on; this emulation is the active one."""
+        self._scope.install()
+        self._stack = []
         try:
-            if self._mode is not None:
-                self._mode.__exit__(et, ev, tb)
-        finally:
+            self._mode = _Mode(self)
+            self._mode.__enter__()
+        except BaseException:
+            self._scope.remove()
             self._mode = None
-            for h in self._handles:
-                h.remove()
-            self._handles = []
-            if self in _ACTIVE:
-                _ACTIVE.remove(self)
-            self._entered = False
-            self._casts.clear()
-            self._stack = []
-            self._root_inputs.clear()
-            for o in self._optimizers:
-                o._unwrap()
-            self._optimizers = []
+            raise
+        _ACTIVE.append(self)
+        self._entered = True
+        self._guarded = guard and needs_loss_scaler(self.policy)
+        if self._guarded:
+            _torch_scaler_guard(True)
+
+    def __exit__(self, et, ev, tb):
+        self._deactivate(et, ev, tb)
+        self._casts.clear()
+        for o in self._optimizers:
+            o._unwrap()
+        self._optimizers = []
         if et is None:
+            self._check_updates()
             self.close()
         else:
             if self._whatif is not None:
@@ -224,38 +245,38 @@ class emulate(_OpHandlers):
             self._log = None
         return False
 
-    def _install_hooks(self):
-        root = self.model
-        for path, m in root.named_modules():
-            leaf = next(iter(m.children()), None) is None
-            self._handles.append(m.register_forward_pre_hook(self._pre_hook(path, leaf, m is root)))
-            self._handles.append(m.register_forward_hook(self._post_hook(m is root)))
+    def _deactivate(self, et=None, ev=None, tb=None):
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(et, ev, tb)
+        finally:
+            self._mode = None
+            self._scope.remove()
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+                if self._guarded:
+                    _torch_scaler_guard(False)
+            self._entered = False
+            self._stack = []
+            self._root_inputs = set()
+            self._root_refs = []
 
-    def _pre_hook(self, path, leaf, is_root):
-        def hook(mod, args):
-            if is_root:
-                self._stack = []
-                # a forward after a backward and an optimizer update (the
-                # parameters changed) starts the next step; micro-batches of
-                # gradient accumulation stay in one step
-                vers = tuple(p._version for p in self._params)
-                if self._bwd_done and self._pver is not None and vers != self._pver:
-                    self.step()
-                if self._pver is None:
-                    self._pver = vers
-                self._root_inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}
-                self._root_refs = [a for a in args if isinstance(a, torch.Tensor)]
-            self._stack.append(_Frame(path, leaf))
-        return hook
+    def _on_root_call(self, args):
+        """A model's root module is called (from the scope's hooks)."""
+        self._check_updates()
+        # a forward after a backward and an optimizer update (the parameters
+        # changed) starts the next step; micro-batches of gradient
+        # accumulation stay in one step
+        if self._bwd_done and self._params_changed():
+            self.step()
+        if self._pver is None:
+            self._pver = tuple(p._version for p in self._params)
+        self._root_inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}
+        self._root_refs = [a for a in args if isinstance(a, torch.Tensor)]
 
-    def _post_hook(self, is_root):
-        def hook(mod, args, out):
-            if self._stack:
-                self._stack.pop()
-            if is_root:
-                self._root_inputs = set()
-                self._root_refs = []
-        return hook
+    def _on_root_return(self):
+        self._root_inputs = set()
+        self._root_refs = []
 
     class _QuietCtx:
         """The emulation's own torch calls (roundings, backward rules, the
@@ -359,9 +380,6 @@ class emulate(_OpHandlers):
         return y
 
     def _fp8_round(self, x, fmt, name, role, due):
-        from . import _fp8
-        if self._fp8 is None:
-            self._fp8 = _fp8.Fp8State(self._fp8_spec or "delayed", self.policy)
         return self._fp8.quantize(x, fmt, self._tid(name), role, due)
 
     def _operand(self, t, site, i, act_only=False):
@@ -403,8 +421,15 @@ class emulate(_OpHandlers):
             sat = pol.saturate and _rt.fmt_struct(fmt).bits <= 8
             w = _CastFn.apply(p, self, name, fmt, pol.weight_grad, sat)
             setattr(w, _FMT, fmt)
+            # the cached low-precision copy sums its uses' gradients in format
+            w = _grad.source(w, pol.weight_grad)
         self._casts[key] = (p._version, w)
-        return w
+        return _grad.use(w)
+
+    def _grad_fmt(self, fmt):
+        """The gradient format of a tensor held in fmt."""
+        pol = self.policy
+        return pol.weight_grad if fmt == pol.weight and fmt != pol.act else pol.act_grad
 
     def _register_weight(self, name):
         if name in self._ids:
@@ -476,6 +501,11 @@ class emulate(_OpHandlers):
             loss_scale = sc._used_held if sc is not None and sc._used_held is not None else 1.0
         if skipped is None:
             skipped = self._step_skipped
+        self._check_updates()
+        if not self._scaler_noted:
+            self._scaler_noted = True
+            if needs_loss_scaler(self.policy) and (sc is None or not sc._enabled or kind == "none"):
+                self._note_event("no_loss_scaler", "", self._no_scaler_detail(sc))
         self.last_step_stats = dict(self._stats)
         self.last_nonfinite = self._nf
         s = self.step_index
@@ -522,13 +552,16 @@ class emulate(_OpHandlers):
         self.step_index += 1
         self._begin_step()
 
+    _scaler_noted = False
+    _guarded = False
+
     def _grad_norm(self):
         sq = 0.0
         inv = 1.0
         sc = self.scaler
         if sc is not None and sc._used_scale and not sc._unscaled:
             inv = 1.0 / sc._used_scale
-        for p in getattr(self, "_params", None) or self.model.parameters():
+        for p in self._params:
             if p.grad is not None:
                 sq += _rt.sumsq_unscaled(p.grad, inv)
         return sq ** 0.5
@@ -563,7 +596,7 @@ class emulate(_OpHandlers):
     # ---- run directory ------------------------------------------------------------------------
     def _open_log(self):
         from ._runlog import open_runlog
-        cfg = {"command": "train", "model": type(self.model).__name__, "data": "user",
+        cfg = {"command": "train", "model": self._model_name(), "data": "user",
                "precision": self.policy.name, "policy": self.policy.json,
                "scaler": self.scaler.spec if self.scaler is not None else "none",
                "log_every": self.log_every, "hist_every": self.hist_every, "seed": str(self.seed),
@@ -576,6 +609,11 @@ class emulate(_OpHandlers):
         self._log = open_runlog(self.out, cfg)
         if self._whatif is not None:
             self._whatif.open(self.out)
+
+    def _model_name(self):
+        roots = [m for _, m in self._scope.roots if next(iter(m.parameters()), None) is not None]
+        roots = roots or [m for _, m in self._scope.roots]
+        return "+".join(type(m).__name__ for m in roots) or "none"
 
     def close(self):
         """Finish the run directory (summary.json); called on exit."""
@@ -593,7 +631,7 @@ class emulate(_OpHandlers):
                    "min_loss": mn if mn == mn and abs(mn) != float("inf") else 0.0,
                    "skipped_steps": sm["skipped"], "nonfinite_steps": sm["nonfinite_steps"],
                    "vanished_updates": sm["vanished"],
-                   "final_scale": self.scaler.get_scale() if self.scaler is not None else 1.0,
+                   "final_scale": self.scaler._sc.scale if self.scaler is not None and self.scaler._enabled else 1.0,
                    "divergence_from_reference": None, "stopped": False,
                    "first_nonfinite": None if self._nf_first is None else
                    {"step": self._nf_first[0], "phase": self._nf_first[2], "tensor": self._nf_first[1]}}
@@ -602,3 +640,4 @@ class emulate(_OpHandlers):
         self._cov.write(self.out)
         self._log.close(**summary)
         self._log = None
+

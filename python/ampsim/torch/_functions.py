@@ -3,6 +3,7 @@ rounding, a GEMM-like op and the softmax cross-entropy, each rounding its
 gradients in backward as the C emulator does."""
 import torch
 
+from . import _lowp, _rt
 from ._rt import fmt_of as _fmt_of
 
 
@@ -50,23 +51,33 @@ class _GemmFn(torch.autograd.Function):
         ctx.wnames = call.wnames
         leaves = []
         pre = []             # operands cast from an FP32 tensor: dX is rounded first
+        casts = []
+        for i, (t, k) in enumerate(zip(ts, kinds)):
+            if k == "act":
+                c = emu._operand(t, site, i, call.act_only)
+                pre.append(c is not t and _fmt_of(t) == "fp32")
+                t = c
+            else:
+                pre.append(False)
+            casts.append(t)
+        # torch_cpu policies: the GEMM itself on real low-precision tensors
+        # (oneDNN's bf16 kernels, forward and backward, as under CPU autocast)
+        dt = _lowp.gemm_dtype(emu)
         with torch.enable_grad():
-            ops = []
-            for i, (t, k) in enumerate(zip(ts, kinds)):
-                if k == "act":
-                    c = emu._operand(t, site, i, call.act_only)
-                    pre.append(c is not t and _fmt_of(t) == "fp32")
-                    t = c
-                else:
-                    pre.append(False)
-                need = ctx.needs_input_grad[4 + i]
-                leaf = t.detach().requires_grad_(need)
-                leaves.append(leaf)
-                ops.append(leaf)
-            out = call(*ops)
+            for i, t in enumerate(casts):
+                leaf = t.detach() if dt is None else t.detach().to(dt)
+                leaves.append(leaf.requires_grad_(ctx.needs_input_grad[4 + i]))
+            out = call(*leaves)
+            if dt is not None:
+                out = out.float()
         ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
         ctx.fp8 = pol.fp8_scaling and not call.act_only
         ctx.out, ctx.leaves = out, leaves
+        if dt is not None and emu._stats_due("act"):
+            # the output's statistics: the FP32 product that the bf16 kernel rounded
+            with torch.no_grad():
+                emu._round(call(*[t.detach() for t in casts]), pol.act, site + ".out", "act")
+            return emu._round(out, pol.act, None, "act")
         return emu._round(out, pol.act, site + ".out", "act")
 
     @staticmethod
@@ -81,8 +92,8 @@ class _GemmFn(torch.autograd.Function):
             need = [i for i, l in enumerate(ctx.leaves) if l.requires_grad]
             res = [None] * len(ctx.leaves)
             if need:
-                gs = dict(zip(need, torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g,
-                                                        allow_unused=True)))
+                gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)
+                gs = dict(zip(need, (x.float() if x is not None else None for x in gs)))
                 # the C emulator's order: weight gradient, bias gradient, input gradient
                 for i in sorted(need, key=lambda i: _BWD_ORDER.get(ctx.kinds[i], 2)):
                     gi, k = gs[i], ctx.kinds[i]
@@ -128,3 +139,111 @@ class _XentFn(torch.autograd.Function):
         return out, None
 
 
+
+
+# ---- backward rules that read the rounded output (CUDA-list policies) ----------------
+# Under autocast the saved output of tanh, sigmoid, exp, sqrt, softmax and
+# log_softmax is the low-precision tensor the forward returned, and their
+# backward reads it (derivatives.yaml: tanh_backward(grad, result),
+# sigmoid_backward(grad, result), grad * result, grad / (2 * result),
+# _softmax_backward_data(grad, result),
+# _log_softmax_backward_data). An FP32 graph would read the unrounded output.
+# CUDA's tanh_backward and sigmoid_backward for Half and BFloat16
+# (aten/src/ATen/native/cuda/BinaryMiscBackwardOpsKernels.cu) are written in
+# scalar_t arithmetic, whose every operator (c10/util/Half-inl.h,
+# BFloat16-inl.h) computes in float and rounds into the dtype: a * (1 - b * b)
+# rounds three times, a * (1 - b) * b three times. grad * result is one
+# multiplication (float, one rounding), grad / (2 * result) one division
+# (2 * result is exact); the softmax backward kernels
+# accumulate in float and round once. r(x) rounds into the format.
+def _tanh_bwd(g, y, dim, r):
+    return r(g * r(1 - r(y * y)))
+
+
+def _sigmoid_bwd(g, y, dim, r):
+    return r(r(g * r(1 - y)) * y)
+
+
+def _exp_bwd(g, y, dim, r):
+    return g * y
+
+
+def _sqrt_bwd(g, y, dim, r):
+    return g / (2 * y)
+
+
+def _softmax_bwd(g, y, dim, r):
+    return y * (g - (g * y).sum(dim, keepdim=True))
+
+
+def _log_softmax_bwd(g, y, dim, r):
+    return g - torch.exp(y) * g.sum(dim, keepdim=True)
+
+
+_OUT_RULES = {"tanh": (torch.tanh, _tanh_bwd), "sigmoid": (torch.sigmoid, _sigmoid_bwd),
+              "exp": (torch.exp, _exp_bwd), "sqrt": (torch.sqrt, _sqrt_bwd),
+              "softmax": (torch.softmax, _softmax_bwd), "log_softmax": (torch.log_softmax, _log_softmax_bwd)}
+
+
+class _SavedOutFn(torch.autograd.Function):
+    """y = op(x) in FP32; backward from the output rounded into fmt."""
+
+    @staticmethod
+    def forward(ctx, x, name, fmt, dim, per_op):
+        fn, ctx.bwd = _OUT_RULES[name]
+        y = fn(x, dim) if dim is not None else fn(x)
+        ctx.y, ctx.dim, ctx.fmt, ctx.per_op = _rt.round_t(y, fmt)[0], dim, fmt, per_op
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        fmt = ctx.fmt
+        r = (lambda v: _rt.round_t(v, fmt)[0]) if ctx.per_op else (lambda v: v)
+        gx = ctx.bwd(g, ctx.y, ctx.dim, r)
+        ctx.y = None
+        return gx, None, None, None, None
+
+
+class _DivFn(torch.autograd.Function):
+    """a / b of two low-precision tensors (same shape). derivatives.yaml:
+    grad / other for a, and -grad * ((self / other) / other) for b, each of
+    those ops rounded into fmt (a / b is one op; the divisor's gradient three)."""
+
+    @staticmethod
+    def forward(ctx, a, b, fmt):
+        ctx.save_for_backward(a, b)
+        ctx.fmt = fmt
+        return a / b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        f = ctx.fmt
+        ga = g / b if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            q = _rt.round_t(_rt.round_t(a / b, f)[0] / b, f)[0]
+            gb = -g * q
+        return ga, gb, None
+
+
+def saved_output_rule(name, args, kwargs, fmt, per_op=True):
+    """The call under the rule above (FP32 output, rounded by the caller), or
+    None when the call is not one it covers. per_op: tanh and sigmoid backward
+    round after each operator (CUDA); else in float, rounded once (PyTorch's
+    CPU kernels, aten/src/ATen/native/cpu/BinaryOpsKernel.cpp)."""
+    if name in _OUT_RULES:
+        x = args[0] if args else kwargs.get("input")
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        extra = {k: v for k, v in kwargs.items() if k not in ("input", "dim", "_stacklevel")}
+        if not isinstance(x, torch.Tensor) or len(args) > 2 or any(v is not None for v in extra.values()):
+            return None
+        if (dim is None) != (name in ("tanh", "sigmoid", "exp", "sqrt")):
+            return None
+        return _SavedOutFn.apply(x, name, fmt, dim, per_op)
+    if name == "div" and len(args) == 2 and not kwargs:
+        a, b = args
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+                and _fmt_of(a) == fmt and _fmt_of(b) == fmt:
+            return _DivFn.apply(a, b, fmt)
+    return None

@@ -3,12 +3,14 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _embed, _kernels, _mha, _ops, _rnn
+from . import _embed, _functions, _grad, _kernels, _lowp, _mha, _ops, _rnn
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
+from ._scope import Frame as _Frame, join as _join  # noqa: F401 (names used by _emulate)
+from ._scope import tensors_in as _tensors_in
 
 _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
 
@@ -22,8 +24,17 @@ class _Mode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         emu = self.emu
-        if emu._quiet_depth:
+        # the scope (_scope.py): foreign modules and tensors pass through
+        if emu._quiet_depth or emu._scope.skip(args, kwargs):
             return func(*args, **kwargs)
+        if emu._stack:
+            return self._dispatch(emu, func, args, kwargs)
+        out = self._dispatch(emu, func, args, kwargs)
+        emu._scope.mark(out)
+        return out
+
+    @staticmethod
+    def _dispatch(emu, func, args, kwargs):
         # the coverage account counts the model's forward and its loss (not
         # the scaler's and optimizer's work after the backward)
         count = emu._stack or (not emu._bwd_done and torch.is_grad_enabled())
@@ -31,62 +42,53 @@ class _Mode(TorchFunctionMode):
         if op is None:
             if func is torch.Tensor.backward:
                 emu._on_backward(args[0] if args else kwargs.get("self"))
+            elif getattr(func, "__name__", None) not in ("__get__", "__set__"):   # not an attribute
+                done, res = _grad.tensor_hook(func, args, kwargs)
+                if done:
+                    return res
+                args, kwargs = _grad.uses(args, kwargs)
             cls = _ops.CLASSES.get(func)
+            if (cls is None or cls == "gemm_unrounded") and emu.strict:
+                raise EmulationError(
+                    "ampsim.torch: %s in %s: %s (strict=True)"
+                    % (_ops.func_name(func), emu._where(), "a GEMM-like op that would run unrounded"
+                       if cls else "neither emulated nor classified (ampsim/torch/_ops.py)"))
+            out = _grad.widened(func, args, func(*args, **kwargs))
             if cls is None or cls == "gemm_unrounded":
-                if emu.strict:
-                    raise EmulationError(
-                        "ampsim.torch: %s in %s: %s (strict=True)"
-                        % (_ops.func_name(func), emu._where(), "a GEMM-like op that would run unrounded"
-                           if cls else "neither emulated nor classified (ampsim/torch/_ops.py)"))
-                out = func(*args, **kwargs)
                 emu._other(func, args, kwargs, out)
-                if count:
-                    emu._cov.add(func, cls or "unclassified", out)
-                return out
-            out = func(*args, **kwargs)
             if count:
-                emu._cov.add(func, cls, out if cls == "fp32" else None)
+                emu._cov.add(func, cls or "unclassified", out if cls != "no_float" else None)
             return out
         kind, name = op
+        # gradients kept in format: each use of an emulated tensor, each output (_grad.py)
+        args, kwargs = _grad.uses(args, kwargs)
         if kind == "view":
             if count:
                 emu._cov.add(func, kind)
-            return emu._view(func, args, kwargs)
-        if kind == "gemm":
+            out = emu._view(func, args, kwargs)
+        elif kind == "gemm":
             out = emu._gemm(func, name, args, kwargs)
             if count:
                 emu._cov.add(func, kind, out, _ops.gemm_macs(name, args, kwargs, out))
-            return out
-        if kind == "inplace":
-            out = emu._inplace(func, name, args, kwargs)
-        elif kind == "embedding":
-            out = _embed.run(emu, func, name, args, kwargs)
-        elif kind == "mha":
-            out = _mha.run(emu, self, func, args, kwargs)
-        elif kind == "sdpa":
-            out = _mha.sdpa(emu, self, func, args, kwargs)
-        elif kind in ("rnn", "rnn_cell"):
-            out = _rnn.run(emu, self, func, name, kind, args, kwargs)
         else:
-            out = emu._pointwise(func, kind, name, args, kwargs)
-        if count:
-            # a decomposed module's ops are counted one by one
-            emu._cov.add(func, kind, out if kind not in ("mha", "sdpa", "rnn", "rnn_cell") else None)
-        return out
-
-
-class _Frame:
-    """A module call on the stack: its path, whether it is a leaf, the ops
-    named so far; rename(op) -> name or None names the ops of a decomposed
-    module (attention, recurrent layers)."""
-    __slots__ = ("path", "leaf", "used", "counts", "rename")
-
-    def __init__(self, path, leaf, rename=None):
-        self.path, self.leaf, self.used, self.counts, self.rename = path, leaf, False, {}, rename
-
-
-def _join(a, b):
-    return a + "." + b if a else b
+            if kind == "inplace":
+                out = emu._inplace(func, name, args, kwargs)
+            elif kind == "embedding":
+                out = _embed.run(emu, func, name, args, kwargs)
+            elif kind == "mha":
+                out = _mha.run(emu, emu._mode, func, args, kwargs)
+            elif kind == "sdpa":
+                out = _mha.sdpa(emu, emu._mode, func, args, kwargs)
+            elif kind in ("rnn", "rnn_cell"):
+                out = _rnn.run(emu, emu._mode, func, name, kind, args, kwargs)
+            else:
+                out = emu._pointwise(func, kind, name, args, kwargs)
+            if count:
+                # a decomposed module's ops are counted one by one
+                emu._cov.add(func, kind, out if kind not in ("mha", "sdpa", "rnn", "rnn_cell") else None)
+            if kind in ("mha", "sdpa", "rnn", "rnn_cell"):
+                return out          # its ops made their own gradient sources
+        return _grad.sources(out, emu._grad_fmt)
 
 
 def _plain_xent(args, kwargs):
@@ -128,19 +130,6 @@ def _cpu_scalars(args):
             a = r
         out.append(a)
     return tuple(out)
-
-
-def _tensors_in(args, kwargs):
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for b in a:
-                if isinstance(b, torch.Tensor):
-                    yield b
-    for a in kwargs.values():
-        if isinstance(a, torch.Tensor):
-            yield a
 
 
 class _OpHandlers:
@@ -230,17 +219,7 @@ class _OpHandlers:
         def call(*xs):
             if form is not None:
                 return _kernels.matmul(xs[0], xs[1], form)
-            a2, kw2 = list(args), dict(kwargs)
-            for (c, k), x in zip(slots, xs):
-                if c == "a":
-                    a2[k] = x
-                elif c == "k":
-                    kw2[k] = x
-                else:
-                    i, j = k
-                    lst = list(a2[i])
-                    lst[j] = x
-                    a2[i] = lst
+            a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
             return func(*a2, **kw2)
         call.op = name
         call.wnames = wnames
@@ -280,15 +259,25 @@ class _OpHandlers:
             if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
                 raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
-        out = None
-        if self.kernels == "ampsim" or name == "gelu":
+        out = low = None
+        if _lowp.applies(self, kind, ins):
+            low = _lowp.call(func, args, kwargs)       # (output, its format) or None
+            if low is not None:
+                out = low[0]
+        if out is None and (self.kernels == "ampsim" or name == "gelu"):
             with self._quiet():
                 out = self._ampsim_kernel(name, args, kwargs)
+        if out is None and kind not in pol.fp32_ops and ins and _fmt_of(ins[0]) != "fp32":
+            # backward rules that read the rounded output (tanh, softmax...) or round per op (a / b)
+            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]),
+                                               pol.json.get("kernels") != "torch_cpu")
         if out is None:
             out = func(*args, **kwargs)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
             return out
-        if kind == "elementwise":
+        if low is not None:
+            fmt = low[1]
+        elif kind == "elementwise":
             shaped = [t for t in ins if t.dim() > 0] or ins
             fmts = {_fmt_of(t) for t in shaped}
             fmt = fmts.pop() if len(fmts) == 1 else "fp32"

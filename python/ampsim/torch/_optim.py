@@ -93,6 +93,7 @@ class EmulatedOptimizer:
                         if isinstance(v, torch.Tensor) and v.is_floating_point() and v.shape == p.shape:
                             v.copy_(_rt.round_t(v, pol.optim_state, pol.rounding)[0])
             emu._step_vanished += vanished
+        emu._note_updates()
         if emu.scaler is None:
             emu.step(lr=self.opt.param_groups[0].get("lr"))
         return res

@@ -158,3 +158,21 @@ def count_nonfinite(y):
     """Non-finite values in a contiguous float32 CPU tensor (the library's
     vectorised count)."""
     return int(_lib.lib.amp_count_nonfinite(y.data_ptr(), y.numel()))
+
+
+def with_tensors(args, kwargs, slots, xs):
+    """(args, kwargs) of a call with the tensors at slots replaced by xs. A
+    slot is ("a", i) for args[i], ("k", name) for kwargs[name] or ("l", (i, j))
+    for args[i][j] (a list of tensors, as einsum's)."""
+    a2, kw2 = list(args), dict(kwargs)
+    for (c, k), x in zip(slots, xs):
+        if c == "a":
+            a2[k] = x
+        elif c == "k":
+            kw2[k] = x
+        else:
+            i, j = k
+            lst = list(a2[i])
+            lst[j] = x
+            a2[i] = lst
+    return a2, kw2

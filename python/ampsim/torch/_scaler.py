@@ -1,7 +1,8 @@
-"""ampsim.torch.GradScaler: a drop-in for torch.cuda.amp.GradScaler that runs on
-the CPU, with the state machine of any framework's loss scaler (ampsim.LossScaler,
-the C library's scalers)."""
+"""ampsim.torch.GradScaler: a drop-in for torch.cuda.amp.GradScaler and
+torch.amp.GradScaler that runs on the CPU, with the state machine of any
+framework's loss scaler (ampsim.LossScaler, the C library's scalers)."""
 import contextlib
+import numbers
 
 import torch
 
@@ -18,11 +19,15 @@ class GradScaler:
     Parameters
     ----------
     spec : str
-        A SPEC as ``ampsim train --scaler`` takes it: torch, apex, deepspeed,
-        megatron, keras, static, underflow, adaptive, none (with keys, e.g.
-        ``"deepspeed:hysteresis=2"``).
+        A SPEC as ``ampsim train --scaler`` takes it: torch (the default),
+        apex, deepspeed, megatron, keras, static, underflow, adaptive, none
+        (with keys, e.g. ``"deepspeed:hysteresis=2"``). "cuda" or "cpu"
+        (torch.amp.GradScaler's device argument) mean torch; a number is
+        torch.cuda.amp.GradScaler's first argument, init_scale.
     init_scale, growth_factor, backoff_factor, growth_interval : optional
-        torch.cuda.amp.GradScaler's arguments, added to the SPEC's keys.
+        torch.amp.GradScaler's arguments, in its order, added to the SPEC's
+        keys; unset, the SPEC's defaults hold (torch: 2**16, 2.0, 0.5, 2000,
+        as PyTorch's).
     enabled : bool
         False: every method is a pass-through (scale 1, no skipping).
 
@@ -38,8 +43,18 @@ class GradScaler:
     gradient roundings, and metrics.csv gets loss_scale and skipped.
     """
 
-    def __init__(self, spec="torch", *, init_scale=None, growth_factor=None, backoff_factor=None,
+    def __init__(self, spec="torch", init_scale=None, growth_factor=None, backoff_factor=None,
                  growth_interval=None, enabled=True):
+        if isinstance(spec, numbers.Real) and not isinstance(spec, bool):
+            # torch.cuda.amp.GradScaler(init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+            spec, init_scale, growth_factor, backoff_factor, growth_interval, enabled = (
+                "torch", spec, init_scale, growth_factor, backoff_factor,
+                enabled if growth_interval is None else growth_interval)
+        elif spec in ("cuda", "cpu"):
+            spec = "torch"                 # torch.amp.GradScaler(device, ...)
+        elif not isinstance(spec, str):
+            raise TypeError("GradScaler: spec must be a SPEC string, a device or init_scale, not %s"
+                            % type(spec).__name__)
         keys = []
         for arg, key in _TORCH_KEYS:
             v = locals()[arg]
@@ -63,12 +78,32 @@ class GradScaler:
     def is_enabled(self):
         return self._enabled
 
+    def _key(self, key, cast):
+        for kv in self.spec.partition(":")[2].split(","):
+            k, _, v = kv.partition("=")
+            if k == key:
+                return cast(v)
+        raise AttributeError("GradScaler(%r) has no %s" % (self.spec, key))
+
+    def get_growth_factor(self):
+        """The growth factor of the rule (torch, megatron, underflow)."""
+        return self._key("growth", float)
+
+    def get_backoff_factor(self):
+        """The backoff factor of the rule (torch, megatron, underflow)."""
+        return self._key("backoff", float)
+
+    def get_growth_interval(self):
+        """Finite steps between growths (torch, megatron, keras, underflow)."""
+        return self._key("interval", int)
+
     def get_scale(self):
-        """The current loss scale (float)."""
-        return float(self._sc.scale) if self._enabled else 1.0
+        """The current loss scale (float): the float32 that multiplies the loss,
+        as torch.cuda.amp.GradScaler.get_scale returns it."""
+        return self._sc.scale_f32 if self._enabled else 1.0
 
     def _attach(self):
-        from ._emulate import current
+        from ._checks import current
         emu = current()
         if emu is not None and emu.scaler is not self:
             emu.attach_scaler(self)
@@ -81,7 +116,7 @@ class GradScaler:
         s = self.get_scale()
         if self._used_scale is None:
             self._used_scale = s
-            self._used_held = self._sc.held
+            self._used_held = self._sc.scale
         if self._emu is not None:
             first = outputs if isinstance(outputs, torch.Tensor) else None
             if first is not None and first.numel() == 1 and self._emu._loss is None:
@@ -133,6 +168,9 @@ class GradScaler:
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
         self._attach()
+        emu = self._emu
+        if emu is not None and emu._narrow_storage() and not hasattr(optimizer, "_unwrap"):
+            raise emu._unwrapped_optimizer("GradScaler.step got")
         self.unscale_(optimizer)
         if self._decide():
             if self._emu is not None:
@@ -151,7 +189,7 @@ class GradScaler:
         if self._used_scale is not None or self._unscaled:
             self._decide()
         emu = self._emu
-        if emu is not None and emu._entered:
+        if emu is not None and emu._live():
             emu._step_skipped = int(self._skipped)
             emu.step()
         self._used_scale = self._used_held = None

@@ -52,7 +52,7 @@ class WhatIf:
         fmt = self.fmt or pol.weight_grad
         f = _rt.fmt_struct(fmt)
         keep, grads = [], []
-        for p in emu.model.parameters():
+        for p in emu._params:
             name = emu._param_names.get(id(p), "param")
             g = p.grad.detach() if p.grad is not None else torch.zeros_like(p)
             g = (g * inv if inv != 1.0 else g).to(torch.float32).contiguous()

@@ -1,0 +1,228 @@
+"""Gradients that keep their format: autograd's input buffer, in the format.
+
+Under autocast the graph holds bf16/fp16 tensors. When such a tensor feeds
+several ops, autograd's input buffer (torch/csrc/autograd/input_buffer.cpp,
+InputBuffer::add) adds the gradient contributions in the tensor's dtype:
+the first is stored, each later one is added to it (float arithmetic, one
+rounding into the dtype), in the order the consumers' backwards deliver them.
+Every contribution is itself a gradient of that dtype (rounded).
+
+Emulated tensors are float32 tensors holding values of a format, so autograd
+would add their contributions in FP32 and round once. Here every emulated
+low-precision output that requires grad passes through a *source* node
+(_SourceFn) that owns a buffer, and every use after the first through a *use*
+node (_UseFn). A use node's backward adds its contribution into the buffer,
+each contribution and each sum rounded into the gradient format
+(InputBuffer::add's rule), and passes nothing on to the source. The source's
+backward, which the engine runs only after every use (all are its inputs),
+adds the first use's contribution and hands the buffer on.
+
+Order. The CPU engine (torch/csrc/autograd/engine.cpp, ReadyQueue) always
+runs the ready node with the highest sequence number, and no node waits on
+one with a lower number, so a node runs only after every node created after
+it: contributions arrive in the reverse order of their consumers' creation.
+A use node is created just before its consumer, so it runs right after the
+consumer's backward, in that same order; the first use's consumer runs last,
+so its contribution, which reaches the source directly, is added last.
+
+A lone contribution is kept as it came: the producer's backward rounds it
+(as before, with its statistics). Cost: one more autograd node per
+low-precision tensor, and one per use beyond the first (docs/torch.md).
+A use hidden from the function mode (a tensor handed to code that runs
+outside the emulation) reaches the source with the first use's and is added
+with it. ``torch.autograd.grad(loss, h)`` for an emulated tensor h sees no
+gradient (the uses pass theirs to the buffer); ``h.retain_grad()`` and
+``h.register_hook(fn)`` are kept as watchers of the buffer and see it.
+"""
+import torch
+
+from . import _rt
+from ._rt import FMT_ATTR as _FMT
+
+#: attribute of a source node's output: its _Buffer
+BUF_ATTR = "_ampsim_gbuf"
+
+
+class _Buffer:
+    """The gradient of one low-precision tensor, summed in fmt as it arrives.
+    node: the source node (uses of a tensor whose grad_fn is another node,
+    after an in-place op, are left to autograd). A lone contribution is kept
+    as it came (raw): the producer's backward rounds it into the format and
+    its statistics see the value before that rounding, as the C emulator's."""
+    __slots__ = ("fmt", "g", "raw", "node", "watchers", "used")
+
+    def __init__(self, fmt):
+        self.fmt, self.g, self.raw, self.node, self.watchers, self.used = fmt, None, False, None, None, False
+
+    def add(self, g):
+        if self.g is None:
+            self.g, self.raw = g, True
+            return
+        a = _round(self.g, self.fmt) if self.raw else self.g
+        self.g, self.raw = _round(a + _round(g, self.fmt), self.fmt), False
+
+    def take(self):
+        """The summed gradient (None when no use delivered one); the buffer is emptied."""
+        g, self.g, self.raw = self.g, None, False
+        return g
+
+
+def _round(x, fmt):
+    if fmt == "fp32":
+        return x.float()
+    return _rt.round_t(x.float(), fmt)[0]
+
+
+class _SourceFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, buf):
+        ctx.set_materialize_grads(False)
+        ctx.buf = buf
+        return x.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        buf = ctx.buf
+        if g is not None:                       # the first use (and any the mode did not see)
+            buf.add(g)
+        out = buf.take()
+        if out is not None and buf.watchers:
+            r = _round(out, buf.fmt)
+            for fn in buf.watchers:
+                new = fn(r)             # a hook may return a replacement, as autograd's do
+                if new is not None:
+                    r = out = new
+        return out, None
+
+
+class _UseFn(_SourceFn):
+    """(forward: the source's)"""
+
+    @staticmethod
+    def backward(ctx, g):
+        if g is not None:
+            ctx.buf.add(g)
+        return None, None
+
+
+def source(y, gfmt):
+    """y (an op's float32 output in a low-precision format, requiring grad)
+    behind a source node whose gradient is summed in gfmt; y itself when
+    there is nothing to do."""
+    if not isinstance(y, torch.Tensor) or not y.requires_grad or gfmt == "fp32":
+        return y
+    buf = _Buffer(gfmt)
+    s = _SourceFn.apply(y, buf)
+    buf.node = s.grad_fn
+    setattr(s, BUF_ATTR, buf)
+    f = getattr(y, _FMT, None)
+    if f is not None:
+        setattr(s, _FMT, f)
+    return s
+
+
+def use(t):
+    """One use of t: t behind a use node when t is a source's output (else t).
+    The first use needs none: its consumer has the lowest sequence number, so
+    its contribution arrives last, and reaches the source directly."""
+    buf = getattr(t, BUF_ATTR, None)
+    if buf is None or not torch.is_grad_enabled() or t.grad_fn is not buf.node:
+        return t
+    if not buf.used:
+        buf.used = True
+        return t
+    u = _UseFn.apply(t, buf)
+    for a in (_FMT, "_ampsim_pview"):
+        v = getattr(t, a, None)
+        if v is not None:
+            setattr(u, a, v)
+    return u
+
+
+def _use_any(a):
+    if isinstance(a, torch.Tensor):
+        return use(a)
+    if type(a) in (list, tuple) and any(hasattr(b, BUF_ATTR) for b in a):
+        return type(a)(use(b) if isinstance(b, torch.Tensor) else b for b in a)
+    return a
+
+
+def uses(args, kwargs):
+    """args and kwargs of an op call with each source output behind a use node."""
+    return tuple(_use_any(a) for a in args), {k: _use_any(v) for k, v in kwargs.items()}
+
+
+def sources(out, gfmt_of):
+    """An op's output(s) with each low-precision float tensor that requires
+    grad behind a source node; gfmt_of(fmt) gives its gradient format."""
+    if isinstance(out, torch.Tensor):
+        f = getattr(out, _FMT, None)
+        if f is None or f == "fp32" or not out.requires_grad or hasattr(out, BUF_ATTR):
+            return out
+        return source(out, gfmt_of(f))
+    if type(out) in (list, tuple) and any(hasattr(o, _FMT) for o in out):
+        return type(out)(sources(o, gfmt_of) for o in out)
+    return out
+
+
+def watch(t, fn):
+    """Call fn(grad) with t's gradient as autograd forms it: the buffer summed
+    in format for an emulated low-precision tensor, else a tensor hook."""
+    buf = getattr(t, BUF_ATTR, None)
+    if buf is not None and t.grad_fn is buf.node:
+        if buf.watchers is None:
+            buf.watchers = []
+        buf.watchers.append(fn)
+    elif t.requires_grad:
+        t.register_hook(lambda g: fn(g) and None)
+
+
+class _Handle:
+    """What Tensor.register_hook returns, for a hook kept as a watcher."""
+
+    def __init__(self, buf, fn):
+        self.buf, self.fn = buf, fn
+
+    def remove(self):
+        if self.buf.watchers and self.fn in self.buf.watchers:
+            self.buf.watchers.remove(self.fn)
+
+
+def _set_grad(t):
+    acc = []
+
+    def fn(g):
+        acc[:] = [g.clone() if not acc else acc[0] + g]
+        t.grad = acc[0]
+    return fn
+
+
+def tensor_hook(func, args, kwargs):
+    """Tensor.retain_grad() and Tensor.register_hook(fn) on a source's output
+    (whose gradient autograd never forms; the buffer holds it): kept as
+    watchers of the buffer. Returns (True, result) when handled."""
+    if func not in (torch.Tensor.retain_grad, torch.Tensor.register_hook) or not args:
+        return False, None
+    t = args[0]
+    buf = getattr(t, BUF_ATTR, None)
+    if buf is None or t.grad_fn is not buf.node:
+        return False, None
+    if func is torch.Tensor.retain_grad:
+        watch(t, _set_grad(t))
+        return True, None
+    hook = args[1] if len(args) > 1 else kwargs.get("hook")
+    watch(t, hook)
+    return True, _Handle(buf, hook)
+
+
+_WIDEN = {torch.Tensor.float, torch.Tensor.to, torch.Tensor.type}
+
+
+def widened(func, args, out):
+    """x.float(), x.to(torch.float32), x.type(torch.float32) on an emulated
+    low-precision tensor: PyTorch returns the float32 tensor itself, but under
+    autocast it is a cast to FP32 (a new tensor, whose gradient the cast's
+    backward rounds into x's format). Returns the FP32-format alias (or out)."""
+    if func in _WIDEN and args and out is args[0] and getattr(out, _FMT, "fp32") != "fp32":
+        return out.view_as(out)
+    return out

@@ -1,0 +1,129 @@
+"""Ops run on real low-precision tensors, forward and backward, for the
+policies whose kernels are PyTorch's CPU kernels (``"kernels": "torch_cpu"``,
+bf16-amp-cpu).
+
+Under ``torch.autocast("cpu", bfloat16)`` an op that is on neither autocast
+list runs on the bf16 tensors it is given, and so does its backward: every
+formula of tools/autograd/derivatives.yaml is a sequence of ATen ops on bf16
+tensors, each rounding its result into bf16 (``div``'s divisor gradient
+``-grad * ((self / other) / other)`` rounds three times), and the fused
+backward kernels (softmax_backward_data, threshold_backward, gelu_backward,
+batch_norm_backward with FP32 weights) use bf16 saved tensors (the softmax
+output as the forward rounded it) and PyTorch's own CPU arithmetic
+(aten/src/ATen/native/cpu/*). Writing each of these out would copy PyTorch;
+instead the call runs on bfloat16 copies of its bf16-valued inputs (exact)
+inside an autograd Function, and its backward asks autograd for the
+gradients of that bf16 graph: the rules are PyTorch's by construction.
+"""
+import torch
+
+from . import _rt
+from ._rt import FMT_ATTR as _FMT
+from ._rt import fmt_of as _fmt_of
+
+#: formats that are torch dtypes
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_FMT_OF_DTYPE = {v: k for k, v in DTYPES.items()}
+
+
+def _torch_cpu(emu):
+    """PyTorch's kernels under a torch_cpu policy that rounds to nearest (as
+    PyTorch's dtype conversions do)."""
+    pol = emu.policy
+    return emu.kernels == "torch" and pol.json.get("kernels") == "torch_cpu" and pol.rounding == "rne"
+
+
+def applies(emu, kind, ins):
+    """True when this call runs on real low-precision tensors: a torch_cpu
+    policy with PyTorch's kernels, an op class the policy does not force to
+    FP32, and at least one input in a format that is a torch dtype."""
+    pol = emu.policy
+    if not _torch_cpu(emu) or kind in pol.fp32_ops:
+        return False
+    low = False
+    for t in ins:
+        f = _fmt_of(t)
+        if t.dtype != torch.float32:
+            return False
+        if f != "fp32":
+            if f not in DTYPES:
+                return False
+            low = True
+    return low
+
+
+def gemm_dtype(emu):
+    """The torch dtype GEMM-like calls run in under a torch_cpu policy with
+    PyTorch's kernels (operands, weights and biases all cast into one format
+    that is a torch dtype), else None."""
+    pol = emu.policy
+    if not _torch_cpu(emu) or pol.fp8_scaling:
+        return None
+    if not pol.fwd_in == pol.weight == pol.bias == "bf16":
+        return None           # (PyTorch 1.13 has no float16 GEMM on the CPU)
+    return torch.bfloat16
+
+
+class _LowFn(torch.autograd.Function):
+    """func on low-precision copies of its inputs; backward through that graph."""
+
+    @staticmethod
+    def forward(ctx, call, *ts):
+        leaves = []
+        with torch.enable_grad():
+            for t in ts:
+                dt = DTYPES.get(_fmt_of(t)) if t.is_floating_point() else None
+                x = t.detach().to(dt) if dt is not None else t.detach()
+                if t.is_floating_point() and t.requires_grad:
+                    x.requires_grad_(True)
+                leaves.append(x)
+            out = call(*leaves)
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            raise TypeError("not a floating tensor")
+        ctx.out, ctx.leaves = out, leaves
+        return out.detach().float()
+
+    @staticmethod
+    def backward(ctx, g):
+        out, leaves = ctx.out, ctx.leaves
+        need = [i for i, x in enumerate(leaves) if x.requires_grad]
+        res = [None] * len(leaves)
+        if need and out.requires_grad:
+            gs = torch.autograd.grad(out, [leaves[i] for i in need], g.to(out.dtype), allow_unused=True)
+            for i, gi in zip(need, gs):
+                res[i] = gi.float() if gi is not None else None
+        ctx.out = ctx.leaves = None
+        return (None,) + tuple(res)
+
+
+def call(func, args, kwargs):
+    """(output float32 tensor, its format) of func run in the inputs' dtypes,
+    or None when PyTorch cannot run it so (mixed dtypes it rejects, several
+    outputs)."""
+    slots, ts = [], []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            slots.append(("a", i))
+            ts.append(a)
+        elif type(a) in (list, tuple) and a and all(isinstance(b, torch.Tensor) for b in a):
+            for j, b in enumerate(a):
+                slots.append(("l", (i, j)))
+                ts.append(b)
+    for k, a in kwargs.items():
+        if isinstance(a, torch.Tensor):
+            slots.append(("k", k))
+            ts.append(a)
+
+    def run(*xs):
+        a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
+        r = func(*a2, **kw2)
+        run.dtype = r.dtype if isinstance(r, torch.Tensor) else None
+        return r
+    try:
+        y = _LowFn.apply(run, *ts)
+    except (RuntimeError, TypeError):
+        return None
+    fmt = _FMT_OF_DTYPE.get(run.dtype, "fp32")
+    if fmt != "fp32":
+        setattr(y, _FMT, fmt)
+    return y, fmt

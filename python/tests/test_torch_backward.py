@@ -1,0 +1,223 @@
+"""The backward of ampsim.torch.emulate follows autocast's autograd graph:
+step-0 gradients bit-identical to torch.autocast("cpu", bfloat16) under
+bf16-amp-cpu (diagnose.diff_grads), the CUDA-list policies against a graph
+written out by hand with every rounding, gradients of emulated tensors seen
+by retain_grad and hooks, and the diagnose command line.
+(25-step trajectories: long_torch_backward.py, make check-long.)"""
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import unittest
+
+from support import tmpdir  # noqa: F401  (sets AMPSIM_LIB for the package)
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import ampsim.torch as at
+    from ampsim.torch import _rt
+    from ampsim.torch.diagnose import diff_grads
+    from torch_models import backward_case
+
+    torch.set_num_threads(1)
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+NO_TORCH = "PyTorch (python3-torch) is not installed"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (kind, shape): odd widths, 3 and 5 heads, odd contexts
+CASES = [("mlp", {}), ("mlp", dict(d_in=29, width=61, depth=2, n_out=7, B=24)),
+         ("block", {}), ("block", dict(C=30, heads=5, T=11, B=3)),
+         ("cnn", {}), ("ops", dict(B=33)), ("gpt", dict(vocab=61, C=30, heads=5, layers=2, T=13, B=3))]
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestStep0AgainstAutocast(unittest.TestCase):
+    def test_gradients_bit_identical(self):
+        """bf16-amp-cpu: every parameter gradient, every forward output and
+        every intermediate gradient equal to CPU autocast's, bit for bit."""
+        for kind, shape in CASES:
+            with self.subTest(kind=kind, **shape):
+                m, loss_fn = backward_case(kind, **shape)
+                r = diff_grads(m, loss_fn, "bf16-amp-cpu")
+                self.assertEqual(r.identical_fraction, 1.0, str(r))
+                self.assertIsNone(r.first_forward, str(r))
+                self.assertIsNone(r.first_backward, str(r))
+                self.assertGreater(r.ops, 5)
+
+    def test_the_comparison_finds_other_rules(self):
+        """The C emulator's FP32 kernels (kernels="ampsim": its layer norm,
+        softmax and products of activations) are other rules: diff_grads
+        counts the elements and names the first op where the gradients part."""
+        m, loss_fn = backward_case("block", C=30, heads=5, T=11, B=3)
+        r = diff_grads(m, loss_fn, "bf16-amp-cpu", kernels="ampsim")
+        self.assertLess(r.identical_fraction, 0.99)
+        self.assertIsNotNone(r.first_backward)
+        i, op, module, n, numel = r.first_backward
+        self.assertGreater(n, 0)
+        self.assertLessEqual(n, numel)
+        self.assertIn("first backward divergence: op %d %s" % (i, op), str(r))
+        self.assertTrue(any(p[2] > 0 for p in r.params if p[0] == "block.attn.c_attn.weight"), str(r))
+
+    def test_retain_grad_and_hooks_see_the_summed_gradient(self):
+        """h.retain_grad() and h.register_hook(fn) on an emulated tensor used
+        twice give the gradient autocast gives (summed in bf16)."""
+        torch.manual_seed(0)
+        lin, x = nn.Linear(12, 9), torch.randn(5, 12)
+        grads = {}
+        for mode in ("autocast", "emulate"):
+            seen = []
+            emu = at.emulate(lin, "bf16-amp-cpu") if mode == "emulate" else None
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=emu is None):
+                if emu:
+                    emu.__enter__()
+                h = lin(x)
+                h.retain_grad()
+                handle = h.register_hook(lambda g: seen.append(g.float()))
+                y = torch.tanh(h) * h + h * 0.3
+                y.float().sum().backward()
+                handle.remove()
+                if emu:
+                    emu.__exit__(None, None, None)
+            self.assertEqual(len(seen), 1)
+            grads[mode] = (h.grad.float(), seen[0])
+        self.assertTrue(torch.equal(grads["emulate"][0], grads["autocast"][0]))
+        self.assertTrue(torch.equal(grads["emulate"][1], grads["autocast"][1]))
+
+
+class Hand(nn.Module if HAVE_TORCH else object):
+    def __init__(self):
+        super().__init__()
+        self.lin1 = nn.Linear(8, 6)
+        self.lin2 = nn.Linear(6, 5)
+
+    def forward(self, x):
+        h = self.lin1(x)                       # used four times
+        t = torch.tanh(h)
+        u = h * t
+        s = torch.sigmoid(h) + 1
+        d = u / s
+        return self.lin2(d + h)
+
+
+def by_hand(m, x, y, fmt, buffer=None):
+    """Hand's step-0 weight gradients under a CUDA-list policy, every rounding
+    written out (r: into fmt; CUDA's Half/BFloat16 scalar arithmetic rounds
+    after each operator). buffer(c_add, c_sig, c_mul, c_tanh) forms h's
+    gradient; default: autograd's input buffer in fmt, in arrival order."""
+    def r(v):
+        return _rt.round_t(v.detach(), fmt)[0]
+    W1, b1, W2, b2 = (r(p) for p in (m.lin1.weight, m.lin1.bias, m.lin2.weight, m.lin2.bias))
+    xr = r(x)
+    h = r(xr @ W1.t() + b1)
+    t, u, sg = r(torch.tanh(h)), None, r(torch.sigmoid(h))
+    u = r(h * t)
+    s = r(sg + 1)
+    d = r(u / s)
+    e = r(d + h)
+    z = r(e @ W2.t() + b2)
+    zf = z.clone().requires_grad_(True)          # the loss runs in FP32 (autocast's fp32 list)
+    gzf, = torch.autograd.grad(F.cross_entropy(zf, y), zf)
+    gz = r(gzf)                                  # the cast's backward rounds into fmt
+    gW2, gb2, ge = r(gz.t() @ e), r(gz.sum(0)), r(gz @ W2)
+    c_add = ge                                   # e = d + h
+    gu = r(ge / s)
+    gs = r(-ge * r(r(u / s) / s))                # div's divisor: -grad * ((self / other) / other)
+    c_sig = r(r(gs * r(1 - sg)) * sg)            # CUDA sigmoid_backward(grad, result): a * (1 - b) * b
+    c_mul, gt = r(gu * t), r(gu * h)
+    c_tanh = r(gt * r(1 - r(t * t)))             # CUDA tanh_backward(grad, result): a * (1 - b * b)
+    if buffer is None:
+        # arrival order: the add's backward, then div -> add(+1) -> sigmoid, then mul, then tanh
+        gh = r(r(r(c_add + c_sig) + c_mul) + c_tanh)
+    else:
+        gh = buffer(r, c_add, c_sig, c_mul, c_tanh)
+    gW1, gb1 = r(gh.t() @ xr), r(gh.sum(0))
+    return {"lin1.weight": gW1, "lin1.bias": gb1, "lin2.weight": gW2, "lin2.bias": gb2}
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestCudaListsByHand(unittest.TestCase):
+    def test_fp16_amp_and_bf16_amp(self):
+        """fp16-amp and bf16-amp give the weight gradients of the graph written
+        out by hand; autograd's FP32 sum of the four contributions, or another
+        order, would give other bits."""
+        other = {"fp32 sum": lambda r, a, b, c, d: r(a + b + c + d),
+                 "reversed": lambda r, a, b, c, d: r(r(r(d + c) + b) + a)}
+        for fmt, pol in (("bf16", "bf16-amp"), ("fp16", "fp16-amp")):
+            differs = dict.fromkeys(other, 0)
+            for seed in range(4):
+                with self.subTest(policy=pol, seed=seed):
+                    torch.manual_seed(seed)
+                    m, x, y = Hand(), torch.randn(4, 8) * 2, torch.randint(0, 5, (4,))
+                    ref = by_hand(m, x, y, fmt)
+                    with at.emulate(m, pol):
+                        F.cross_entropy(m(x), y).backward()
+                    for n, p in m.named_parameters():
+                        self.assertTrue(torch.equal(p.grad, ref[n]), "%s: %d of %d differ" % (
+                            n, int((p.grad != ref[n]).sum()), p.numel()))
+                    for k, fn in other.items():
+                        differs[k] += int((by_hand(m, x, y, fmt, fn)["lin1.weight"] != ref["lin1.weight"]).sum())
+            for k, n in differs.items():
+                self.assertGreater(n, 0, "%s: %s gives the same bits" % (pol, k))
+
+
+    def test_exp_and_sqrt_read_the_rounded_output(self):
+        """exp's backward is grad * result and sqrt's grad / (2 * result), with
+        the result as the forward rounded it; h (used twice) sums in format."""
+        for fmt, pol in (("bf16", "bf16-amp"), ("fp16", "fp16-amp")):
+            def r(v):
+                return _rt.round_t(v.detach(), fmt)[0]
+            torch.manual_seed(3)
+            lin, x = nn.Linear(6, 7), torch.randn(5, 6)
+            g = r(torch.randn(5, 7))
+            with at.emulate(lin, pol):
+                h = lin(x)
+                h.retain_grad()
+                (torch.exp(h) + torch.sqrt(h)).backward(g)     # (NaN where h < 0, in both)
+            hd = h.detach()
+            e, q = r(torch.exp(hd)), r(torch.sqrt(hd))
+            c_sqrt, c_exp = r(g / (2 * q)), r(g * e)           # sqrt's use was created last: first
+            want = r(c_sqrt + c_exp)
+            self.assertTrue(torch.equal(h.grad.nan_to_num(), want.nan_to_num()), pol)
+            # the unrounded result would give other bits
+            self.assertFalse(torch.equal(r(g * torch.exp(hd)), c_exp), pol)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestDiagnoseCommand(unittest.TestCase):
+    def run_cli(self, *args):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE), HERE, env.get("PYTHONPATH", "")])
+        env["OMP_NUM_THREADS"] = "1"
+        return subprocess.run([sys.executable, "-m", "ampsim.torch.diagnose", *args], env=env,
+                              capture_output=True, text=True)
+
+    def test_reports_a_model(self):
+        p = self.run_cli("torch_models:diagnose_demo", "--policy", "bf16-amp-cpu")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("100.0000% of the gradient elements identical", p.stdout)
+        self.assertIn("block.attn.c_attn.weight", p.stdout)
+        self.assertIn("first backward divergence: none", p.stdout)
+
+    def test_bad_input(self):
+        from ampsim.torch import diagnose
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(diagnose.main(["torch_models:no_such_function"]), 2)
+            self.assertEqual(diagnose.main(["torch_models:diagnose_demo", "--policy", "fp16-pure"]), 2)
+        self.assertIn("no_such_function", err.getvalue())
+        self.assertIn("no autocast reference", err.getvalue())
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), self.assertRaises(SystemExit) as e:
+            diagnose.main(["--help"])
+        self.assertEqual(e.exception.code, 0)
+        self.assertIn("MODULE:FUNCTION", out.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
