@@ -43,7 +43,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import ampsim.torch as at  # noqa: E402
 from torch_models import TinyGPT, token_batches  # noqa: E402
-from zoo_models import zoo  # noqa: E402
+from zoo_models import train_step, zoo  # noqa: E402
 
 BLOCK = 10
 
@@ -75,15 +75,7 @@ def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
         emu.__enter__()
     try:
         for x, y in data:
-            loss = loss_fn(model, x, y)
-            opt.zero_grad()
-            if sc:
-                sc.scale(loss).backward()
-                sc.step(opt)
-                sc.update()
-            else:
-                loss.backward()
-                opt.step()
+            train_step(model, opt, loss_fn, x, y, sc)
     finally:
         if emu:
             emu.__exit__(None, None, None)

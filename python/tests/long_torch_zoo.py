@@ -15,7 +15,7 @@ try:
     import torch
 
     import ampsim.torch as at
-    from zoo_models import ZOO
+    from zoo_models import ZOO, train_step
 
     torch.set_num_threads(1)
     HAVE_TORCH = True
@@ -43,17 +43,9 @@ def train(name, policy, out):
         for s in range(STEPS):
             torch.manual_seed(1000 + s)         # dropout masks
             x, y = batch(s)
-            loss = loss_fn(m, x, y)
-            opt.zero_grad()
-            if sc is not None:
-                sc.scale(loss).backward()
-                sc.step(opt)
-                sc.update()
-            else:
-                loss.backward()
-                opt.step()
-                if emu is not None:
-                    emu.step(loss=loss)
+            loss = train_step(m, opt, loss_fn, x, y, sc)
+            if sc is None and emu is not None:
+                emu.step(loss=loss)
             losses.append(loss.detach().clone())
     finally:
         if emu is not None:

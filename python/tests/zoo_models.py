@@ -73,6 +73,20 @@ def _vit():
                              num_classes=10)
 
 
+def train_step(model, opt, loss_fn, x, y, scaler=None):
+    """One training step (through scaler when given); returns the loss."""
+    loss = loss_fn(model, x, y)
+    opt.zero_grad()
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    else:
+        loss.backward()
+        opt.step()
+    return loss
+
+
 def zoo(scale=1):
     """The zoo with batches scale times the test's (the benchmark's --scale)."""
     return {
