@@ -4,8 +4,9 @@
 #                   layer and size checks, the docs' C examples and the Python tests; the
 #                   last line is "N passed, N failed, N skipped"; the suites run side by
 #                   side (AMP_CHECK_JOBS, default: the CPUs), each one's output grouped
-#   make check-long the long cases: each suite's test case "long" (AMP_LONG=1) and
-#                   python/tests/long_*.py; the same closing line (CI runs both)
+#   make check-long the long cases: each suite's test case "long" (AMP_LONG=1),
+#                   python/tests/long_*.py, and the report pages in headless Chromium
+#                   with their PDFs through poppler; the same closing line (CI runs both)
 #   make sanitize   the C suites under ASan+UBSan (-fno-sanitize-recover=all)
 #   make fuzz       every fuzz harness for FUZZ_SECONDS (fuzz-ci: corpus + 10 s, as CI)
 #   make check-layers  includes by layer, no file cycles (and the checker's self-test)

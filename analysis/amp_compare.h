@@ -48,8 +48,8 @@ AMP_API amp_status amp_compare_plan_dropped(const char *precisions, const char *
 AMP_API amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n,
                                          const int *status, double tol);
 
-/* sizeof of "amp_run_cfg", 0 for any other name: for foreign-function
- * bindings to check their struct mirror. */
+/* sizeof of "amp_run_cfg", "amp_sweep" or "amp_sweep_group" (analysis/amp_sweep.h),
+ * 0 for any other name: for foreign-function bindings to check their struct mirrors. */
 AMP_API size_t amp_compare_abi_size(const char *type);
 
 #endif

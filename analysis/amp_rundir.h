@@ -17,12 +17,16 @@
 #include "amp_csv.h"
 
 /* metrics.csv: at least one row; steps strictly increasing; loss any number
- * (NaN and inf included); loss_scale >= 0 and not NaN; skipped 0 or 1. */
+ * (NaN and inf included); loss_scale >= 0 and not NaN; skipped 0 or 1. The
+ * optional column val_loss (`train --eval-every`): a number where the step
+ * was evaluated, empty elsewhere (val NaN there; nval counts the numbers). */
 typedef struct amp_run_metrics {
     size_t n;
     long *step;
     double *loss, *scale;
     int *skipped;
+    double *val;             /* n values, NaN where not evaluated (or no column) */
+    size_t nval;             /* steps with a validation loss */
 } amp_run_metrics;
 AMP_API amp_status amp_run_read_metrics(const char *dir, amp_run_metrics *m);
 AMP_API void amp_run_metrics_free(amp_run_metrics *m);

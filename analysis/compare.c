@@ -7,6 +7,7 @@
 #include "amp_compare.h"
 #include "amp_csv.h"
 #include "amp_rundir.h"
+#include "amp_sweep.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int amp_compare_split_specs(const char *list, char out[][256], int max)
 {
@@ -244,6 +246,14 @@ static void put_num(FILE *fp, double v)
     else fprintf(fp, ",%.9g", v);
 }
 
+static int has_summary(const char *dir, const char *name)
+{
+    char p[4400];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s/summary.json", dir, name);
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n,
                                  const int *status, double tol)
 {
@@ -267,8 +277,12 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
         const amp_run_cfg *r = &runs[i];
         fprintf(af.fp, "%s,%s,\"%s\"", r->name, r->precision, r->scaler);
         run_data rd;
-        if (status[i] != 0 || (st = read_run(dir, r->name, &rd))) {
-            if (status[i] == 0) fprintf(stderr, "ampsim compare: %s\n", amp_errmsg());
+        /* exit 1 with a complete summary.json: the run ended non-finite or was
+         * stopped; its logs are complete, so it is reported (status nonfinite
+         * or stopped) */
+        int ended = status[i] == 0 || (status[i] == 1 && has_summary(dir, r->name));
+        if (!ended || (st = read_run(dir, r->name, &rd))) {
+            if (ended) fprintf(stderr, "ampsim compare: %s\n", amp_errmsg());
             fprintf(af.fp, ",failed,,,,,,,,,,\"%s\",\"%s\",\n", r->loss_scaler, *r->fp8 ? r->fp8 : "none");
             continue;
         }
@@ -288,7 +302,9 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
             }
             mean = m ? sum / (double)m : NAN;
         }
-        fprintf(af.fp, ",ok,%zu", rd.nsteps);
+        /* from the logs, not the exit code: a run kept from an earlier compare
+         * (already done, status 0) gets the same word as when it ran */
+        fprintf(af.fp, ",%s,%zu", !isfinite(fin) ? "nonfinite" : status[i] == 0 ? "ok" : "stopped", rd.nsteps);
         put_num(af.fp, fin);
         put_num(af.fp, mx);
         put_num(af.fp, mean);
@@ -315,5 +331,9 @@ amp_status amp_compare_summarize(const char *dir, const amp_run_cfg *runs, int n
 
 size_t amp_compare_abi_size(const char *type)
 {
-    return type && !strcmp(type, "amp_run_cfg") ? sizeof(amp_run_cfg) : 0;
+    if (!type) return 0;
+    if (!strcmp(type, "amp_run_cfg")) return sizeof(amp_run_cfg);
+    if (!strcmp(type, "amp_sweep")) return sizeof(amp_sweep);
+    if (!strcmp(type, "amp_sweep_group")) return sizeof(amp_sweep_group);
+    return 0;
 }

@@ -31,7 +31,7 @@ static amp_status open_csv(const char *dir, const char *file, amp_csv *c, char *
 /* ---- metrics.csv ---------------------------------------------------------- */
 void amp_run_metrics_free(amp_run_metrics *m)
 {
-    free(m->step); free(m->loss); free(m->scale); free(m->skipped);
+    free(m->step); free(m->loss); free(m->scale); free(m->skipped); free(m->val);
     memset(m, 0, sizeof *m);
 }
 
@@ -49,6 +49,11 @@ static amp_status metrics_row(const amp_csv *c, const char *p, size_t i, const i
         return amp_fail(AMP_EFORMAT, "%s:%zu: column 'loss_scale': %s is not a scale", p, c->line[i], amp_csv_get(c, i, k[2]));
     m->step[i] = s;
     m->skipped[i] = (int)sk;
+    m->val[i] = NAN;
+    if (k[4] >= 0 && *amp_csv_get(c, i, k[4])) {
+        if ((st = amp_csv_num(c, i, k[4], &m->val[i]))) return st;
+        m->nval++;
+    }
     return AMP_OK;
 }
 
@@ -57,17 +62,19 @@ amp_status amp_run_read_metrics(const char *dir, amp_run_metrics *m)
     static const char *const need[] = { "step", "loss", "loss_scale", "skipped" };
     char p[4200];
     amp_csv c;
-    int k[4];
+    int k[5];
     memset(m, 0, sizeof *m);
     amp_status st = open_csv(dir, AMP_RUN_METRICS, &c, p, sizeof p);
     if (st) return st;
     if ((st = amp_csv_require(&c, need, 4, k))) goto out;
+    k[4] = amp_csv_col(&c, "val_loss");
     if (c.nrows == 0) { st = amp_fail(AMP_EFORMAT, "%s:2: no data rows", p); goto out; }
     m->step = malloc(c.nrows * sizeof *m->step);
     m->loss = malloc(c.nrows * sizeof *m->loss);
     m->scale = malloc(c.nrows * sizeof *m->scale);
     m->skipped = malloc(c.nrows * sizeof *m->skipped);
-    if (!m->step || !m->loss || !m->scale || !m->skipped) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
+    m->val = malloc(c.nrows * sizeof *m->val);
+    if (!m->step || !m->loss || !m->scale || !m->skipped || !m->val) { st = amp_fail(AMP_ENOMEM, "%s: out of memory", p); goto out; }
     for (size_t i = 0; i < c.nrows && !st; i++) st = metrics_row(&c, p, i, k, m);
     m->n = c.nrows;
 out:

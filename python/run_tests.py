@@ -10,7 +10,7 @@ Prints the usual unittest report, then a closing line
 
 and exits 1 if any test failed or errored (a module that cannot be imported
 counts as a failed test). With CI=true in the environment a test skipped
-because PyTorch is missing counts as failed: CI must run those tests.
+because PyTorch or mpi4py is missing counts as failed: CI must run those tests.
 
 Usage: /usr/bin/python3 python/run_tests.py [-v] [--long] [-k PATTERN] [MODULE...]
 """
@@ -31,7 +31,7 @@ TESTS = os.path.join(HERE, "tests")
 
 class CountingResult(unittest.TextTestResult):
     """TextTestResult that also counts passes and, under CI=true, turns
-    skips for a missing torch into failures."""
+    skips for a missing torch or mpi4py into failures."""
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
@@ -57,9 +57,9 @@ class CountingResult(unittest.TextTestResult):
             self.failed_tests.add(test.id())
 
     def addSkip(self, test, reason):
-        if self.ci and "torch" in reason.lower():
+        if self.ci and ("torch" in reason.lower() or "mpi4py" in reason.lower()):
             try:
-                raise AssertionError("skipped under CI=true (PyTorch must be installed): " + reason)
+                raise AssertionError("skipped under CI=true (PyTorch and mpi4py must be installed): " + reason)
             except AssertionError:
                 self.addFailure(test, sys.exc_info())
             return

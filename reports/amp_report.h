@@ -30,7 +30,13 @@ typedef struct amp_report_opts {
      * call's temporaries and return AMP_EINTR (a rerun redraws). NULL = never. */
     const volatile sig_atomic_t *stop;
     const char *out;         /* the page's folder; NULL = DIR/report (required for several folders) */
+    int figsize;             /* PDF and SVG size: AMP_REPORT_FIG_WIDE (7 in, the default) or _COLUMN (3.5 in) */
 } amp_report_opts;
+
+enum { AMP_REPORT_FIG_WIDE = 0, AMP_REPORT_FIG_COLUMN = 1 };
+
+/* Parses "column" or "wide" into AMP_REPORT_FIG_*. */
+AMP_API amp_status amp_report_parse_figsize(const char *s, int *out);
 
 /* Writes DIR/report/index.html and the figures for a run or compare
  * directory. The gnuplot scripts are looked for in opts->scripts_dir, then
@@ -41,8 +47,8 @@ AMP_API amp_status amp_report_write(const char *dir, const amp_report_opts *opts
                                     char *index_path, size_t len);
 
 /* Several run, compare (or a mix of) folders on one page in opts->out:
- * every run of every folder, labelled FOLDER or FOLDER/RUN, linked by
- * absolute path; the reference is the first run named ref, else the first
+ * every run of every folder, labelled FOLDER or FOLDER/RUN, linked by a path
+ * relative to opts->out (as every page's links are); the reference is the first run named ref, else the first
  * fp32 run. n == 1 is amp_report_write. A sweep folder (summary.csv with a
  * group column, written by `ampsim sweep`) gets each group's compare page and
  * a page aggregating over the seeds. */

@@ -163,7 +163,8 @@ static amp_status load_tensors(rp_run *r)
             break;
         }
         t->fl[j] = w->n ? (double)w->flushed / (double)w->n : 0;
-        t->so[j] = w->n ? (double)(w->saturated + w->overflow) / (double)w->n : 0;
+        t->so[j] = w->n ? (double)(w->saturated + w->overflow + w->nan) / (double)w->n : 0;
+        t->nonfinite_total += (double)(w->overflow + w->nan);
         t->n_total += (double)w->n;
         t->flushed_total += (double)w->flushed;
     }
@@ -247,13 +248,14 @@ static amp_status load_run(rp_run *r, const char *dir, const char *label)
     return amp_run_read_events(dir, &r->ev);
 }
 
-/* 1 if summary.csv has a row for run `name` whose status is not "ok". */
+/* 1 if summary.csv has a row for run `name` whose status is "failed" (a run
+ * that ended non-finite, status "nonfinite", has complete logs and is drawn). */
 static int summary_says_failed(const amp_csv *c, const char *name)
 {
     int cn = amp_csv_col(c, "name"), cs = amp_csv_col(c, "status");
     if (cn < 0 || cs < 0) return 0;
     for (size_t i = 0; i < c->nrows; i++)
-        if (!strcmp(amp_csv_get(c, i, cn), name)) return strcmp(amp_csv_get(c, i, cs), "ok") != 0;
+        if (!strcmp(amp_csv_get(c, i, cn), name)) return !strcmp(amp_csv_get(c, i, cs), "failed");
     return 0;
 }
 
@@ -340,178 +342,6 @@ static amp_status load_accum(rp_ctx *ctx, const char *p)
     return AMP_OK;
 }
 
-/* ---- the page ----------------------------------------------------------- */
-
-static void html_table_csv(FILE *fp, const amp_csv *c, size_t maxrows)
-{
-    fputs("<div class=tw><table><tr>", fp);   /* a wide table scrolls inside its own box */
-    for (int k = 0; k < c->ncol; k++) { fputs("<th>", fp); rp_html_escape(fp, c->head[k]); fputs("</th>", fp); }
-    fputs("</tr>\n", fp);
-    for (size_t i = 0; i < c->nrows && i < maxrows; i++) {
-        fputs("<tr>", fp);
-        for (int k = 0; k < c->ncol; k++) { fputs("<td>", fp); rp_html_escape(fp, amp_csv_get(c, i, k)); fputs("</td>", fp); }
-        fputs("</tr>\n", fp);
-    }
-    fputs("</table></div>\n", fp);
-    if (c->nrows > maxrows) fprintf(fp, "<p>… %zu more rows in the file.</p>\n", c->nrows - maxrows);
-}
-
-static int event_is_nonfinite(const char *ev)
-{
-    return strstr(ev, "finite") || strstr(ev, "nan") || strstr(ev, "NaN") || strstr(ev, "inf");
-}
-
-static void html_events(FILE *fp, const rp_run *r, const char *rel)
-{
-    const amp_csv *c = &r->ev.csv;
-    fprintf(fp, "<p>From <a href=\"%s/events.csv\">", rel);
-    rp_html_escape(fp, rel);
-    fprintf(fp, "/events.csv</a>: %zu events.", c->nrows);
-    for (size_t i = 0; i < c->nrows; i++) {
-        if (!event_is_nonfinite(amp_csv_get(c, i, r->ev.event))) continue;
-        fputs(" <b class=warn>First non-finite: step ", fp);
-        rp_html_escape(fp, amp_csv_get(c, i, r->ev.step));
-        fputs(", ", fp);
-        rp_html_escape(fp, amp_csv_get(c, i, r->ev.event));
-        fputs(", tensor ", fp);
-        rp_html_escape(fp, amp_csv_get(c, i, r->ev.tensor));
-        fputs(" (", fp);
-        rp_html_escape(fp, amp_csv_get(c, i, r->ev.detail));
-        fputs(").</b>", fp);
-        break;
-    }
-    if (r->scale_zero_step >= 0)
-        fprintf(fp, " <b class=warn>The loss scale reached 0 at step %ld (it cannot recover).</b>", r->scale_zero_step);
-    fputs("</p>\n", fp);
-    if (c->nrows) html_table_csv(fp, c, 60);
-}
-
-static void html_pre(FILE *fp, const char *text)
-{
-    fputs("<pre>", fp);
-    rp_html_escape(fp, text);
-    fputs("</pre>\n", fp);
-}
-
-static void html_figure(FILE *fp, const rp_fig *f)
-{
-    fprintf(fp, "<div class=fig id=\"%s\"><h3>", f->id);
-    rp_html_escape(fp, f->title);
-    fprintf(fp, "</h3>\n<a href=\"%s.png\"><img src=\"%s.png\" alt=\"", f->id, f->id);
-    rp_html_escape(fp, f->title);
-    fputs("\"></a>\n<p class=cap>", fp);
-    fputs(f->caption, fp);
-    fputs("</p>\n<p class=src>Download:", fp);
-    fprintf(fp, " <a href=\"%s.png\">PNG</a>", f->id);
-    if (f->made & AMP_REPORT_PDF) fprintf(fp, " · <a href=\"%s.pdf\">PDF</a>", f->id);
-    if (f->made & AMP_REPORT_SVG) fprintf(fp, " · <a href=\"%s.svg\">SVG</a>", f->id);
-    fprintf(fp, ". Drawn from %s by <a href=\"scripts/%s\">scripts/%s</a> with "
-            "<a href=\"data/%s.gp\">data/%s.gp</a> (to redraw, in the report folder: <code>gnuplot -e "
-            "\"set terminal pdfcairo; set output 'x.pdf'; load 'data/%s.gp'\" scripts/%s</code>).</p></div>\n",
-            f->sources, f->script, f->script, f->id, f->id, f->id, f->script);
-}
-
-static amp_status write_index(rp_ctx *ctx, char *index_path, size_t len)
-{
-    char p[RP_PATH + 32];
-    snprintf(p, sizeof p, "%s/index.html", ctx->out);
-    amp_afile af;
-    amp_status st = amp_afile_open(&af, p);
-    if (st) return st;
-    FILE *fp = af.fp;
-    fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>\n<title>ampsim report: ", fp);
-    rp_html_escape(fp, ctx->dir);
-    fputs("</title>\n<style>\n"
-          "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\n"
-          "img{max-width:100%;height:auto;border:1px solid #ddd}\n"
-          "table{border-collapse:collapse;font-size:90%;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\n"
-          ".tw{overflow-x:auto;max-width:100%}.find li{margin:.2em 0}\n"
-          "th{background:#f0f0f0}pre{background:#f7f7f7;padding:.5em;overflow:auto;max-height:24em;font-size:85%}\n"
-          ".cap{font-size:95%}.src{font-size:85%;color:#555}.warn{color:#b00}code{font-size:90%}\n"
-          "</style></head><body>\n<h1>ampsim report</h1>\n<p>", fp);
-    if (ctx->overlay) fputs("Overlay of the runs of several folders (labelled FOLDER or FOLDER/RUN)", fp);
-    else {
-        fprintf(fp, "%s directory <code>", ctx->compare ? "Compare" : "Run");
-        rp_html_escape(fp, ctx->dir);
-        fputs("</code>", fp);
-    }
-    fprintf(fp, ", written by ampsim %s. ", amp_version());
-    if (ctx->compare) {
-        fprintf(fp, "%zu runs; reference: ", ctx->nr);
-        if (ctx->ref >= 0) {
-            fputs("<code>", fp); rp_html_escape(fp, ctx->r[ctx->ref].label);
-            fputs("</code> (precision ", fp); rp_html_escape(fp, ctx->r[ctx->ref].precision); fputs(")", fp);
-        } else {
-            fputs("<b class=warn>none found</b> (no run named ref, no run with precision fp32)", fp);
-        }
-        fputs(" — the run named ref, as <code>ampsim compare</code> names it; failing that, a run with precision fp32.", fp);
-    }
-    fputs("</p>\n", fp);
-    rp_html_findings(fp, ctx);
-    rp_html_coverage(fp, ctx);
-    if (ctx->nskipped) {
-        fprintf(fp, "<p><b class=warn>%d run%s failed according to summary.csv and %s left out:", ctx->nskipped,
-                ctx->nskipped > 1 ? "s" : "", ctx->nskipped > 1 ? "are" : "is");
-        for (int i = 0; i < ctx->nskipped && i < 8; i++) { fputs(" <code>", fp); rp_html_escape(fp, ctx->skipped[i]); fputs("</code>", fp); }
-        fputs("</b> (see their .log files next to the run folders).</p>\n", fp);
-    }
-    fputs("<ul>\n", fp);
-    for (int i = 0; i < ctx->nfig; i++) {
-        fprintf(fp, "<li><a href=\"#%s\">", ctx->figs[i].id);
-        rp_html_escape(fp, ctx->figs[i].title);
-        fputs("</a></li>\n", fp);
-    }
-    fputs("<li><a href=\"#summary\">Summary</a></li><li><a href=\"#events\">Events</a></li>"
-          "<li><a href=\"#config\">Configuration</a></li></ul>\n", fp);
-    for (int i = 0; i < ctx->nnotes; i++) fprintf(fp, "<p class=src>%s</p>\n", ctx->notes[i]);
-    fputs("<h2>Figures</h2>\n", fp);
-    for (int i = 0; i < ctx->nfig; i++) html_figure(fp, &ctx->figs[i]);
-
-    fputs("<h2 id=summary>Summary</h2>\n", fp);
-    if (ctx->compare && !ctx->overlay) {
-        fputs("<p>From <a href=\"../summary.csv\">summary.csv</a>.</p>\n", fp);
-        html_table_csv(fp, &ctx->summary, 1000);
-    }
-    for (size_t i = 0; i < ctx->nr; i++) {
-        const rp_run *r = &ctx->r[i];
-        const char *rel = r->link;
-        if (ctx->compare) { fputs("<h3>", fp); rp_html_escape(fp, r->label); fputs("</h3>\n", fp); }
-        fputs("<table><tr><th>precision</th><th>scaler</th><th>steps</th><th>final loss</th><th>skipped steps</th><th>loss scale at the end</th></tr><tr><td>", fp);
-        rp_html_escape(fp, r->precision);
-        fputs("</td><td>", fp);
-        rp_html_escape(fp, r->scaler);
-        if (*r->fp8_scaler) { fputs("; FP8: ", fp); rp_html_escape(fp, r->fp8_scaler); }
-        long skipped = 0;
-        for (size_t s = 0; s < r->m.n; s++) skipped += r->m.skipped[s];
-        fprintf(fp, "</td><td>%zu</td><td>%.6g</td><td>%ld</td><td>%.6g</td></tr></table>\n",
-                r->m.n, r->m.loss[r->m.n - 1], skipped, r->m.scale[r->m.n - 1]);
-        rp_html_whatif(fp, r);
-        if (r->summary_text) {
-            fprintf(fp, "<p>From <a href=\"%s/summary.json\">%s/summary.json</a>:</p>\n", rel, rel);
-            html_pre(fp, r->summary_text);
-        }
-    }
-    fputs("<h2 id=events>Events</h2>\n", fp);
-    for (size_t i = 0; i < ctx->nr; i++) {
-        const char *rel = ctx->r[i].link;
-        if (ctx->compare) { fputs("<h3>", fp); rp_html_escape(fp, ctx->r[i].label); fputs("</h3>\n", fp); }
-        html_events(fp, &ctx->r[i], rel);
-    }
-    fputs("<h2 id=config>Configuration</h2>\n", fp);
-    for (size_t i = 0; i < ctx->nr; i++) {
-        const char *rel = ctx->r[i].link;
-        fprintf(fp, "<p>From <a href=\"%s/config.json\">%s/config.json</a>:</p>\n", rel, rel);
-        html_pre(fp, ctx->r[i].config_text);
-    }
-    fputs("<p class=src>Conventions: metrics.csv's loss_scale at step s is the scale used in step s; "
-          "hist.csv counts the values given to each tensor's format (gradients after multiplication by the "
-          "loss scale); the unscaled histograms shift them by −round(log2 S) binades, exact for power-of-two scales.</p>\n"
-          "</body></html>\n", fp);
-    if ((st = amp_afile_commit(&af))) return st;
-    if (index_path) snprintf(index_path, len, "%s", p);
-    return AMP_OK;
-}
-
 /* After the new page is in place: removes figures and data files of an
  * earlier report that this one did not write, so the folder holds only
  * what index.html describes. Files not named like ours are left alone. */
@@ -545,6 +375,14 @@ static void prune_stale(rp_ctx *ctx)
         }
         closedir(d);
     }
+}
+
+amp_status amp_report_parse_figsize(const char *s, int *out)
+{
+    if (s && !strcmp(s, "column")) *out = AMP_REPORT_FIG_COLUMN;
+    else if (s && !strcmp(s, "wide")) *out = AMP_REPORT_FIG_WIDE;
+    else return amp_fail(AMP_EINVAL, "--figsize: '%s' is neither column (3.5 in) nor wide (7 in)", s ? s : "");
+    return AMP_OK;
 }
 
 amp_status amp_report_parse_formats(const char *s, unsigned *out)
@@ -716,8 +554,16 @@ amp_status rp_report_dirs(const char *const *dirs, int ndirs, const amp_report_o
     if ((st = amp_mkdir_p(p))) goto out;
     snprintf(p, sizeof p, "%s/scripts", ctx->out);
     if ((st = amp_mkdir_p(p))) goto out;
+    for (size_t i = 0; i < ctx->nr; i++) {   /* links relative to the page's folder, wherever --out put it */
+        rp_relpath(ctx->out, ctx->r[i].dir, ctx->r[i].link, sizeof ctx->r[i].link);
+        ctx->r[i].same_as = -1;
+        for (size_t j = 0; j < i && ctx->r[i].same_as < 0; j++)
+            if (amp_run_identical(ctx->r[j].dir, ctx->r[i].dir))
+                ctx->r[i].same_as = ctx->r[j].same_as >= 0 ? ctx->r[j].same_as : (int)j;
+    }
+    rp_relpath(ctx->out, ctx->dir, ctx->dirlink, sizeof ctx->dirlink);
     if ((st = rp_draw_all(ctx))) goto out;
-    if (!(st = write_index(ctx, index_path, len))) prune_stale(ctx);
+    if (!(st = rp_write_index(ctx, index_path, len))) prune_stale(ctx);
 out:
     for (size_t i = 0; i < ctx->nr; i++) run_free(&ctx->r[i]);
     free(ctx->r);

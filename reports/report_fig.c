@@ -19,12 +19,17 @@
 
 
 
-/* Centred running mean of v[0..n) over w points, skipping NaN; NaN where a
- * window has no finite value. */
+/* Centred running mean of v[0..n) over w points, the window narrowed
+ * symmetrically at both ends (out[0] = v[0]: the curve starts at the true
+ * first value), skipping NaN; NaN where v[i] itself is not finite. */
 static void running_mean(const double *v, size_t n, size_t w, double *out)
 {
     for (size_t i = 0; i < n; i++) {
-        size_t lo = i >= w / 2 ? i - w / 2 : 0, hi = i + w / 2 + 1 < n ? i + w / 2 + 1 : n;
+        size_t hw = w / 2;
+        if (hw > i) hw = i;
+        if (hw > n - 1 - i) hw = n - 1 - i;
+        size_t lo = i - hw, hi = i + hw + 1;
+        if (!isfinite(v[i])) { out[i] = NAN; continue; }
         double sum = 0;
         size_t k = 0;
         for (size_t j = lo; j < hi; j++)
@@ -50,18 +55,28 @@ static amp_status fig_loss(rp_ctx *ctx)
     amp_status st = rp_open_data(ctx, f->id, "dat", &d);
     if (st) { free(buf); return st; }
     if ((st = rp_open_data(ctx, f->id, "gp", &g))) { amp_afile_abort(&d); free(buf); return st; }
-    fprintf(d.fp, "# %s: one block per run (reference first): step loss |loss - reference loss| "
-                  "their running means over %zu steps, and 1 where the loss is not finite\n", f->id, w);
-    int n = 0, anydiff = 0;
+    fprintf(d.fp, "# %s: one block per run (reference first; runs with the same trajectory as an earlier one "
+                  "left out): step loss |loss - reference loss| their running means over %zu steps, 1 where the loss "
+                  "is not finite, validation loss\n", f->id, w);
+    int n = 0, anydiff = 0, hasval = 0;
     long nonfin = 0;
     const char *lbl[ctx->nr ? ctx->nr : 1];
+    char (*merged)[400] = calloc(ctx->nr ? ctx->nr : 1, sizeof *merged);
     double isref[ctx->nr ? ctx->nr : 1];
     double lmin = INFINITY, lmax = 0;
+    if (!merged) { amp_afile_abort(&d); amp_afile_abort(&g); free(buf); return amp_fail(AMP_ENOMEM, "out of memory"); }
     for (size_t pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < ctx->nr; i++) {
             const rp_run *r = &ctx->r[i];
-            if ((pass == 0) != (r == ref)) continue;
-            lbl[n] = r->label;
+            if ((pass == 0) != (r == ref) || r->same_as >= 0) continue;
+            /* one curve and one key entry for runs that trained identically: "A = B" */
+            snprintf(merged[n], sizeof merged[n], "%.120s", r->label);
+            for (size_t j = 0; j < ctx->nr; j++)
+                if (ctx->r[j].same_as == (int)i) {
+                    size_t o = strlen(merged[n]);
+                    snprintf(merged[n] + o, sizeof merged[n] - o, " = %.100s", ctx->r[j].label);
+                }
+            lbl[n] = merged[n];
             isref[n] = r == ref;
             n++;
             for (size_t s = 0; s < r->m.n; s++) {
@@ -77,13 +92,17 @@ static amp_status fig_loss(rp_ctx *ctx)
             running_mean(loss, r->m.n, w, ls);
             running_mean(dif, r->m.n, w, ds);
             for (size_t s = 0; s < r->m.n; s++) {
-                if (ls[s] > 0) { if (ls[s] < lmin) lmin = ls[s]; if (ls[s] > lmax) lmax = ls[s]; }
+                double v = r->m.val[s];
+                if (isfinite(v)) hasval = 1; else v = NAN;
+                double lv[2] = { ls[s], v };
+                for (int q = 0; q < 2; q++)
+                    if (lv[q] > 0) { if (lv[q] < lmin) lmin = lv[q]; if (lv[q] > lmax) lmax = lv[q]; }
                 if (ds[s] > 0) anydiff = 1;
                 if (!(dif[s] > 0)) dif[s] = NAN;
                 if (!(ds[s] > 0)) ds[s] = NAN;
                 fprintf(d.fp, "%ld", r->m.step[s]);
-                double col[5] = { loss[s], dif[s], ls[s], ds[s], isfinite(r->m.loss[s]) ? NAN : 1.0 };
-                for (int c = 0; c < 5; c++) { fputc(' ', d.fp); rp_gp_num(d.fp, col[c]); }
+                double col[6] = { loss[s], dif[s], ls[s], ds[s], isfinite(r->m.loss[s]) ? NAN : 1.0, v };
+                for (int c = 0; c < 6; c++) { fputc(' ', d.fp); rp_gp_num(d.fp, col[c]); }
                 nonfin += !isfinite(r->m.loss[s]);
                 fputc('\n', d.fp);
             }
@@ -105,15 +124,25 @@ static amp_status fig_loss(rp_ctx *ctx)
     double yhi = logloss ? lmax * 1.3 : lmax + pad;
     double ymark = logloss ? yhi / 1.15 : yhi - 0.4 * pad;   /* where non-finite steps are marked */
     fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nhasref = %d\nanydiff = %d\n"
-                  "logloss = %d\nxmin = %ld\nxmax = %ld\nylo = %.9g\nyhi = %.9g\nwin = %zu\nymark = %.9g\nnonfin = %ld\n",
-            f->id, f->id, n, ref != NULL, anydiff, logloss, x0, x1, ylo, yhi, w, ymark, nonfin);
+                  "logloss = %d\nxmin = %ld\nxmax = %ld\nylo = %.9g\nyhi = %.9g\nwin = %zu\nymark = %.9g\nnonfin = %ld\n"
+                  "hasval = %d\n", f->id, f->id, n, ref != NULL, anydiff, logloss, x0, x1, ylo, yhi, w, ymark, nonfin, hasval);
     rp_gp_str_array(g.fp, "lbl", lbl, n);
     rp_gp_num_array(g.fp, "isref", isref, n);
+    free(merged);
     if ((st = rp_commit2(&d, &g))) return st;
     rp_add_sources_all(ctx, f, "metrics.csv", 0);
-    char win[160] = "";
-    if (w > 1) snprintf(win, sizeof win, " Lines are running means over %zu steps (the per-step values are in data/fig2_loss.dat)%s.", w,
+    char win[400] = "";
+    if (w > 1) snprintf(win, sizeof win, " Lines are running means over %zu steps, narrowed at both ends so that each "
+                        "curve starts at the run's true first loss and is not drawn where the loss is not finite (the "
+                        "per-step values are in data/fig2_loss.dat)%s.", w,
                         ref ? "; the reference's per-step loss is drawn in light grey" : "");
+    if (hasval) { size_t o = strlen(win); snprintf(win + o, sizeof win - o, " Open circles: validation loss (<code>--eval-every</code>)."); }
+    for (size_t i = 0; i < ctx->nr; i++)
+        if (ctx->r[i].same_as >= 0) {
+            size_t o = strlen(win);
+            snprintf(win + o, sizeof win - o, " Runs with identical losses share one curve (\"A = B\").");
+            break;
+        }
     snprintf(f->caption, sizeof f->caption, "%s%s",
              ref ? "Upper panel: training loss of each run; the FP32 reference is the thick black line. Lower panel: "
                    "|loss − reference loss| at the same step (log scale)."
@@ -242,7 +271,7 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
     if (!nt) {
         amp_afile_abort(&d); amp_afile_abort(&g);
         if (nlogged)
-            rp_add_note(ctx, "Figure 4 for %.100s not drawn: none of its %d logged tensors was flushed, saturated or overflowed at any logged step.",
+            rp_add_note(ctx, "Figure 4 for %.100s not drawn: none of its %d logged tensors was flushed, saturated, overflowed or NaN at any logged step.",
                      r->label, nlogged);
         else
             rp_add_note(ctx, "Figure 4 for %.100s not drawn: its tensors.csv has no rows (trained with --log-every 0?).", r->label);
@@ -306,7 +335,7 @@ static amp_status fig_heat_run(rp_ctx *ctx, const rp_run *r)
     rp_add_source(ctx, f, r, "tensors.csv");
     snprintf(f->caption, sizeof f->caption,
              "Left: fraction of each tensor's values flushed to zero by its format (nonzero input, zero result) at each logged step. "
-             "Right: fraction saturated to the maximum or overflowed to inf/NaN. Log colour scale; light grey cells: none; "
+             "Right: fraction saturated to the maximum, overflowed to inf or NaN (columns saturated + overflow + nan: every non-finite value counts). Log colour scale; light grey cells: none; "
              "white: not logged. Rows in the order the tensors first appear in tensors.csv.%s", G < r->nls ? " Each column averages about " : "");
     if (G < r->nls) {
         size_t o = strlen(f->caption);
@@ -367,18 +396,26 @@ static amp_status fig_layers(rp_ctx *ctx)
     fprintf(d.fp, "# %s: one block per run: layer_index flushed/n (summed over the layer's weight_grad tensors and logged steps)\n", f->id);
     const char *lbl[ctx->nr];
     int k = 0;
-    double ymin = 1, ymax = 0, fl[nl], nn[nl];
+    double ymin = 1, ymax = 0, fl[nl], nn[nl], nonfin = 0;
+    char nfruns[400] = "";
     for (size_t i = 0; i < ctx->nr; i++) {
         const rp_run *r = &ctx->r[i];
         if (ctx->compare && (int)i == ctx->ref) continue;
         lbl[k++] = r->label;
         for (int q = 0; q < nl; q++) fl[q] = nn[q] = 0;
+        double rnf = 0;
         for (size_t t = 0; t < r->nt; t++) {
             if (!r->t[t].wgrad) continue;
+            rnf += r->t[t].nonfinite_total;
             char l[160];
             layer_of(r->t[t].name, l, sizeof l);
             for (int q = 0; q < nl; q++)
                 if (!strcmp(lay[q], l)) { fl[q] += r->t[t].flushed_total; nn[q] += r->t[t].n_total; }
+        }
+        if (rnf > 0) {
+            size_t o = strlen(nfruns);
+            snprintf(nfruns + o, sizeof nfruns - o, "%s%.60s: %.0f", o ? "; " : "", r->label, rnf);
+            nonfin += rnf;
         }
         for (int q = 0; q < nl; q++) {
             if (nn[q] <= 0) continue;
@@ -398,8 +435,8 @@ static amp_status fig_layers(rp_ctx *ctx)
     if (yfloor < 1e-9) yfloor = 1e-9;
     double ymaxv = ymax > 0 ? pow(10, ceil(log10(ymax)) + 0.2) : yfloor * 100;
     if (ymaxv > 1.5) ymaxv = 1.5;
-    fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nNL = %d\nyfloor = %g\nymaxv = %g\nallzero = %d\n",
-            f->id, f->id, k, nl, yfloor, ymaxv, !(ymax > 0));
+    fprintf(g.fp, "# parameters of %s\ndatafile = \"data/%s.dat\"\nN = %d\nNL = %d\nyfloor = %g\nymaxv = %g\nallzero = %d\n"
+                  "nonfin = %.0f\n", f->id, f->id, k, nl, yfloor, ymaxv, !(ymax > 0), nonfin);
     size_t maxlen = 0;
     for (int q = 0; q < nl; q++) if (strlen(lay[q]) > maxlen) maxlen = strlen(lay[q]);
     rp_gp_str_array(g.fp, "lbl", lbl, k);
@@ -414,7 +451,7 @@ static amp_status fig_layers(rp_ctx *ctx)
         rp_gp_str(g.fp, t);
         fprintf(g.fp, " %d", q + 1);
     }
-    fputs(nl > 12 ? ") rotate by 90 right font \",9\"\n" : maxlen > 8 ? ") rotate by -30\n" : ")\n", g.fp);
+    fputs(nl > 12 ? ") rotate by 90 right font (paper > 0 ? \",8\" : \",9\")\n" : maxlen > 8 ? ") rotate by -30\n" : ")\n", g.fp);
     free(lay);
     if ((st = rp_commit2(&d, &g))) return st;
     rp_add_sources_all(ctx, f, "tensors.csv", 1);
@@ -424,6 +461,11 @@ static amp_status fig_layers(rp_ctx *ctx)
              "Points on the bottom line (labelled 0) are layers where nothing was flushed.%s",
              ctx->compare ? "run (the FP32 reference is left out)" : "run",
              ctx->compare ? "" : " Run <code>ampsim report</code> on a compare directory for one line per scaler.");
+    if (nonfin > 0) {
+        size_t o = strlen(f->caption);
+        snprintf(f->caption + o, sizeof f->caption - o, " <b class=warn>Weight-gradient values that were not finite (NaN or inf), "
+                 "counted apart from the flushed ones: %s</b>.", nfruns);
+    }
     if ((st = rp_gp_draw(ctx, f, RP_FIG_W, 520 + (int)(nl > 12 ? maxlen * 6 : maxlen > 12 ? (maxlen - 12) * 4 : 0)))) return st;
     ctx->nfig++;
     return AMP_OK;
@@ -524,7 +566,7 @@ amp_status rp_draw_all(rp_ctx *ctx)
         if ((st = fig_heat_run(ctx, &ctx->r[i]))) return st;
     if (ctx->ncalm)   /* one line for every run whose heat maps would be empty */
         rp_add_note(ctx, "Figure 4 (underflow and overflow per tensor and step) not drawn for %s%s: nothing was flushed, "
-                    "saturated or overflowed at any logged step.", ctx->calm, ctx->ncalm > 12 ? ", …" : "");
+                    "saturated, overflowed or NaN at any logged step.", ctx->calm, ctx->ncalm > 12 ? ", …" : "");
     if ((st = fig_layers(ctx))) return st;
     if ((st = rp_fig_whatif(ctx))) return st;
     return fig_accum(ctx);

@@ -21,6 +21,27 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
+void rp_relpath(const char *from, const char *to, char *out, size_t len)
+{
+    char a[RP_PATH], b[RP_PATH];
+    if (!realpath(from, a) || !realpath(to, b)) { snprintf(out, len, "%s", to); return; }
+    size_t k = 0;                     /* a[0..k) and b[0..k): the common whole components */
+    for (size_t i = 0;; i++) {
+        int ea = a[i] == '/' || !a[i], eb = b[i] == '/' || !b[i];
+        if (ea && eb) k = i;
+        if (!a[i] || !b[i] || a[i] != b[i]) break;
+    }
+    size_t o = 0;
+    out[0] = 0;
+    for (const char *s = a + k; *s; s++)   /* one ".." per component of a below the common part */
+        if (*s != '/' && (s == a + k || s[-1] == '/') && o + 4 < len) { memcpy(out + o, "../", 4); o += 3; }
+    const char *rest = b + k;
+    while (*rest == '/') rest++;
+    if (*rest) snprintf(out + o, len - o, "%s", rest);
+    else if (o) out[o - 1] = 0;           /* drop the last '/' */
+    else snprintf(out, len, ".");
+}
+
 /* Writes a gnuplot double-quoted string literal ('\n' stays a line break). */
 void rp_gp_str(FILE *fp, const char *s)
 {
@@ -105,6 +126,36 @@ static amp_status copy_script(rp_ctx *ctx, const char *script)
     return st;
 }
 
+/* The terminal of one format. PNG (the page's) is w x h pixels; PDF and
+ * SVG are --figsize: 7 in wide (wide, the default) or 3.5 in (column),
+ * height in proportion (column: 1.5 times taller, for the key), text at 8 pt
+ * or more (fontscale 1: pdfcairo's default halves every font); "paper" tells
+ * the scripts which layout to use (0 screen, 1 column, 2 wide). SVG units
+ * are points (72 per inch). */
+void rp_gp_term(const rp_ctx *ctx, unsigned fmt, int w, int h, char *term, size_t len)
+{
+    int paper = ctx->opts->figsize == AMP_REPORT_FIG_COLUMN ? 1 : 2;
+    double win = paper == 1 ? 3.5 : 7.0, hin = win * h / w * (paper == 1 ? 1.5 : 1.0);
+    /* the canvas in the units the scripts place things in (pixels of the
+     * 11-point PNG): text of 8 pt on win inches is as wide as 11 px on pxw px */
+    int pxw = (int)lround(win * 72 * 11 / 8), pxh = (int)lround(hin * 72 * 11 / 8);
+    if (fmt == AMP_REPORT_PNG)
+        snprintf(term, len, "pngcairo size %d,%d font 'DejaVu Sans,11' noenhanced; paper = 0", w, h);
+    else if (fmt == AMP_REPORT_PDF)
+        snprintf(term, len, "pdfcairo size %.2fin,%.2fin font 'DejaVu Sans,8' fontscale 1 noenhanced; paper = %d; "
+                 "pxw = %d; pxh = %d", win, hin, paper, pxw, pxh);
+    else
+        snprintf(term, len, "svg size %d,%d font 'DejaVu Sans,8' noenhanced background '#ffffff'; paper = %d; pxw = %d; pxh = %d",
+                 (int)lround(win * 72), (int)lround(hin * 72), paper, pxw, pxh);
+}
+
+void rp_redraw_cmd(const rp_fig *f, int k, char *buf, size_t len)
+{
+    static const char *const ext[3] = { "png", "pdf", "svg" };
+    snprintf(buf, len, "gnuplot -e \"set terminal %s; set output '%s.%s'; load 'data/%s.gp'\" scripts/%s",
+             f->term[k], f->id, ext[k], f->id, f->script);
+}
+
 /* Runs gnuplot in ctx->out for figure f: once per requested format, with
  * data/<id>.gp loaded before scripts/<script>. Checks and renames each file. */
 amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
@@ -119,16 +170,10 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
     for (int k = 0; k < 3; k++) {
         if (!(want & fm[k].flag)) continue;
         if (stop && *stop) return amp_fail(AMP_EINTR, "interrupted; run the same command again to redraw");
-        char term[256], cmd[1024], tmp[256], fin[RP_PATH + 256], tmpabs[RP_PATH + 256], logp[RP_PATH + 64];
-        if (fm[k].flag == AMP_REPORT_PNG)
-            snprintf(term, sizeof term, "pngcairo size %d,%d font \"DejaVu Sans,11\" noenhanced", w, h);
-        else if (fm[k].flag == AMP_REPORT_PDF)
-            snprintf(term, sizeof term, "pdfcairo size %.2fin,%.2fin font \"DejaVu Sans,8\" noenhanced",
-                     w / 100.0, h / 100.0);
-        else
-            snprintf(term, sizeof term, "svg size %d,%d font \"DejaVu Sans,11\" noenhanced background \"#ffffff\"", w, h);
+        char cmd[1024], tmp[256], fin[RP_PATH + 256], tmpabs[RP_PATH + 256], logp[RP_PATH + 64];
+        rp_gp_term(ctx, fm[k].flag, w, h, f->term[k], sizeof f->term[k]);
         snprintf(tmp, sizeof tmp, "%s.%s.tmp.%ld", f->id, fm[k].ext, (long)getpid());
-        snprintf(cmd, sizeof cmd, "set terminal %s; set output \"%s\"; load \"data/%s.gp\"", term, tmp, f->id);
+        snprintf(cmd, sizeof cmd, "set terminal %s; set output '%s'; load 'data/%s.gp'", f->term[k], tmp, f->id);
         snprintf(fin, sizeof fin, "%s/%s.%s", ctx->out, f->id, fm[k].ext);
         snprintf(tmpabs, sizeof tmpabs, "%s/%s", ctx->out, tmp);
         snprintf(logp, sizeof logp, "%s/data/.gnuplot.%ld.log", ctx->out, (long)getpid());
@@ -212,7 +257,7 @@ void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file)
 {
     size_t o = strlen(f->sources);
     char rel[RP_PATH];
-    snprintf(rel, sizeof rel, "%s", r ? r->link : "..");
+    snprintf(rel, sizeof rel, "%s", r ? r->link : ctx->dirlink);
     const char *shown = r && ctx->compare ? r->label : "";
     if (o + strlen(rel) + 300 < sizeof f->sources)
         snprintf(f->sources + o, sizeof f->sources - o, "%s<a href=\"%s/%s\">%s%s%s</a>", o ? ", " : "",

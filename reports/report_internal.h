@@ -23,7 +23,8 @@ typedef struct rp_tens {
     int grad;              /* role weight_grad or act_grad */
     int wgrad;             /* role weight_grad */
     double n_total, flushed_total;
-    double *fl, *so;       /* per logged step (run->nls): flushed/n, (saturated+overflow)/n; NaN = not logged */
+    double nonfinite_total; /* overflow + nan counts of tensors.csv, over the logged steps */
+    double *fl, *so;       /* per logged step (run->nls): flushed/n, (saturated+overflow+nan)/n; NaN = not logged */
     double *hu, *hs;       /* RP_NB binade counts: unscaled (shifted by -log2 S), as logged */
     double zero, inf, nan; /* special bins of hist.csv */
     int in_hist;           /* has rows in hist.csv */
@@ -43,6 +44,7 @@ typedef struct rp_run {
     size_t nls;            /* logged steps of tensors.csv, increasing */
     long *lstep;
     amp_run_events ev;     /* events.csv */
+    int same_as;           /* index of an earlier run with the same trajectory (amp_run_identical), -1 */
     int scale_used;        /* some loss_scale != 1 */
     int scale_nonpow2;     /* some loss_scale not a power of two */
     long scale_zero_step;  /* first step with loss_scale 0, -1 if none */
@@ -59,11 +61,13 @@ typedef struct rp_fig {
     char caption[1200];    /* HTML, already escaped */
     char sources[1600];    /* HTML list of input files */
     unsigned made;         /* AMP_REPORT_* actually written */
+    char term[3][300];     /* the gnuplot terminal of PNG, PDF, SVG as drawn (rp_gp_term) */
 } rp_fig;
 
 typedef struct rp_ctx {
     char dir[RP_PATH];     /* the run or compare directory */
-    char out[RP_PATH];     /* dir/report */
+    char out[RP_PATH];     /* dir/report, or --out */
+    char dirlink[RP_PATH]; /* dir as the page links it (relative to out) */
     char scripts[RP_PATH]; /* where the .gp scripts are read from */
     const amp_report_opts *opts;
     int compare;           /* several runs: a compare directory, or an overlay of folders */
@@ -92,6 +96,18 @@ amp_status rp_find_scripts(rp_ctx *ctx);
  * (amp_report_write_many without the sweep case). */
 amp_status rp_report_dirs(const char *const *dirs, int n, const amp_report_opts *opts, char *index_path, size_t len);
 
+/* report_gp.c: the path of `to` relative to the folder `from` (both exist),
+ * e.g. "../run"; "." when they are the same; `to` itself when either cannot
+ * be resolved. Links written this way resolve wherever --out puts the page. */
+void rp_relpath(const char *from, const char *to, char *out, size_t len);
+
+/* report_page.c: the page (index.html) of a run, compare or overlay; the
+ * <head> every page shares (viewport, styles); a CSV table with more than 8
+ * columns shown as its key columns plus all of them under <details>. */
+amp_status rp_write_index(rp_ctx *ctx, char *index_path, size_t len);
+void rp_html_head(FILE *fp, const char *title);
+void rp_html_table(FILE *fp, const amp_csv *c, size_t maxrows, const char *const *keys, int nkeys);
+
 /* report_findings.c */
 void rp_html_escape(FILE *fp, const char *s);
 
@@ -111,6 +127,11 @@ rp_fig *rp_new_fig(rp_ctx *ctx, const char *id, const char *script, const char *
 /* Appends a link to run r's file (r NULL: the directory's own) to f->sources. */
 void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file);
 void rp_add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref);
+/* The terminal (and the scripts' "paper" variable) of format fmt for a
+ * figure of w x h screen pixels; rp_redraw_cmd: the shell command that
+ * redraws format k (0 PNG, 1 PDF, 2 SVG) of f in the report folder. */
+void rp_gp_term(const rp_ctx *ctx, unsigned fmt, int w, int h, char *term, size_t len);
+void rp_redraw_cmd(const rp_fig *f, int k, char *buf, size_t len);
 /* Runs gnuplot for every requested format of figure f (w x h pixels). */
 amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h);
 

@@ -38,13 +38,22 @@ amp_status amp_allreduce_scaling_parse(const char *s, amp_allreduce_scaling *out
     if (s && !strcmp(s, "none")) *out = AMP_AR_SCALE_NONE;
     else if (s && !strcmp(s, "amax")) *out = AMP_AR_SCALE_AMAX;
     else if (s && !strcmp(s, "pow2")) *out = AMP_AR_SCALE_POW2;
-    else return amp_fail(AMP_EINVAL, "all-reduce scaling '%s': expected none, amax or pow2", s ? s : "");
+    else if (s && !strcmp(s, "mx")) *out = AMP_AR_SCALE_MX;
+    else return amp_fail(AMP_EINVAL, "all-reduce scaling '%s': expected none, amax, pow2 or mx", s ? s : "");
     return AMP_OK;
 }
 
 const char *amp_allreduce_scaling_name(amp_allreduce_scaling s)
 {
-    return s == AMP_AR_SCALE_AMAX ? "amax" : s == AMP_AR_SCALE_POW2 ? "pow2" : "none";
+    return s == AMP_AR_SCALE_AMAX ? "amax" : s == AMP_AR_SCALE_POW2 ? "pow2" : s == AMP_AR_SCALE_MX ? "mx" : "none";
+}
+
+size_t amp_allreduce_abi_size(const char *type)
+{
+    if (!type) return 0;
+    if (!strcmp(type, "amp_allreduce_opts")) return sizeof(amp_allreduce_opts);
+    if (!strcmp(type, "amp_allreduce_info")) return sizeof(amp_allreduce_info);
+    return 0;
 }
 
 /* y[0..m) = round_F(a[i] + b[i]) for the elements [off, off+m) of the tensor. */
@@ -65,23 +74,57 @@ static amp_status add_round(const amp_allreduce_opts *o, const float *a, const f
     return AMP_OK;
 }
 
-static float choose_scale(const amp_allreduce_opts *o, const float *const *g, int R, size_t n, double *amax_out)
+/* The power-of-two rule of step 1 for a block (or tensor) with max |g| = amax
+ * over R ranks (amax > 0, finite). */
+static double pow2_scale(const amp_format *f, int R, double amax)
 {
-    double amax = 0;
-    int bad = 0;
-    for (int r = 0; r < R; r++)
-        for (size_t i = 0; i < n; i++) {
-            double v = fabs((double)g[r][i]);
-            if (!isfinite(v)) bad = 1;
-            else if (v > amax) amax = v;
-        }
-    *amax_out = amax;
-    if (o->scaling == AMP_AR_SCALE_NONE || bad || amax == 0) return 1.0f;
-    double s = o->fmt.max_finite / ((double)R * amax);
-    if (o->scaling == AMP_AR_SCALE_POW2) s = ldexp(1.0, (int)floor(log2(s)));
+    return ldexp(1.0, (int)floor(log2(f->max_finite / ((double)R * amax))));
+}
+
+static float clamp_scale(double s)
+{
     if (s < 0x1p-126) s = 0x1p-126;
     if (s > 0x1p127) s = 0x1p127;
     return (float)s;
+}
+
+/* amax over ranks of g[.][lo, hi) (finite values); *bad = a NaN/inf among them. */
+static double range_amax(const float *const *g, int R, size_t lo, size_t hi, int *bad)
+{
+    double amax = 0;
+    *bad = 0;
+    for (int r = 0; r < R; r++)
+        for (size_t i = lo; i < hi; i++) {
+            double v = fabs((double)g[r][i]);
+            if (!isfinite(v)) *bad = 1;
+            else if (v > amax) amax = v;
+        }
+    return amax;
+}
+
+static float choose_scale(const amp_allreduce_opts *o, const float *const *g, int R, size_t n, double *amax_out)
+{
+    int bad;
+    double amax = range_amax(g, R, 0, n, &bad);
+    *amax_out = amax;
+    if (o->scaling == AMP_AR_SCALE_NONE || o->scaling == AMP_AR_SCALE_MX || bad || amax == 0) return 1.0f;
+    double s = o->scaling == AMP_AR_SCALE_POW2 ? pow2_scale(&o->fmt, R, amax) : o->fmt.max_finite / ((double)R * amax);
+    return clamp_scale(s);
+}
+
+/* MX: bs[b] for every block of AMP_AR_MX_BLOCK elements; returns the
+ * smallest scale of a block that is scaled (1 if none is). */
+static float mx_scales(const amp_allreduce_opts *o, const float *const *g, int R, size_t n, float *bs)
+{
+    float smin = 0;
+    for (size_t b = 0, lo = 0; lo < n; b++, lo += AMP_AR_MX_BLOCK) {
+        size_t hi = lo + AMP_AR_MX_BLOCK < n ? lo + AMP_AR_MX_BLOCK : n;
+        int bad;
+        double amax = range_amax(g, R, lo, hi, &bad);
+        bs[b] = bad || amax == 0 ? 1.0f : clamp_scale(pow2_scale(&o->fmt, R, amax));
+        if (!bad && amax != 0 && (smin == 0 || bs[b] < smin)) smin = bs[b];
+    }
+    return smin == 0 ? 1.0f : smin;
 }
 
 amp_status amp_allreduce(const amp_allreduce_opts *o, const float *const *g, int R, size_t n,
@@ -97,15 +140,21 @@ amp_status amp_allreduce(const amp_allreduce_opts *o, const float *const *g, int
     if (R < 1) return amp_fail(AMP_EINVAL, "all-reduce: %d ranks (need at least 1)", R);
     if (n == 0) { info->scale = 1; return AMP_OK; }
     float s = choose_scale(o, g, R, n, &info->amax);
-    info->scale = s;
+    const int mx = o->scaling == AMP_AR_SCALE_MX;
 
-    /* q: R quantized copies; tmp: double work space. */
+    /* q: R quantized copies; tmp: double work space; bs: MX block scales. */
     float *q = malloc((size_t)R * n * sizeof *q);
     double *tmp = malloc(n * sizeof *tmp);
     float *scaled = malloc(n * sizeof *scaled);
-    if (!q || !tmp || !scaled) { st = amp_fail(AMP_ENOMEM, "all-reduce: out of memory"); goto done; }
+    float *bs = mx ? malloc((n / AMP_AR_MX_BLOCK + 1) * sizeof *bs) : NULL;
+    if (!q || !tmp || !scaled || (mx && !bs)) { st = amp_fail(AMP_ENOMEM, "all-reduce: out of memory"); goto done; }
+    if (mx) s = mx_scales(o, g, R, n, bs);
+    info->scale = s;
     for (int r = 0; r < R; r++) {
-        for (size_t i = 0; i < n; i++) scaled[i] = g[r][i] * s;   /* float32 product */
+        if (mx)
+            for (size_t i = 0; i < n; i++) scaled[i] = g[r][i] * bs[i / AMP_AR_MX_BLOCK];
+        else
+            for (size_t i = 0; i < n; i++) scaled[i] = g[r][i] * s;   /* float32 product */
         amp_round_opts ro = o->round;
         ro.stream = o->round.stream + 1 + (uint64_t)r;
         ro.index0 = 0;
@@ -145,7 +194,14 @@ amp_status amp_allreduce(const amp_allreduce_opts *o, const float *const *g, int
         memcpy(y, v[0], n * sizeof *y);
         free(v);
     }
-    if (s != 1.0f) {
+    if (mx) {
+        for (size_t lo = 0; lo < n; lo += AMP_AR_MX_BLOCK) {
+            float b = bs[lo / AMP_AR_MX_BLOCK], inv = (float)(1.0 / (double)b);
+            size_t hi = lo + AMP_AR_MX_BLOCK < n ? lo + AMP_AR_MX_BLOCK : n;
+            if (b != 1.0f)
+                for (size_t i = lo; i < hi; i++) y[i] = y[i] * inv;
+        }
+    } else if (s != 1.0f) {
         float inv = (float)(1.0 / (double)s);
         for (size_t i = 0; i < n; i++) y[i] = y[i] * inv;
     }
@@ -155,5 +211,6 @@ done:
     free(q);
     free(tmp);
     free(scaled);
+    free(bs);
     return st;
 }

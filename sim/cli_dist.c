@@ -99,6 +99,11 @@ static pid_t start_run(const char *dir, const char *name, char **argv)
          * orphan writing into DIR while the sweep is resumed) */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(128 + SIGKILL);
+        /* its own process group: a Ctrl-C at a terminal signals the whole
+         * foreground group, and a run that got it too would take the
+         * launcher's SIGTERM as a second signal and die before removing its
+         * temporaries; the launcher alone forwards one SIGTERM */
+        setpgid(0, 0);
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
         if (fd >= 0) {
             dup2(fd, 1);

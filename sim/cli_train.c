@@ -1,8 +1,37 @@
 /* ampsim train: train a model in an emulated precision policy (docs/training.md, docs/design.md). */
 #include "cli.h"
+#include "amp_rundir.h"
 
+#include <cJSON.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+
+/* A finished run whose loss ended not finite (summary.json final_loss_finite
+ * false) is a failed run: one line naming the first non-finite step, tensor
+ * and phase, and exit 1. 0 when the run ended finite (or has no summary). */
+static int nonfinite_exit(const char *dir)
+{
+    char *text = NULL;
+    if (amp_run_read_summary(dir, &text) || !text) { free(text); return 0; }
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cJSON *fin = j ? cJSON_GetObjectItemCaseSensitive(j, "final_loss_finite") : NULL;
+    int bad = fin && cJSON_IsFalse(fin);
+    if (bad) {
+        cJSON *nf = cJSON_GetObjectItemCaseSensitive(j, "first_nonfinite");
+        cJSON *st = nf ? cJSON_GetObjectItemCaseSensitive(nf, "step") : NULL;
+        cJSON *te = nf ? cJSON_GetObjectItemCaseSensitive(nf, "tensor") : NULL;
+        cJSON *ph = nf ? cJSON_GetObjectItemCaseSensitive(nf, "phase") : NULL;
+        if (cJSON_IsNumber(st) && cJSON_IsString(te) && cJSON_IsString(ph))
+            fprintf(stderr, "ampsim train: %s: the loss ended not finite; the first non-finite value was at step %.0f in %s (%s)\n",
+                    dir, st->valuedouble, te->valuestring, ph->valuestring);
+        else
+            fprintf(stderr, "ampsim train: %s: the loss ended not finite\n", dir);
+    }
+    cJSON_Delete(j);
+    return bad;
+}
 
 static void help(void)
 {
@@ -53,8 +82,11 @@ static void help(void)
         "                          batch (divisible by R), rank r gets rows [r*B/R, (r+1)*B/R)\n"
         "  --allreduce ring|tree   gradient all-reduce algorithm (--dp > 1; default ring)\n"
         "  --allreduce-format F    format of every partial sum (--dp > 1; default fp32)\n"
-        "  --allreduce-scale none|amax|pow2  per-tensor scaling before the reduction (default none)\n"
-        "Writes DIR/config.json, metrics.csv, tensors.csv, hist.csv, events.csv, summary.json.\n",
+        "  --allreduce-scale none|amax|pow2|mx  scaling before the reduction: per tensor, or mx: a power of\n"
+        "                          two per block of 32 values (default none)\n"
+        "Writes DIR/config.json, metrics.csv, tensors.csv, hist.csv, events.csv, summary.json.\n"
+        "Exit 1 when the run failed: stopped (--on-nonfinite stop, a scaler at its minimum) or its loss\n"
+        "ended not finite (one line names the first non-finite step, tensor and phase; the logs are complete).\n",
         amp_policy_names());
 }
 
@@ -113,5 +145,6 @@ int amp_cli_train(int argc, char **argv)
     o.stop = amp_cli_stop_flag();
     amp_status s = amp_train_run(&o);
     if (s == AMP_EINTR || (s && amp_cli_interrupted())) return amp_cli_interrupt_exit("train", s == AMP_EINTR ? amp_errmsg() : NULL);
-    return s ? amp_cli_fail(s) : 0;
+    if (s) return amp_cli_fail(s);
+    return nonfinite_exit(o.out) ? 1 : 0;
 }

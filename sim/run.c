@@ -414,7 +414,7 @@ static amp_status run_check_opts(run *u)
     if (o->allreduce_format && amp_format_parse(o->allreduce_format, &u->ao.fmt))
         return amp_fail(AMP_EINVAL, "--allreduce-format %s: unknown format", o->allreduce_format);
     if (o->allreduce_scale && amp_allreduce_scaling_parse(o->allreduce_scale, &u->ao.scaling))
-        return amp_fail(AMP_EINVAL, "--allreduce-scale %s: expected none, amax or pow2", o->allreduce_scale);
+        return amp_fail(AMP_EINVAL, "--allreduce-scale %s: expected none, amax, pow2 or mx", o->allreduce_scale);
     u->ao.average = 1;
     amp_set_threads(o->threads);
     amp_gemm_init();

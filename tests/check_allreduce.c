@@ -249,6 +249,61 @@ START_TEST(fp8_scaling)
 }
 END_TEST
 
+/* MX: each block of 32 elements has its own power-of-two scale from its amax
+ * over the ranks; blocks of very different magnitudes keep their precision. */
+START_TEST(mx_block_scaling)
+{
+    enum { R = 4, N = 80 };        /* blocks [0,32), [32,64), [64,80) */
+    const float *gp[R];
+    float y[N];
+    for (int r = 0; r < R; r++) {
+        for (int i = 0; i < N; i++) {
+            double mag = i < 32 ? 1e-9 : i < 64 ? 1e5 : 1e-3;
+            G[r][i] = (float)((urand() - 0.5) * mag);
+        }
+        gp[r] = G[r];
+    }
+    G[1][70] = INFINITY;           /* the last block is not scaled */
+    double amax[2] = { 0, 0 };
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < 64; i++)
+            if (fabs(G[r][i]) > amax[i / 32]) amax[i / 32] = fabs(G[r][i]);
+    float sb[3];
+    for (int b = 0; b < 2; b++) sb[b] = (float)ldexp(1.0, (int)floor(log2(57344.0 / (R * amax[b]))));
+    sb[2] = 1.0f;
+    amp_allreduce_opts o = opts("e5m2", AMP_AR_RING);
+    amp_allreduce_scaling sc;
+    ck_assert_int_eq(amp_allreduce_scaling_parse("mx", &sc), AMP_OK);
+    ck_assert_str_eq(amp_allreduce_scaling_name(sc), "mx");
+    o.scaling = sc;
+    o.average = 1;
+    amp_allreduce_info info;
+    ck_assert(amp_allreduce(&o, gp, R, N, y, &info) == AMP_OK);
+    ck_assert(sb[1] < 1.0f && sb[0] > 1e8f);
+    ck_assert(info.scale == sb[1]);          /* the smallest block scale */
+    uint64_t flushed[3] = { 0, 0, 0 };
+    for (int i = 0; i < N; i++) {
+        float s = sb[i / 32], v[R];
+        for (int r = 0; r < R; r++) {
+            volatile float p = G[r][i] * s;
+            v[r] = ref_round(R_E5M2, p);
+            flushed[i / 32] += v[r] == 0 && G[r][i] != 0;
+        }
+        volatile float e = ref_ring(v, R, (size_t)i, N, &R_E5M2);
+        if (s != 1.0f) e = e * (float)(1.0 / (double)s);
+        float want = (float)((double)e / R);
+        if (isnan(want)) ck_assert(isnan(y[i]));
+        else ck_assert_msg(bits(want) == bits(y[i]), "i=%d: got %a want %a", i, (double)y[i], (double)want);
+    }
+    ck_assert_uint_eq(flushed[0] + flushed[1], 0);
+    ck_assert_uint_eq(info.quant.cls[AMP_CLS_FLUSHED], flushed[2]);
+    /* one scale for the first two blocks flushes the small block */
+    o.scaling = AMP_AR_SCALE_POW2;
+    ck_assert(amp_allreduce(&o, gp, R, 64, y, &info) == AMP_OK);
+    ck_assert(info.quant.cls[AMP_CLS_FLUSHED] > 32);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
     amp_allreduce_algo a;
@@ -274,6 +329,7 @@ int main(void)
     tcase_add_test(tc, ring_and_tree_differ_by_order);
     tcase_add_test(tc, overflow_and_flush_counted);
     tcase_add_test(tc, fp8_scaling);
+    tcase_add_test(tc, mx_block_scaling);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return amp_check_failures(s) ? 1 : 0;

@@ -38,16 +38,21 @@ static void metrics(const char *dir, int *rows, int *skipped)
 START_TEST(diverging_model)
 {
     int rows, sk;
-    /* continue: every step runs, none skipped (no scaler), the weights stay NaN */
-    ck_assert_int_eq(run(DIVERGE " --on-nonfinite continue --out c"), 0);
+    /* continue: every step runs, none skipped (no scaler), the weights stay NaN;
+     * the run ended non-finite: exit 1 and one line naming step, tensor, phase */
+    ck_assert_int_eq(run(DIVERGE " --on-nonfinite continue --out c"), 1);
+    char *e1 = slurp("err");
+    ck_assert_msg(strstr(e1, "the loss ended not finite; the first non-finite value was at step ") != NULL &&
+                  strstr(e1, " in fc2.out (forward)") != NULL && strchr(e1, '\n') == e1 + strlen(e1) - 1, "%s", e1);
+    free(e1);
     metrics("c", &rows, &sk);
     ck_assert_int_eq(rows, 6);
     ck_assert_int_eq(sk, 0);
     char *e = slurp("c/events.csv");
     ck_assert_msg(strstr(e, "first_nonfinite") != NULL, "%s", e);
     free(e);
-    /* skip: every non-finite step is skipped */
-    ck_assert_int_eq(run(DIVERGE " --on-nonfinite skip --out s"), 0);
+    /* skip: every non-finite step is skipped (the loss still ends non-finite: exit 1) */
+    ck_assert_int_eq(run(DIVERGE " --on-nonfinite skip --out s"), 1);
     metrics("s", &rows, &sk);
     ck_assert_int_eq(rows, 6);
     ck_assert_int_eq(sk, 5);
@@ -71,7 +76,7 @@ END_TEST
 START_TEST(loss_scale_collapses_to_zero)
 {
     /* torch has no minimum: 200 non-finite steps halve 65536 down to exactly 0 */
-    ck_assert_int_eq(run("train --lr 1e30 --steps 200 --log-every 0 --hist-every 0 --scaler torch --out z"), 0);
+    ck_assert_int_eq(run("train --lr 1e30 --steps 200 --log-every 0 --hist-every 0 --scaler torch --out z"), 1);
     char *m = slurp("z/metrics.csv");
     char *last = m + strlen(m) - 2;
     while (last > m && *last != '\n') last--;

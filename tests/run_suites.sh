@@ -10,8 +10,9 @@
 # library).
 #   tests/run_suites.sh BUILD SUITE...          make check
 #   tests/run_suites.sh --long BUILD SUITE...   make check-long: the suites
-#       with AMP_LONG=1 (each runs only its long cases) and the Python tests
-#       python/tests/long_*.py (python/run_tests.py --long)
+#       with AMP_LONG=1 (each runs only its long cases), the Python tests
+#       python/tests/long_*.py (python/run_tests.py --long), and the report in
+#       headless Chromium with its PDFs through poppler (tests/report_browser.py)
 # A test that cannot run here prints a line "skipped: NAME: REASON" (see
 # tests/cli_test.h AMP_SKIP) and counts as skipped, not passed. A suite that
 # exits non-zero without a Check failure line counts as one failed test.
@@ -52,6 +53,7 @@ python_jobs() {
 
 if [ "$long" = 1 ]; then
     python_jobs
+    job report_browser /usr/bin/python3 tests/report_browser.py "$PWD/$build/ampsim"
     for t in "$@"; do job "$t" env AMP_LONG=1 "$t"; done
 else
     python_jobs
@@ -72,15 +74,16 @@ ls "$dir" | sed -n 's/\.cmd$//p' | xargs -P "$jobs" -I{} sh -c \
     sh "$dir" {}
 
 # count NAME RC LOG: adds the counts in LOG of a Check suite (or of a plain
-# command: rc 0 = one pass; or of python/run_tests.py: its closing line).
+# command: rc 0 = one pass; or of python/run_tests.py or another script that
+# closes with "NAME: N passed, N failed[, N skipped]": that line).
 count() {
     name=$1; rc=$2; log=$3
     s=$(grep -c '^skipped: ' "$log")
     # (a suite that runs no test prints "Running suite(s):100%: Checks: 0, ...")
     line=$(grep -oE '[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1)
-    pyline=$(grep -E '^python: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$log" | tail -n 1)
+    pyline=$(grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -n 1)
     if [ -n "$pyline" ]; then
-        set -- $(echo "$pyline" | sed 's/[^0-9 ]//g')
+        set -- $(echo "$pyline" | sed 's/^[a-z_]*://; s/[^0-9 ]//g') 0
         bad=$2
         [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ] && bad=1
         pass=$((pass + $1)); fail=$((fail + bad)); skip=$((skip + $3))

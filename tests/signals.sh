@@ -14,6 +14,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 k=0
+sigs="INT TERM"
 # delay MAX K: a pseudo-random delay in [0, MAX) seconds from the seed and K
 delay() { awk -v s="$seed" -v k="$2" -v m="$1" 'BEGIN { x = ((s % 100003) * 7919 + k * k * 48271 + k * 104729) % 100003; printf "%.3f", 0.8 * x / 100003 * m }'; }
 now() { date +%s.%N; }
@@ -23,7 +24,8 @@ litter() {
 }
 
 # trial NAME CMD...: in $tmp/ref/ (a copy of $tmp/base/) run CMD once and time
-# it; then per signal, twice, in $tmp/try/ (another copy of $tmp/base/):
+# it; then per signal of $sigs (INT, TERM, or GROUP: SIGINT to the command's
+# whole process group), twice, in $tmp/try/ (another copy of $tmp/base/):
 # start CMD, send the signal at a random point of that time, check, rerun,
 # compare the folders.
 trial() {
@@ -32,17 +34,27 @@ trial() {
     t0=$(now)
     (cd "$tmp/ref" && "$@" >/dev/null 2>&1) || { echo "FAIL $name: the uninterrupted run failed"; fails=$((fails + 1)); return; }
     max=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
-    for sig in INT TERM; do
+    for sig in $sigs; do
         want=130; [ $sig = TERM ] && want=143
         for rep in 1 2; do
             k=$((k + 1))
             rm -rf "$tmp/try" && cp -r "$tmp/base" "$tmp/try"
             d=$(delay "$max" $k)
-            (cd "$tmp/try" && exec "$@" >/dev/null 2>"$tmp/err") &
+            if [ $sig = GROUP ]; then   # a process group of its own, signalled whole
+                (cd "$tmp/try" && exec setsid "$@" >/dev/null 2>"$tmp/err") &
+            else
+                (cd "$tmp/try" && exec "$@" >/dev/null 2>"$tmp/err") &
+            fi
             pid=$!
             sleep "$d"
-            kill -s $sig $pid 2>/dev/null
+            if [ $sig = GROUP ]; then
+                pg=$(ps -o pgid= -p $pid 2>/dev/null | tr -d ' ')
+                [ -n "$pg" ] && kill -s INT -- "-$pg" 2>/dev/null
+            else
+                kill -s $sig $pid 2>/dev/null
+            fi
             wait $pid; rc=$?
+            [ $sig = GROUP ] && sleep 0.2   # runs that outlived their launcher would still be writing
             if [ $rc -ne $want ] && [ $rc -ne 0 ]; then
                 echo "FAIL $name SIG$sig after ${d}s: exit $rc, expected $want (or 0 if it had finished)"; cat "$tmp/err"
                 fails=$((fails + 1)); continue
@@ -72,6 +84,13 @@ cat > "$tmp/grid.json" <<'G'
 {"train": {"steps": 300}, "precisions": ["bf16-amp"], "seeds": [1, 2]}
 G
 trial sweep "$A" sweep "$tmp/grid.json" --jobs 2 --out out
+# Ctrl-C at a terminal: SIGINT to the whole process group (compare and its
+# runs at once, signal "GROUP" of trial).
+if command -v setsid >/dev/null 2>&1; then
+    sigs="GROUP"
+    trial compare-group "$A" compare --precisions fp16-amp --scalers none,torch --steps 800 --jobs 2 --out out
+    sigs="INT TERM"
+fi
 (cd "$tmp/base" && "$A" compare --precisions fp16-amp --scalers none,torch --steps 60 --out out >/dev/null 2>&1) \
     || { echo "FAIL: compare for the report trial"; exit 1; }
 trial report "$A" report out --formats png,svg --quiet

@@ -27,6 +27,7 @@ or, for a model and any policy:
 """
 from ._autocast import autocast
 from ._compare import Run, compare
+from ._ddp import allreduce_hook
 from ._emulate import EmulationError, emulate
 from ._policy import Policy, preset_names
 from ._scaler import GradScaler
@@ -39,5 +40,5 @@ def diff_grads(model, loss_fn, policy="bf16-amp-cpu", **kw):
     return run(model, loss_fn, policy, **kw)
 
 
-__all__ = ["EmulationError", "GradScaler", "autocast", "Policy", "Run", "compare", "diff_grads", "emulate",
-           "preset_names"]
+__all__ = ["EmulationError", "GradScaler", "allreduce_hook", "autocast", "Policy", "Run", "compare", "diff_grads",
+           "emulate", "preset_names"]
