@@ -278,6 +278,29 @@ class TestEmulatedAndNamed(unittest.TestCase):
         for k in ("hs", "add"):
             self.assertTrue(torch.equal(seen[k], seen[k].bfloat16().float()), k)
 
+    def test_autocast_fp32_pointwise(self):
+        """exp, log, pow... are on autocast's CUDA FP32 list: FP32 output under
+        fp16-amp, the input's format under the CPU lists (bf16-amp-cpu)."""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(6, 6)
+
+            def forward(self, x):
+                y = self.fc(x)
+                return y, torch.exp(y), y.pow(2), F.softplus(y)
+        torch.manual_seed(0)
+        m = M()
+        x = torch.randn(3, 6)
+        for pol, fmt in (("fp16-amp", None), ("bf16-amp-cpu", "bf16")):
+            with at.emulate(m, pol):
+                outs = m(x)
+            y = outs[0]
+            for o, ref in zip(outs[1:], (torch.exp(y), y.pow(2), F.softplus(y))):
+                self.assertEqual(getattr(o, "_ampsim_fmt", None), fmt, pol)
+                want = ref if fmt is None else ref.bfloat16().float()
+                self.assertTrue(torch.equal(o, want), pol)
+
     def test_embedding_pure_policy(self):
         torch.manual_seed(0)
         m = LM("gru")

@@ -92,7 +92,13 @@ _TABLE = [
     ("elementwise", "floor_divide", ["floor_divide", "T.__floordiv__", "T.__rfloordiv__"]),
     ("elementwise", "remainder", ["remainder", "fmod", "T.__mod__", "T.__rmod__"]),
     ("elementwise", "neg", ["neg", "negative", "T.__neg__"]),
-    ("elementwise", "pow", ["pow", "float_power", "T.__pow__", "T.__rpow__"]),
+    # autocast's FP32 list of pointwise ops (CUDA): computed in FP32, output FP32
+    # where the policy forces its reductions to FP32 (the CUDA lists), else in
+    # the input's format (the CPU list, which does not hold them)
+    ("reduction", "pow", ["pow", "float_power", "T.__pow__", "T.__rpow__"]),
+] + [("reduction", _n, [_n]) for _n in _SPLIT(
+    "acos arccos asin arcsin cosh sinh tan erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt softplus")
+] + [
     ("elementwise", "abs", ["abs", "absolute", "T.__abs__"]),
     ("elementwise", "clamp", ["clamp", "clip", "clamp_min", "clamp_max"]),
     ("elementwise", "masked_fill", ["masked_fill"]),
@@ -103,13 +109,12 @@ _TABLE = [
     ("elementwise", "cat", _SPLIT("cat concat concatenate stack hstack vstack dstack column_stack row_stack")),
 ] + [("elementwise", _n, [_n]) for _n in _SPLIT(
     # pointwise math
-    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt square reciprocal sin cos tan asin acos atan "
-    "arcsin arccos arctan sinh cosh tanh asinh acosh atanh arcsinh arccosh arctanh atan2 arctan2 "
-    "sigmoid logit erf erfc erfinv lgamma digamma polygamma mvlgamma i0 sinc igamma igammac xlogy "
+    "exp2 sqrt square sin cos atan arctan tanh asinh acosh atanh arcsinh arccosh arctanh atan2 arctan2 "
+    "sigmoid logit erf erfc lgamma digamma polygamma mvlgamma i0 sinc igamma igammac xlogy "
     "ceil floor round trunc fix frac sign sgn copysign hypot nextafter ldexp lerp logaddexp logaddexp2 "
     "heaviside cross deg2rad rad2deg nan_to_num maximum minimum fmax fmin addcmul addcdiv "
     # activations
-    "relu relu6 leaky_relu elu selu celu gelu silu mish softplus softshrink hardshrink tanhshrink "
+    "relu relu6 leaky_relu elu selu celu gelu silu mish softshrink hardshrink tanhshrink "
     "softsign hardtanh hardswish hardsigmoid threshold _threshold rrelu glu logsigmoid log_sigmoid prelu "
     # pooling, resampling, scattering of values
     "avg_pool1d avg_pool2d avg_pool3d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d "
@@ -246,12 +251,15 @@ def _add_inplace(path, name):
             INPLACE_OF[fi[0]] = fo[0]
 
 
+# autocast's FP32 pointwise ops: "reduction" kind, in-place forms as any pointwise op's
+_FP32_POINTWISE = set(_SPLIT("pow acos arccos asin arcsin cosh sinh tan erfinv exp expm1 log log10 log2 "
+                             "log1p reciprocal rsqrt softplus"))
 for _kind, _name, _paths in _TABLE:
     KIND[_name] = _kind
     for _p in _paths:
         for _f in _resolve(_p):
             OPS.setdefault(_f, (_kind, _name))
-        if _kind == "elementwise":
+        if _kind == "elementwise" or _name in _FP32_POINTWISE:
             _add_inplace(_p, _name)
         elif _kind == "view":          # squeeze_, t_, transpose_ ...: still a view
             for _f in _resolve(_word(_p) + "_"):
