@@ -3,7 +3,8 @@
 #   sh .ci/deps.sh [GROUP...]     (default: base)
 #   base    build, tests and demo: compiler, MPFR, GMP, Check, gnuplot, OpenBLAS,
 #           zlib, cJSON, Open MPI, valgrind
-#   python  the Python package and its tests: numpy, PyTorch (CPU), mpi4py (the MPI tests)
+#   python  the Python package and its tests: numpy, PyTorch (CPU), torchvision (model zoo),
+#           mpi4py (the MPI tests)
 #   fuzz    the fuzz harnesses: clang with libFuzzer and the OpenMP runtime
 #   browser headless Chromium and poppler-utils, for the report's screenshots and
 #           make check-long (the pages in Chromium, the PDFs through pdfinfo/pdffonts)
@@ -13,7 +14,7 @@ PKGS=""
 for g in "$@"; do
     case "$g" in
         base) PKGS="$PKGS build-essential pkg-config libmpfr-dev libgmp-dev check gnuplot-nox libopenblas-dev zlib1g-dev libcjson-dev openmpi-bin libopenmpi-dev valgrind" ;;
-        python) PKGS="$PKGS python3 python3-numpy python3-torch python3-mpi4py" ;;
+        python) PKGS="$PKGS python3 python3-numpy python3-torch python3-torchvision python3-mpi4py" ;;
         fuzz) PKGS="$PKGS clang libclang-rt-14-dev libomp-14-dev" ;;
         browser) PKGS="$PKGS chromium poppler-utils" ;;
         *) echo "deps: unknown group '$g' (base, python, fuzz, browser)" >&2; exit 2 ;;

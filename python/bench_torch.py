@@ -1,8 +1,12 @@
 #!/usr/bin/python3
 """Cost of a training step under ampsim.torch.emulate against plain PyTorch FP32.
 
-A GPT-like model (4 blocks, width 128, 4 heads, context 64, batch 16, vocabulary
-96; functional attention), AdamW, one thread. Three configurations:
+Models: a GPT-like model (4 blocks, width 128, 4 heads, context 64, batch 16,
+vocabulary 96; functional attention) and the model zoo of the coverage test
+(python/tests/zoo_models.py: resnet18, mobilenet_v3_small, a small
+VisionTransformer, nn.TransformerEncoder, an LSTM and a GRU language model;
+batches --scale times the test's),
+SGD with momentum (AdamW for the GPT), one thread. Three configurations each:
   plain      the FP32 step without emulate
   every 10   emulate(fp16-amp, or --policy) with GradScaler("torch") (for bf16
              policies "none"); statistics and their
@@ -12,11 +16,12 @@ They run in blocks of 10 steps, taking turns, for several rounds. A block of an
 emulated configuration is one emulate context with its run directory, so its
 cost includes the hooks and the run log. Each round gives a ratio to that
 round's plain block, and the median over the rounds is printed. Times are the
-process's CPU time (one thread), which the other processes of a loaded machine
-change less than the wall time. The targets are at
-most 2x (every 10) and 3x (every 1). Not a test.
+process's CPU time (one thread; every pool pinned to one thread before torch
+loads), which the other processes of a loaded machine change less than the
+wall time. The targets are at most 2x (every 10) and 3x (every 1). Not a test.
 
-Usage: /usr/bin/python3 python/bench_torch.py [--rounds R]"""
+Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy P] [MODEL ...]
+(models: gpt and the zoo's names; default all)"""
 import argparse
 import os
 import statistics
@@ -38,70 +43,94 @@ import torch.nn.functional as F  # noqa: E402
 
 import ampsim.torch as at  # noqa: E402
 from torch_models import TinyGPT, token_batches  # noqa: E402
+from zoo_models import train_step, zoo  # noqa: E402
 
 BLOCK = 10
 
 
-def block(model, opt, data, log_every, out, policy="fp16-amp"):
-    """CPU seconds of this process per step over one block of BLOCK steps
-    (log_every None: plain). CPU time, not wall time: on a loaded machine the
-    wall time also counts the other processes' turns."""
+def _gpt():
+    data = token_batches(BLOCK, 16, 64, vocab=96)
+    return (lambda: TinyGPT(vocab=96, C=128, heads=4, layers=4, ctx=64), lambda s: data[s % len(data)],
+            lambda m, x, y: F.cross_entropy(m(x).flatten(0, 1), y.flatten()), "adamw")
+
+
+def setups(scale):
+    out = {"gpt": _gpt()}
+    for name, (make, batch, loss) in zoo(scale).items():
+        out[name] = (make, batch, loss, "sgd")
+    return out
+
+
+def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
+    """CPU seconds of this process per step over one block (log_every None:
+    plain). CPU time, not wall time: on a loaded machine the wall time also
+    counts the other processes' turns."""
     emu = sc = None
     if log_every is not None:
         emu = at.emulate(model, policy, out=out, log_every=log_every, hist_every=log_every)
         sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
+    data = [batch(s) for s in range(steps)]
     t0 = time.process_time()
     if emu:
         emu.__enter__()
     try:
         for x, y in data:
-            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-            opt.zero_grad()
-            if sc:
-                sc.scale(loss).backward()
-                sc.step(opt)
-                sc.update()
-            else:
-                loss.backward()
-                opt.step()
+            train_step(model, opt, loss_fn, x, y, sc)
     finally:
         if emu:
             emu.__exit__(None, None, None)
-    return (time.process_time() - t0) / len(data)
+    return (time.process_time() - t0) / steps
+
+
+def bench(name, setup, rounds, policy="fp16-amp"):
+    make, batch, loss_fn, optname = setup
+    configs = (("plain", None), ("every 10", 10), ("every 1", 1))
+    models, opts = {}, {}
+    for c, _ in configs:
+        torch.manual_seed(0)
+        models[c] = make()
+        models[c].train()
+        opts[c] = (torch.optim.AdamW(models[c].parameters(), lr=1e-3) if optname == "adamw" else
+                   torch.optim.SGD(models[c].parameters(), lr=0.01, momentum=0.9))
+    times = {c: [] for c, _ in configs}
+    with tempfile.TemporaryDirectory() as d:
+        for c, le in configs:                      # warm-up block of each
+            block(models[c], opts[c], batch, loss_fn, 2, le, os.path.join(d, "warm-" + c.replace(" ", "")), policy)
+        for r in range(rounds):
+            order = configs[r % 3:] + configs[:r % 3]
+            for c, le in order:
+                out = os.path.join(d, "%s-%d" % (c.replace(" ", ""), r))
+                times[c].append(block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy))
+    res = {}
+    for c, _ in configs:
+        ratios = [t / p for t, p in zip(times[c], times["plain"])]
+        res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios))
+    return res
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--scale", type=int, default=8,
+                    help="zoo batches this many times the test's (default 8: 16 images, 32 sequences)")
     ap.add_argument("--policy", default="fp16-amp", help="policy of the emulated steps (default fp16-amp; "
                     "the GradScaler is 'torch' for fp16 policies, else 'none')")
+    ap.add_argument("models", nargs="*", help="gpt and the zoo's names (default: all)")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    torch.manual_seed(0)
-    data = token_batches(BLOCK, 16, 64, vocab=96)
-    configs = (("plain", None), ("every 10", 10), ("every 1", 1))
-    models, opts = {}, {}
-    for name, _ in configs:
-        torch.manual_seed(0)
-        models[name] = TinyGPT(vocab=96, C=128, heads=4, layers=4, ctx=64)
-        opts[name] = torch.optim.AdamW(models[name].parameters(), lr=1e-3)
-    times = {name: [] for name, _ in configs}
-    with tempfile.TemporaryDirectory() as d:
-        for name, le in configs:                      # warm-up block of each
-            block(models[name], opts[name], data[:2], le, os.path.join(d, "warm-" + name.replace(" ", "")),
-                  a.policy)
-        for r in range(a.rounds):
-            order = configs[r % 3:] + configs[:r % 3]
-            for name, le in order:
-                out = os.path.join(d, "%s-%d" % (name.replace(" ", ""), r))
-                times[name].append(block(models[name], opts[name], data, le, out, a.policy))
-    print("torch %s, 1 thread, GPT-like 4x128, ctx 64, batch 16, %s; %d rounds of %d-step blocks"
-          % (torch.__version__, a.policy, a.rounds, BLOCK))
-    print("%-10s %12s %14s %7s" % ("step", "median CPU ms", "median ratio", "target"))
-    for name, target in (("plain", ""), ("every 10", "2.0"), ("every 1", "3.0")):
-        ratios = [t / p for t, p in zip(times[name], times["plain"])]
-        print("%-10s %12.1f %14.2f %7s" % (name, statistics.median(times[name]) * 1e3,
-                                           statistics.median(ratios), target))
+    su = setups(a.scale)
+    names = a.models or list(su)
+    for n in names:
+        if n not in su:
+            ap.error("unknown model %r (known: %s)" % (n, ", ".join(su)))
+    print("torch %s, 1 thread; %d rounds of %d-step blocks; %s; zoo batch scale %d"
+          % (torch.__version__, a.rounds, BLOCK, a.policy, a.scale))
+    print("%-20s %10s %12s %10s %12s %10s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio"))
+    for n in names:
+        r = bench(n, su[n], a.rounds, a.policy)
+        print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx" % (n, r["plain"][0], r["every 10"][0], r["every 10"][1],
+                                                          r["every 1"][0], r["every 1"][1]), flush=True)
+    print("targets: every 10 <= 2.00x, every 1 <= 3.00x")
 
 
 if __name__ == "__main__":

@@ -440,6 +440,8 @@ static amp_status fig_layers(rp_ctx *ctx)
     size_t maxlen = 0;
     for (int q = 0; q < nl; q++) if (strlen(lay[q]) > maxlen) maxlen = strlen(lay[q]);
     rp_gp_str_array(g.fp, "lbl", lbl, k);
+    /* gnuplot takes a font from a string constant or variable, not an expression */
+    if (nl > 12) fputs("xtfont = exists(\"paper\") ? (paper > 0 ? \",8\" : \",9\") : \",9\"\n", g.fp);
     fputs("set xtics (", g.fp);
     for (int q = 0; q < nl; q++) {
         char t[200];
@@ -451,7 +453,7 @@ static amp_status fig_layers(rp_ctx *ctx)
         rp_gp_str(g.fp, t);
         fprintf(g.fp, " %d", q + 1);
     }
-    fputs(nl > 12 ? ") rotate by 90 right font (paper > 0 ? \",8\" : \",9\")\n" : maxlen > 8 ? ") rotate by -30\n" : ")\n", g.fp);
+    fputs(nl > 12 ? ") rotate by 90 right font xtfont\n" : maxlen > 8 ? ") rotate by -30\n" : ")\n", g.fp);
     free(lay);
     if ((st = rp_commit2(&d, &g))) return st;
     rp_add_sources_all(ctx, f, "tensors.csv", 1);

@@ -142,6 +142,10 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h);
  * sentence per run. */
 void rp_html_findings(FILE *fp, const rp_ctx *ctx);
 
+/* report_coverage.c: per run with coverage.csv (ampsim.torch) the shares of
+ * GEMM work and elementwise outputs emulated, on the first screen. */
+void rp_html_coverage(FILE *fp, const rp_ctx *ctx);
+
 /* report_whatif.c: the --what-if figure of every run with whatif.csv, and
  * the run's table of shadows (nothing when it has none). */
 amp_status rp_fig_whatif(rp_ctx *ctx);

@@ -258,6 +258,7 @@ amp_status rp_write_index(rp_ctx *ctx, char *index_path, size_t len)
     FILE *fp = af.fp;
     html_header(fp, ctx);
     rp_html_findings(fp, ctx);
+    rp_html_coverage(fp, ctx);
     if (ctx->nskipped) {
         fprintf(fp, "<p><b class=warn>%d run%s failed according to summary.csv and %s left out:", ctx->nskipped,
                 ctx->nskipped > 1 ? "s" : "", ctx->nskipped > 1 ? "are" : "is");

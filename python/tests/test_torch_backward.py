@@ -185,8 +185,11 @@ class TestCudaListsByHand(unittest.TestCase):
 
 
     def test_exp_and_sqrt_read_the_rounded_output(self):
-        """exp's backward is grad * result and sqrt's grad / (2 * result), with
-        the result as the forward rounded it; h (used twice) sums in format."""
+        """Under the CUDA lists sqrt stays in the tensor's format and its
+        backward grad / (2 * result) reads the result as the forward rounded
+        it; exp is on autocast's FP32 list (autocast_mode.cpp), so it runs on
+        h cast to float32, returns float32 and its gradient grad * result is
+        rounded by the cast's backward. h (used twice) sums in format."""
         for fmt, pol in (("bf16", "bf16-amp"), ("fp16", "fp16-amp")):
             def r(v):
                 return _rt.round_t(v.detach(), fmt)[0]
@@ -196,14 +199,17 @@ class TestCudaListsByHand(unittest.TestCase):
             with at.emulate(lin, pol):
                 h = lin(x)
                 h.retain_grad()
-                (torch.exp(h) + torch.sqrt(h)).backward(g)     # (NaN where h < 0, in both)
+                e_out, q_out = torch.exp(h), torch.sqrt(h)
+                (e_out + q_out).backward(g)     # (NaN where h < 0, in both)
+            self.assertEqual(_rt.fmt_of(e_out), "fp32", pol)
+            self.assertEqual(_rt.fmt_of(q_out), fmt, pol)
             hd = h.detach()
-            e, q = r(torch.exp(hd)), r(torch.sqrt(hd))
-            c_sqrt, c_exp = r(g / (2 * q)), r(g * e)           # sqrt's use was created last: first
+            q = r(torch.sqrt(hd))
+            c_sqrt, c_exp = r(g / (2 * q)), r(g * torch.exp(hd))   # sqrt's use was created last: first
             want = r(c_sqrt + c_exp)
             self.assertTrue(torch.equal(h.grad.nan_to_num(), want.nan_to_num()), pol)
-            # the unrounded result would give other bits
-            self.assertFalse(torch.equal(r(g * torch.exp(hd)), c_exp), pol)
+            # sqrt's unrounded result would give other bits
+            self.assertFalse(torch.equal(r(g / (2 * torch.sqrt(hd))).nan_to_num(), c_sqrt.nan_to_num()), pol)
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)

@@ -29,7 +29,7 @@ call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _grad, _rt
+from . import _coverage, _grad, _rt
 from . import _scope
 from . import _whatif
 from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
@@ -38,6 +38,13 @@ from ._handlers import _FMT, _Mode, _OpHandlers, _fmt_of, _join
 from ._policy import Policy
 from ._rt import EmulationError
 from .._scaler import format_scale
+
+try:        # the function-mode stack (torch.overrides' helpers; absent: the mode stays on)
+    from torch.overrides import _get_current_function_mode as _cur_mode
+    from torch.overrides import _pop_mode, _push_mode
+except ImportError:
+    _cur_mode = _pop_mode = _push_mode = None
+
 
 class emulate(_OpHandlers, _Checks):
     """Run a PyTorch model's forward and backward under an ampsim precision policy.
@@ -93,6 +100,11 @@ class emulate(_OpHandlers, _Checks):
         Under bf16-amp-cpu these are its torch_cpu kernels (GEMM-like
         products in oneDNN's pair order, PyTorch's CPU loss gradient, softmax
         and LayerNorm): PyTorch's CPU arithmetic, without oneDNN.
+    strict : bool
+        Raise EmulationError at the first torch function that is neither
+        emulated nor classified (_ops.py) and at any GEMM-like op that would
+        run unrounded. Either way ``out`` gets coverage.csv: each function
+        called, its class, calls, output elements, GEMM multiply-adds.
 
     Inside ``with emulate(...) as emu:`` every forward and backward of the model
     runs as the policy says. ``emu.step(loss=..., lr=...)`` ends a training
@@ -104,11 +116,14 @@ class emulate(_OpHandlers, _Checks):
     _WHO = "emulate"
 
     def __init__(self, model, policy="fp32", *, out=None, log_every=10, hist_every=50, fp8=None,
-                 what_if=None, what_if_format=None, scaler=None, seed=1, config=None, kernels="torch"):
+                 what_if=None, what_if_format=None, scaler=None, seed=1, config=None, kernels="torch",
+                 strict=False):
         models = None if model is None and self._WHO != "emulate" else _models_of(model)
         if kernels not in ("torch", "ampsim"):
             raise ValueError("emulate: kernels must be 'torch' or 'ampsim', not %r" % (kernels,))
         self.kernels = kernels
+        self.strict = bool(strict)
+        self._cov = _coverage.Coverage()
         self.model = models[0][1] if models and len(models) == 1 else model
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
         pol = self.policy
@@ -267,15 +282,26 @@ class emulate(_OpHandlers, _Checks):
         self._root_refs = []
 
     class _QuietCtx:
-        __slots__ = ("emu",)
+        """The emulation's own torch calls (roundings, backward rules, the
+        gradient norm): not emulated, and the mode is taken off the stack
+        while they run, so they do not pay its dispatch."""
+        __slots__ = ("emu", "popped")
 
         def __init__(self, emu):
             self.emu = emu
+            self.popped = None
 
         def __enter__(self):
-            self.emu._quiet_depth += 1
+            emu = self.emu
+            emu._quiet_depth += 1
+            self.popped = None
+            if _cur_mode is not None and emu._mode is not None and _cur_mode() is emu._mode:
+                self.popped = _pop_mode()
 
         def __exit__(self, *a):
+            if self.popped is not None:
+                _push_mode(self.popped)
+                self.popped = None
             self.emu._quiet_depth -= 1
 
     def _quiet(self):
@@ -286,6 +312,10 @@ class emulate(_OpHandlers, _Checks):
         """The name of the op site being called now (module path, op, count)."""
         if self._stack:
             fr = self._stack[-1]
+            if fr.rename is not None:          # a decomposed module (_mha.py, _rnn.py) names its ops
+                r = fr.rename(op)
+                if r is not None:
+                    return _join(fr.path, r)
             if fr.leaf and not fr.used and fr.path:
                 fr.used = True
                 name = fr.path
@@ -310,10 +340,18 @@ class emulate(_OpHandlers, _Checks):
             i = self._ids[name] = len(self._ids)
         return i
 
+    _needs_stats = None         # (loss scaler, whether its strategy reads statistics): constant per scaler
+
     def _stats_due(self, role=None):
         if self._do_t or self._do_h:
             return True
-        return role in ("act_grad", "weight_grad") and self.scaler is not None and self.scaler._sc.needs_stats
+        sc = self.scaler
+        if sc is None or role not in ("act_grad", "weight_grad"):
+            return False
+        c = self._needs_stats
+        if c is None or c[0] is not sc._sc:
+            c = self._needs_stats = (sc._sc, bool(sc._sc.needs_stats))
+        return c[1]
 
     def _round(self, x, fmt, name, role, *, saturate=False, fp8_role=None, mode=None, stream_or=0,
                check=True):
@@ -325,6 +363,7 @@ class emulate(_OpHandlers, _Checks):
         due = name is not None and self._stats_due(role)
         if fmt == "fp32" and not due and not saturate:
             return x.detach().clone() if x.requires_grad else x
+        nf = None
         if fp8_role is not None and pol.fp8_scaling and _rt.fmt_struct(fmt).bits <= 8 and name is not None:
             y, st = self._fp8_round(x, fmt, name, fp8_role, due)
         else:
@@ -332,16 +371,13 @@ class emulate(_OpHandlers, _Checks):
             seed = stream = 0
             if mode == "sr" and name is not None:
                 seed, stream = _rt.step_seed(self.seed, self.step_index), self._tid(name) | stream_or
-            y, st = _rt.round_t(x, fmt, mode, saturate=saturate, sr_bits=pol.sr_bits, seed=seed,
-                                stream=stream, stats=due)
+            y, st, nf = _rt.round_count(x, fmt, mode, saturate=saturate, sr_bits=pol.sr_bits, seed=seed,
+                                        stream=stream, stats=due)
         if name is not None:
             if st is not None:
                 prev = self._stats.get(name)
                 self._stats[name] = (role, fmt, st if prev is None else prev[2] + st)
-                bad = st.counts["nan_in"] + st.counts["inf_in"] + st.counts["overflow"]
-                bad = _rt.count_nonfinite(y) if bad else 0
-            else:
-                bad = _rt.count_nonfinite(y)
+            bad = nf if nf is not None else _rt.count_nonfinite(y)
             if bad and check and self._nf is None:
                 self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
         return y
@@ -488,7 +524,11 @@ class emulate(_OpHandlers, _Checks):
         if self.out is not None and self._log is None:
             self._open_log()        # at the first step's end: the config knows the scaler
         if self._log is not None:
-            gn = grad_norm if grad_norm is not None else self._grad_norm()
+            if grad_norm is not None:
+                gn = grad_norm
+            else:
+                with self._quiet():
+                    gn = self._grad_norm()
             nfc = self._nf[2] if self._nf else 0
             self._log.metrics(s, loss=lv, loss_scale=loss_scale, skipped=int(bool(skipped)), grad_norm=gn,
                               lr=float(lr) if lr is not None else 0.0, vanished=self._step_vanished,
@@ -526,8 +566,7 @@ class emulate(_OpHandlers, _Checks):
             inv = 1.0 / sc._used_scale
         for p in self._params:
             if p.grad is not None:
-                g = p.grad.detach().double() * inv
-                sq += float((g * g).sum())
+                sq += _rt.sumsq_unscaled(p.grad, inv)
         return sq ** 0.5
 
     # ---- scaler and optimizer ---------------------------------------------------------------
@@ -601,6 +640,7 @@ class emulate(_OpHandlers, _Checks):
                    {"step": self._nf_first[0], "phase": self._nf_first[2], "tensor": self._nf_first[1]}}
         if self._whatif is not None:
             self._whatif.close()
+        self._cov.write(self.out)
         self._log.close(**summary)
         self._log = None
 

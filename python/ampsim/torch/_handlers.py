@@ -3,7 +3,7 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _functions, _grad, _kernels, _lowp, _ops
+from . import _embed, _functions, _grad, _kernels, _lowp, _mha, _ops, _rnn
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
@@ -35,6 +35,9 @@ class _Mode(TorchFunctionMode):
 
     @staticmethod
     def _dispatch(emu, func, args, kwargs):
+        # the coverage account counts the model's forward and its loss (not
+        # the scaler's and optimizer's work after the backward)
+        count = emu._stack or (not emu._bwd_done and torch.is_grad_enabled())
         op = _ops.OPS.get(func)
         if op is None:
             if func is torch.Tensor.backward:
@@ -44,18 +47,47 @@ class _Mode(TorchFunctionMode):
                 if done:
                     return res
                 args, kwargs = _grad.uses(args, kwargs)
+            cls = _ops.CLASSES.get(func)
+            if (cls is None or cls == "gemm_unrounded") and emu.strict:
+                raise EmulationError(
+                    "ampsim.torch: %s in %s: %s (strict=True)"
+                    % (_ops.func_name(func), emu._where(), "a GEMM-like op that would run unrounded"
+                       if cls else "neither emulated nor classified (ampsim/torch/_ops.py)"))
             out = _grad.widened(func, args, func(*args, **kwargs))
-            emu._other(func, args, kwargs, out)
+            if cls is None or cls == "gemm_unrounded":
+                emu._other(func, args, kwargs, out)
+            if count:
+                emu._cov.add(func, cls or "unclassified", out if cls != "no_float" else None)
             return out
         kind, name = op
         # gradients kept in format: each use of an emulated tensor, each output (_grad.py)
         args, kwargs = _grad.uses(args, kwargs)
         if kind == "view":
+            if count:
+                emu._cov.add(func, kind)
             out = emu._view(func, args, kwargs)
         elif kind == "gemm":
             out = emu._gemm(func, name, args, kwargs)
+            if count:
+                emu._cov.add(func, kind, out, _ops.gemm_macs(name, args, kwargs, out))
         else:
-            out = emu._pointwise(func, kind, name, args, kwargs)
+            if kind == "inplace":
+                out = emu._inplace(func, name, args, kwargs)
+            elif kind == "embedding":
+                out = _embed.run(emu, func, name, args, kwargs)
+            elif kind == "mha":
+                out = _mha.run(emu, emu._mode, func, args, kwargs)
+            elif kind == "sdpa":
+                out = _mha.sdpa(emu, emu._mode, func, args, kwargs)
+            elif kind in ("rnn", "rnn_cell"):
+                out = _rnn.run(emu, emu._mode, func, name, kind, args, kwargs)
+            else:
+                out = emu._pointwise(func, kind, name, args, kwargs)
+            if count:
+                # a decomposed module's ops are counted one by one
+                emu._cov.add(func, kind, out if kind not in ("mha", "sdpa", "rnn", "rnn_cell") else None)
+            if kind in ("mha", "sdpa", "rnn", "rnn_cell"):
+                return out          # its ops made their own gradient sources
         return _grad.sources(out, emu._grad_fmt)
 
 
@@ -173,7 +205,8 @@ class _OpHandlers:
                     ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
                 else:
                     p, fn = pv
-                    ts[i] = fn(self._cast_weight(p, site, False)) if fn else self._cast_weight(p, site, False)
+                    wc = self._cast_weight(p, site, kinds[i] == "bias")
+                    ts[i] = fn(wc) if fn else wc
                 kinds[i] = "w" if kinds[i] != "bias" else "b"
             elif kinds[i] == "bias":
                 kinds[i] = "act"
@@ -218,7 +251,7 @@ class _OpHandlers:
         if pol.bwd_in != pol.act_grad or pol.fp8_scaling and fp8:
             self._tid(site + ".out.grad.input")
 
-    def _pointwise(self, func, kind, name, args, kwargs):
+    def _pointwise(self, func, kind, name, args, kwargs, out_fmt=None):
         pol = self.policy
         if name in _ops.INPLACE_KW and kwargs.get("inplace"):
             kwargs = dict(kwargs, inplace=False)
@@ -257,6 +290,8 @@ class _OpHandlers:
             fmt = "fp32"
         else:
             fmt = _fmt_of(ins[0]) if ins else "fp32"
+        if out_fmt is not None:
+            fmt = out_fmt
         inside = bool(self._stack)
         if fmt == "fp32" and not (self._stats_due() and inside):
             return out
@@ -272,6 +307,39 @@ class _OpHandlers:
         if fmt != "fp32":
             setattr(y, _FMT, fmt)
         return y
+
+    def _inplace(self, func, name, args, kwargs):
+        """An in-place elementwise op (add_, +=, relu_): the out-of-place op
+        emulated as usual (on a copy when autograd may need the old value),
+        its result written back into the tensor, which takes its format."""
+        x = args[0] if args else kwargs.get("input", kwargs.get("self"))
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            return func(*args, **kwargs)
+        if all(_fmt_of(t) == "fp32" for t in _tensors_in(args, kwargs)) and \
+                not (self._stack and self._stats_due()):
+            return func(*args, **kwargs)
+        base = _ops.INPLACE_OF[func]
+        with self._quiet():
+            src = x.clone() if x.requires_grad else x
+        rest = tuple(args[1:]) if args else ()
+        kw = dict(kwargs)
+        if not args:
+            kw.pop("input", None)
+            kw.pop("self", None)
+        # an in-place result keeps the destination's dtype in PyTorch (a
+        # bf16 tensor += an FP32 one stays bf16): here its format
+        fx = _fmt_of(x)
+        y = self._pointwise(base, "elementwise", name, (src,) + rest, kw, None if fx == "fp32" else fx)
+        if not isinstance(y, torch.Tensor):
+            return func(*args, **kwargs)
+        with self._quiet():
+            x.copy_(y)
+        f = getattr(y, _FMT, None)
+        if f is not None:
+            setattr(x, _FMT, f)
+        elif hasattr(x, _FMT):
+            delattr(x, _FMT)
+        return x
 
     def _ampsim_kernel(self, name, args, kwargs):
         """The C emulator's kernel for this call (kernels="ampsim"), or None

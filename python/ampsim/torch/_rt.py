@@ -99,6 +99,57 @@ def round_t(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, 
     return torch.from_numpy(y), (Stats._wrap(st, f) if stats else None)
 
 
+_VP = ctypes.c_void_p
+_lib._fn("amp_round_f32_count", ctypes.c_int, _VP, _VP, _VP, _VP, ctypes.c_size_t, _VP, _VP)
+_addr_cache = {}
+
+
+def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, stats=False):
+    """round_t for a float32 tensor, with the count of non-finite results:
+    (y, Stats or None, nonfinite). One foreign call (amp_round_f32_count); the
+    format and options are looked up once per (fmt, mode, saturate, sr_bits)
+    and passed by address, the result is written straight into a new tensor."""
+    xd = x.detach()
+    if xd.dtype != torch.float32:
+        y, st = round_t(x, fmt, mode, saturate=saturate, sr_bits=sr_bits, seed=seed, stream=stream, stats=stats)
+        return y, st, count_nonfinite(y)
+    if not xd.is_contiguous():
+        xd = xd.contiguous()
+    key = (fmt, mode, saturate, sr_bits)
+    a = _addr_cache.get(key)
+    if a is None:
+        f = fmt_struct(fmt)
+        o = _opts(fmt, mode, saturate, sr_bits)
+        a = _addr_cache[key] = (ctypes.addressof(f._f), ctypes.addressof(o), f, o)
+    oa = a[1]
+    if mode == "sr" or seed or stream:
+        ok = keyed_opts(fmt, mode, saturate, sr_bits, seed, stream)
+        oa = ctypes.addressof(ok)
+    y = torch.empty_like(xd)
+    st = None
+    if stats:
+        st = _lib.AmpStats()
+        _lib.lib.amp_stats_init(ctypes.byref(st))
+    nf = ctypes.c_size_t(0)
+    _lib.check(_lib.lib.amp_round_f32_count(a[0], oa, xd.data_ptr(), y.data_ptr(), xd.numel(),
+                                            ctypes.addressof(st) if st is not None else None, ctypes.addressof(nf)))
+    return y, (Stats._wrap(st, a[2]) if stats else None), nf.value
+
+
+_lib._fn("amp_sumsq_unscaled_f32", ctypes.c_double, _VP, ctypes.c_size_t, ctypes.c_float)
+
+
+def sumsq_unscaled(g, inv):
+    """Sum of squares of a float32 gradient unscaled by inv (float), as the C
+    training step forms the gradient norm: one foreign call."""
+    g = g.detach()
+    if g.dtype != torch.float32:
+        return float((g.double() * inv).pow(2).sum())
+    if not g.is_contiguous():
+        g = g.contiguous()
+    return _lib.lib.amp_sumsq_unscaled_f32(g.data_ptr(), g.numel(), inv)
+
+
 _lib.lib.amp_count_nonfinite.restype = ctypes.c_size_t
 _lib.lib.amp_count_nonfinite.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 

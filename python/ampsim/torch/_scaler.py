@@ -1,11 +1,13 @@
 """ampsim.torch.GradScaler: a drop-in for torch.cuda.amp.GradScaler and
 torch.amp.GradScaler that runs on the CPU, with the state machine of any
 framework's loss scaler (ampsim.LossScaler, the C library's scalers)."""
+import contextlib
 import numbers
 
 import torch
 
 from .. import LossScaler
+from . import _rt
 
 _TORCH_KEYS = (("init_scale", "init"), ("growth_factor", "growth"), ("backoff_factor", "backoff"),
                ("growth_interval", "interval"))
@@ -129,12 +131,15 @@ class GradScaler:
         s = self._used_scale if self._used_scale is not None else self.get_scale()
         inv = LossScaler.inv(s)
         found = False
-        with torch.no_grad():
+        with torch.no_grad(), _quiet(self._emu):
             for g in _grads(optimizer):
                 if inv != 1.0:
                     g.mul_(inv)
-                if not found and not bool(torch.isfinite(g).all()):
-                    found = True
+                if not found:
+                    if g.dtype == torch.float32 and g.is_contiguous():
+                        found = _rt.count_nonfinite(g) > 0
+                    else:
+                        found = not bool(torch.isfinite(g).all())
         self._found_inf = self._found_inf or found
         self._unscaled = True
 
@@ -171,7 +176,8 @@ class GradScaler:
             if self._emu is not None:
                 self._emu._step_skipped = 1
             return None
-        return optimizer.step(*args, **kwargs)
+        with _quiet(self._emu):     # the update is not the model's: no op of it is emulated
+            return optimizer.step(*args, **kwargs)
 
     def update(self, new_scale=None):
         """End the step: the state machine's update (if step() did not run it)
@@ -202,6 +208,11 @@ class GradScaler:
 
     def __repr__(self):
         return "GradScaler(%r, scale=%g)" % (self.spec, self.get_scale())
+
+
+def _quiet(emu):
+    """The emulation's quiet context (its mode off the stack), or a no-op."""
+    return emu._quiet() if emu is not None and emu._entered else contextlib.nullcontext()
 
 
 def _apply(x, fn):

@@ -41,11 +41,12 @@ _TOKENS = itertools.count(1)
 
 class Frame:
     """One call of an in-scope module: its path, whether it is a leaf, and
-    the op counts that name its ops."""
-    __slots__ = ("path", "leaf", "used", "counts")
+    the op counts that name its ops; rename(op) -> name or None names the
+    ops of a decomposed module (attention, recurrent layers: _mha.py, _rnn.py)."""
+    __slots__ = ("path", "leaf", "used", "counts", "rename")
 
-    def __init__(self, path, leaf):
-        self.path, self.leaf, self.used, self.counts = path, leaf, False, {}
+    def __init__(self, path, leaf, rename=None):
+        self.path, self.leaf, self.used, self.counts, self.rename = path, leaf, False, {}, rename
 
 
 def join(a, b):

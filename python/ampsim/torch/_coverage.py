@@ -1,0 +1,75 @@
+"""The coverage account of an emulation: every torch function the model's
+forward and its loss called, its class (_ops.py), calls, output elements and
+GEMM multiply-adds; written as coverage.csv into the run directory.
+
+Columns: op (the function's short name), class (an emulated kind or
+fp32 / no_float / gemm_unrounded / unclassified), emulated (yes/no), calls,
+elements (floating output elements, summed over calls; 0 for views and
+functions with no floating output), gemm_macs (multiply-adds of GEMM-like
+calls). Rows of one name and class add up (torch.add and Tensor.add)."""
+import os
+
+import torch
+
+from . import _ops
+
+_NOT = ("fp32", "no_float", "gemm_unrounded", "unclassified")
+
+
+class Coverage:
+    """Counts per torch function: [class, calls, elements, macs]."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self):
+        self.rows = {}
+
+    def add(self, func, cls, out=None, macs=0):
+        """One call of func (class cls); out: its result when its floating
+        elements count."""
+        r = self.rows.get(func)
+        if r is None:
+            r = self.rows[func] = [cls, 0, 0, 0]
+        r[1] += 1
+        if out is not None and isinstance(out, torch.Tensor) and out.is_floating_point():
+            r[2] += out.numel()
+        r[3] += macs
+
+    def table(self):
+        """[(op, class, emulated, calls, elements, macs)], sorted by class and op."""
+        agg = {}
+        for func, (cls, calls, el, macs) in self.rows.items():
+            key = (_ops.func_name(func), cls)
+            a = agg.setdefault(key, [0, 0, 0])
+            a[0] += calls
+            a[1] += el
+            a[2] += macs
+        return sorted((op, cls, "no" if cls in _NOT else "yes", a[0], a[1], a[2])
+                      for (op, cls), a in agg.items())
+
+    def shares(self):
+        """(share of GEMM multiply-adds emulated, share of the elements written
+        by non-GEMM ops that were emulated; classified FP32 ops count on
+        neither side), each None when there was nothing to count."""
+        g = [0, 0]
+        e = [0, 0]
+        for op, cls, emu, calls, el, macs in self.table():
+            if macs or cls in ("gemm", "gemm_unrounded"):
+                g[0] += macs if emu == "yes" else 0
+                g[1] += macs
+            elif cls not in ("view", "fp32", "no_float"):
+                e[0] += el if emu == "yes" else 0
+                e[1] += el
+        return (g[0] / g[1] if g[1] else None, e[0] / e[1] if e[1] else None)
+
+    def write(self, out):
+        """coverage.csv in the run directory out (written whole, then renamed)."""
+        if out is None:
+            return
+        path = os.path.join(out, "coverage.csv")
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("op,class,emulated,calls,elements,gemm_macs\n")
+            for row in self.table():
+                f.write("%s,%s,%s,%d,%d,%d\n" % row)
+        os.replace(tmp, path)

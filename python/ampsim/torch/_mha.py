@@ -1,0 +1,113 @@
+"""nn.MultiheadAttention / F.multi_head_attention_forward and
+F.scaled_dot_product_attention, decomposed and emulated op by op.
+
+F.multi_head_attention_forward runs its own Python body (the same function,
+with its torch-function dispatch check turned off) while the emulation's mode
+is active again, so each op it calls is emulated like any other and the run
+stays bit-identical to PyTorch under fp32. The ops are named under the
+module: ``<m>.in_proj`` (packed self-attention; ``in_proj_q``/``in_proj_kv``
+when key is value, ``in_proj_q``/``in_proj_k``/``in_proj_v`` otherwise or
+with separate kdim/vdim weights), ``<m>.scale`` (q / sqrt(head_dim)),
+``<m>.matmul1`` (scores, with the additive mask when there is one),
+``<m>.softmax``, ``<m>.dropout``, ``<m>.matmul2``, ``<m>.out_proj``; the
+weights keep their parameter names (``<m>.in_proj_weight``,
+``<m>.out_proj.weight``)."""
+import inspect
+import math
+import types
+
+import torch
+import torch.nn.functional as F
+
+from . import _handlers
+
+
+def _body():
+    f = F.multi_head_attention_forward
+    g = dict(f.__globals__)
+    g["has_torch_function"] = lambda *a: False
+    b = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+    b.__kwdefaults__ = f.__kwdefaults__
+    return b
+
+
+_MHA = _body()
+_MHA_SIG = inspect.signature(F.multi_head_attention_forward)
+
+
+def _renamer(linears):
+    counts = {}
+
+    def rename(op):
+        if op in ("bmm", "baddbmm", "matmul"):
+            op = "mm"
+        k = counts[op] = counts.get(op, 0) + 1
+        if op == "linear":
+            return linears[k - 1] if k <= len(linears) else None
+        if op == "mm":
+            return "matmul%d" % k if k <= 2 else None
+        if op in ("softmax", "dropout") and k == 1:
+            return op
+        if op in ("div", "mul") and k == 1:
+            return "scale"
+        return None
+    return rename
+
+
+def _run_named(emu, mode, linears, fn, args, kwargs):
+    path = emu._stack[-1].path if emu._stack else ""
+    emu._stack.append(_handlers._Frame(path, False, _renamer(linears)))
+    try:
+        with mode:
+            return fn(*args, **kwargs)
+    finally:
+        emu._stack.pop()
+
+
+def run(emu, mode, func, args, kwargs):
+    """F.multi_head_attention_forward(*args, **kwargs), emulated op by op."""
+    a = _MHA_SIG.bind(*args, **kwargs).arguments
+    q, k, v = a["query"], a["key"], a["value"]
+    if a.get("use_separate_proj_weight"):
+        ins = ["in_proj_q", "in_proj_k", "in_proj_v"]
+    elif q is k and k is v:
+        ins = ["in_proj"]
+    elif k is v:
+        ins = ["in_proj_q", "in_proj_kv"]
+    else:
+        ins = ["in_proj_q", "in_proj_k", "in_proj_v"]
+    return _run_named(emu, mode, ins + ["out_proj"], _MHA, args, kwargs)
+
+
+def sdpa_body(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+              enable_gqa=False):
+    """Scaled dot-product attention as its reference formula: softmax(q k^T *
+    scale + mask) (dropout) v, op by op."""
+    L, S = query.size(-2), key.size(-2)
+    s = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    if enable_gqa:
+        rep = query.size(-3) // key.size(-3)
+        key = key.repeat_interleave(rep, -3)
+        value = value.repeat_interleave(rep, -3)
+    w = torch.matmul(query, key.transpose(-2, -1))
+    w = w * s
+    if is_causal:
+        keep = torch.ones(L, S, dtype=torch.bool).tril()
+        w = w.masked_fill(keep.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            w = w.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            w = w + attn_mask
+    w = F.softmax(w, dim=-1)
+    if dropout_p > 0.0:
+        w = F.dropout(w, dropout_p, training=True)
+    return torch.matmul(w, value)
+
+
+def sdpa(emu, mode, func, args, kwargs):
+    """F.scaled_dot_product_attention (torch 2.x), emulated op by op; under
+    the fp32 policy without statistics PyTorch's own kernel."""
+    if emu.policy.is_fp32() and not emu._stats_due():
+        return func(*args, **kwargs)
+    return _run_named(emu, mode, [], sdpa_body, args, kwargs)

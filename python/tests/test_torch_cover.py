@@ -1,0 +1,353 @@
+"""ampsim.torch's op coverage: every torch function classified (walk of
+torch.overrides), in-place ops, nn.MultiheadAttention, LSTM/GRU/RNN and
+embeddings emulated and named, fp32 bit-identical to plain PyTorch,
+coverage.csv and strict mode. A quick subset of the model zoo
+(long_torch_zoo.py has the full one)."""
+import csv
+import inspect
+import os
+import unittest
+
+from support import tmpdir
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import ampsim.torch as at
+    from ampsim.torch import _ops, _rnn
+
+    torch.set_num_threads(1)
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+NO_TORCH = "PyTorch (python3-torch) is not installed"
+
+
+def overridable():
+    """(owner, name, function) of every function of torch, torch.nn.functional
+    and Tensor that torch.overrides lists, and of F's Python functions that
+    dispatch torch functions."""
+    T = torch.Tensor
+    out = []
+    for f in torch.overrides.get_testing_overrides():
+        n = getattr(f, "__name__", None)
+        if n == "__get__":
+            out.append(("Tensor", getattr(f.__self__, "__name__", "property"), f))
+            continue
+        for owner, ns in (("F", F), ("torch", torch), ("Tensor", T)):
+            obj = ns.__dict__.get(n) if ns is T else getattr(ns, n, None)
+            if obj is f:
+                out.append((owner, n, f))
+                break
+    for n in dir(F):
+        f = getattr(F, n)
+        if inspect.isfunction(f) and "handle_torch_function" in f.__code__.co_names:
+            out.append(("F", n, f))
+    return out
+
+
+def run_steps(model, make_loss, policy, steps=2, out=None, **kw):
+    """Loss values and final parameters after SGD steps (plain when policy is None)."""
+    torch.manual_seed(0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+
+    def loop():
+        for s in range(steps):
+            loss = make_loss(model, s)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach().clone())
+    if policy is None:
+        loop()
+    else:
+        with at.emulate(model, policy, out=out, log_every=1, **kw):
+            loop()
+    return losses, [p.detach().clone() for p in model.parameters()]
+
+
+def same(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a, b)) and len(a) == len(b)
+
+
+def rows(d, name):
+    with open(os.path.join(d, name)) as f:
+        return list(csv.DictReader(f))
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestClassification(unittest.TestCase):
+    def test_every_function_handled_or_classified(self):
+        fs = overridable()
+        self.assertGreater(len(fs), 700)
+        missing = sorted({"%s.%s" % (o, n) for o, n, f in fs if _ops.classify(f)[0] == "unclassified"})
+        self.assertEqual(missing, [])
+
+    def test_the_reported_gaps_are_emulated(self):
+        T = torch.Tensor
+        for f, kind in ((F.hardswish, "elementwise"), (F.hardsigmoid, "elementwise"), (T.__iadd__, "inplace"),
+                        (T.add_, "inplace"), (T.mul_, "inplace"), (torch.relu_, "inplace"),
+                        (F.multi_head_attention_forward, "mha"), (torch.lstm, "rnn"), (torch.gru, "rnn"),
+                        (torch.gru_cell, "rnn_cell"), (F.embedding, "embedding"), (F.max_pool2d, "view"),
+                        (F.interpolate, "elementwise"), (F.pad, "elementwise"), (torch.Tensor.T.__get__, "view")):
+            self.assertEqual(_ops.classify(f)[:2], ("emulated", kind), f)
+        self.assertEqual(_ops.classify(torch.argmax)[:2], ("classified", "no_float"))
+        self.assertEqual(_ops.classify(torch.linalg.svd)[:2], ("classified", "fp32"))
+        self.assertEqual(_ops.classify(torch.hspmm)[:2], ("classified", "gemm_unrounded"))
+
+
+class Residual(nn.Module):
+    """conv, batch norm, hardswish, in-place residual add (+=) and relu_."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        out = F.hardswish(self.bn(self.conv(x)))
+        out += x
+        out.mul_(F.hardsigmoid(x))
+        out = torch.relu_(out)
+        return self.fc(F.adaptive_avg_pool2d(out, 1).flatten(1))
+
+
+class Attn(nn.Module):
+    def __init__(self, batch_first=False, kdim=None):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=batch_first, kdim=kdim, vdim=kdim)
+        self.kv = nn.Linear(8, kdim) if kdim else None
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x, mask=None, kpm=None):
+        kv = self.kv(x) if self.kv is not None else x
+        y, _ = self.self_attn(x, kv, kv, attn_mask=mask, key_padding_mask=kpm, need_weights=kpm is None)
+        return self.head(y)
+
+
+class LM(nn.Module):
+    def __init__(self, cell="lstm", bidirectional=False, batch_first=True):
+        super().__init__()
+        self.emb = nn.Embedding(20, 8)
+        cls = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[cell]
+        self.rnn = cls(8, 6, num_layers=2, dropout=0.1, bidirectional=bidirectional, batch_first=batch_first)
+        self.out = nn.Linear(12 if bidirectional else 6, 20)
+        self.batch_first = batch_first
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        if not self.batch_first:
+            x = x.transpose(0, 1)
+        y = self.rnn(x)[0]
+        if not self.batch_first:
+            y = y.transpose(0, 1)
+        return self.out(y)
+
+
+def lm_loss(m, s):
+    g = torch.Generator().manual_seed(s)
+    idx = torch.randint(0, 20, (3, 5), generator=g)
+    return F.cross_entropy(m(idx).flatten(0, 1), idx.roll(1, 1).flatten())
+
+
+def img_loss(m, s):
+    g = torch.Generator().manual_seed(s)
+    return F.cross_entropy(m(torch.randn(2, 4, 5, 5, generator=g)), torch.tensor([0, 2]))
+
+
+def attn_loss(m, s, **kw):
+    g = torch.Generator().manual_seed(s)
+    x = torch.randn(4, 2, 8, generator=g)
+    return m(x, **kw).square().mean()
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestFp32BitIdentical(unittest.TestCase):
+    """Under fp32 (statistics on every step, so every op takes the emulated
+    path) the run equals plain PyTorch bit for bit, backward included."""
+
+    def check(self, make, loss, **kw):
+        torch.manual_seed(1)
+        ref = run_steps(make(), loss, None)
+        torch.manual_seed(1)
+        got = run_steps(make(), loss, "fp32", out=os.path.join(tmpdir(self), "run"), **kw)
+        self.assertTrue(same(ref[0], got[0]), (ref[0], got[0]))
+        self.assertTrue(same(ref[1], got[1]))
+
+    def test_residual_inplace(self):
+        self.check(Residual, img_loss)
+
+    def test_mha(self):
+        mask = torch.triu(torch.ones(4, 4, dtype=torch.bool), 1)
+        kpm = torch.tensor([[False, False, False, True], [False] * 4])
+        self.check(Attn, attn_loss)
+        self.check(lambda: Attn(kdim=6), lambda m, s: attn_loss(m, s, mask=mask, kpm=kpm))
+        self.check(lambda: Attn(batch_first=True),
+                   lambda m, s: attn_loss(m, s, mask=torch.triu(torch.full((2, 2), -1e4), 1)))
+
+    def test_rnns(self):
+        for cell in ("lstm", "gru", "rnn"):
+            for bi, bf in ((False, True), (True, False)):
+                with self.subTest(cell=cell, bidirectional=bi, batch_first=bf):
+                    self.check(lambda: LM(cell, bi, bf), lm_loss)
+
+    def test_cells_match_pytorch(self):
+        torch.manual_seed(0)
+        for cls, kind in ((nn.LSTMCell, "lstm"), (nn.GRUCell, "gru"), (nn.RNNCell, "rnn_tanh")):
+            m = cls(6, 9)
+            x, h, c = torch.randn(3, 6), torch.randn(3, 9), torch.randn(3, 9)
+            hx = (h, c) if kind == "lstm" else h
+            ref = m(x, hx)
+            got = _rnn.cell(kind, x, hx, m.weight_ih, m.weight_hh, m.bias_ih, m.bias_hh)
+            ref, got = (ref, got) if kind == "lstm" else ((ref,), (got,))
+            self.assertTrue(same(ref, got), kind)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestEmulatedAndNamed(unittest.TestCase):
+    def test_mha_names_and_rows(self):
+        torch.manual_seed(0)
+        m = Attn()
+        d = os.path.join(tmpdir(self), "run")
+        run_steps(m, attn_loss, "fp16-amp", out=d, steps=1)
+        names = {r["tensor"] for r in rows(d, "tensors.csv")}
+        for n in ("self_attn.in_proj.out", "self_attn.matmul1.out", "self_attn.softmax.out",
+                  "self_attn.dropout.out", "self_attn.matmul2.out", "self_attn.out_proj.out",
+                  "self_attn.in_proj_weight", "self_attn.out_proj.weight", "self_attn.in_proj.out.grad"):
+            self.assertIn(n, names)
+
+    def test_mha_output_in_format(self):
+        torch.manual_seed(0)
+        m = Attn()
+        x = torch.randn(4, 2, 8)
+        with at.emulate(m, "bf16-amp"):
+            y = m.self_attn(x, x, x)[0]
+        self.assertTrue(torch.equal(y, y.bfloat16().float()))
+        self.assertFalse(torch.equal(y, m.self_attn(x, x, x)[0]))
+
+    def test_rnn_names_rows_and_one_cast_per_step(self):
+        torch.manual_seed(0)
+        m = LM("lstm", True, True)
+        d = os.path.join(tmpdir(self), "run")
+        run_steps(m, lm_loss, "fp16-amp", out=d, steps=1)
+        t = {r["tensor"]: r for r in rows(d, "tensors.csv")}
+        for n in ("rnn.weight_ih_l0", "rnn.weight_hh_l1_reverse", "rnn.ih_l0.out", "rnn.hh_l0_reverse.out",
+                  "rnn.in_gate_l1.out", "rnn.c_l0.out", "rnn.h_l1_reverse.out", "rnn.weight_hh_l0.grad"):
+            self.assertIn(n, t)
+        # the weight is cast once per step: its statistics count its elements once
+        self.assertEqual(int(t["rnn.weight_hh_l0"]["n"]), m.rnn.weight_hh_l0.numel())
+
+    def test_gru_gates_in_format(self):
+        torch.manual_seed(0)
+        m = LM("gru")
+        idx = torch.randint(0, 20, (2, 4))
+        with at.emulate(m, "fp16-amp"):
+            y = m.rnn(m.emb(idx))[0]
+        self.assertTrue(torch.equal(y, y.half().float()))
+
+    def test_packed_refused(self):
+        m = nn.LSTM(4, 3)
+        p = nn.utils.rnn.pack_padded_sequence(torch.randn(5, 2, 4), [5, 3])
+        with self.assertRaisesRegex(at.EmulationError, "packed sequences"):
+            with at.emulate(m, "fp16-amp"):
+                m(p)
+
+    def test_inplace_rounded(self):
+        torch.manual_seed(0)
+        m = Residual()
+        x = torch.randn(2, 4, 5, 5)
+        seen = {}
+        orig = Residual.forward
+
+        def fwd(self, x):
+            out = F.hardswish(self.bn(self.conv(x)))
+            seen["hs"] = out
+            out += x
+            seen["add"] = out.clone()
+            return orig(self, x)
+        with at.emulate(m, "bf16-amp-cpu"):
+            Residual.forward = fwd
+            try:
+                m(x)
+            finally:
+                Residual.forward = orig
+        for k in ("hs", "add"):
+            self.assertTrue(torch.equal(seen[k], seen[k].bfloat16().float()), k)
+
+    def test_autocast_fp32_pointwise(self):
+        """exp, log, pow... are on autocast's CUDA FP32 list: FP32 output under
+        fp16-amp, the input's format under the CPU lists (bf16-amp-cpu)."""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(6, 6)
+
+            def forward(self, x):
+                y = self.fc(x)
+                return y, torch.exp(y), y.pow(2), F.softplus(y)
+        torch.manual_seed(0)
+        m = M()
+        x = torch.randn(3, 6)
+        for pol, fmt in (("fp16-amp", None), ("bf16-amp-cpu", "bf16")):
+            with at.emulate(m, pol):
+                outs = m(x)
+            y = outs[0]
+            for o, ref in zip(outs[1:], (torch.exp(y), y.pow(2), F.softplus(y))):
+                self.assertEqual(getattr(o, "_ampsim_fmt", None), fmt, pol)
+                want = ref if fmt is None else ref.bfloat16().float()
+                self.assertTrue(torch.equal(o, want), pol)
+
+    def test_embedding_pure_policy(self):
+        torch.manual_seed(0)
+        m = LM("gru")
+        idx = torch.randint(0, 20, (2, 4))
+        with at.emulate(m, "fp16-pure"):
+            e = m.emb(idx)
+        self.assertTrue(torch.equal(e, m.emb.weight[idx].half().float()))
+        with at.emulate(m, "fp16-amp"):
+            e = m.emb(idx)
+        self.assertTrue(torch.equal(e, m.emb.weight[idx]))      # autocast leaves it FP32
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestCoverageAccount(unittest.TestCase):
+    def test_coverage_csv(self):
+        torch.manual_seed(0)
+        d = os.path.join(tmpdir(self), "run")
+        run_steps(LM("lstm"), lm_loss, "fp16-amp", out=d, steps=1)
+        r = rows(d, "coverage.csv")
+        self.assertEqual(list(r[0].keys()), ["op", "class", "emulated", "calls", "elements", "gemm_macs"])
+        by = {(x["op"], x["class"]): x for x in r}
+        lin = by[("linear", "gemm")]
+        self.assertEqual(lin["emulated"], "yes")
+        # 2 layers x (one input GEMM + 5 hidden GEMMs) + the output layer: 13 calls
+        self.assertEqual(int(lin["calls"]), 13)
+        # multiply-adds: input GEMMs 15x8x24 + 15x6x24, hidden 10 x 3x6x24, output 15x6x20
+        self.assertEqual(int(lin["gemm_macs"]), 15 * 8 * 24 + 15 * 6 * 24 + 10 * 3 * 6 * 24 + 15 * 6 * 20)
+        self.assertEqual(int(by[("sigmoid", "elementwise")]["elements"]), 2 * 5 * 3 * 3 * 6)
+        self.assertFalse([x for x in r if x["class"] == "unclassified"])
+
+    def test_strict(self):
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return torch._C._nn._upsample_bilinear2d_aa(self.fc(x).view(2, 1, 2, 4), None, False, [1.0, 1.0])
+        m = M()
+        with at.emulate(m, "fp16-amp"):
+            m(torch.rand(2, 8))                       # not strict: passes (and is listed)
+        with self.assertRaisesRegex(at.EmulationError, "_upsample_bilinear2d_aa in \\(model\\): neither"):
+            with at.emulate(m, "fp16-amp", strict=True):
+                m(torch.rand(2, 8))
+        with at.emulate(LM("gru"), "fp16-amp", strict=True) as emu:   # a classified model passes
+            lm_loss(emu.model, 0).backward()
+
+
+if __name__ == "__main__":
+    unittest.main()
