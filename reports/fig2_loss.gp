@@ -86,8 +86,12 @@ if (paper > 0) {   # the key: an empty plot in the band under the panels
     set xrange [0:1]; set yrange [0:1]
     set tmargin at screen KH; set bmargin at screen 0; set lmargin at screen 0.02; set rmargin at screen 0.98
     set key inside center top Left reverse maxrows (paper == 1 ? NE : int((NE + 1) / 2)) samplen 1.5 font fs8
+    # a key entry fits the column: a longer name (runs merged as "A = B") keeps
+    # its first KW characters and "..." (the page's caption lists every name)
+    KW = 34      # (two columns of it at 7 in)
+    short(s) = strlen(s) > KW ? s[1:KW - 3] . "..." : s
     plot for [i=1:N] NaN with lines lw (isref[i] ? 3.5 : 1.8) dt dash(isref[i] ? 1 : i - hasref) \
-         lc rgb (isref[i] ? "#000000" : colour(i - hasref)) title (isref[i] ? lbl[i] . " (reference)" : lbl[i]), \
+         lc rgb (isref[i] ? "#000000" : colour(i - hasref)) title short(isref[i] ? lbl[i] . " (reference)" : lbl[i]), \
          keyentry with points pt 2 ps 1.2 lc rgb "#444444" title (nonfin > 0 ? "loss not finite" : ""), \
          keyentry with points pt 6 ps 1 lc rgb "#444444" title (hasval > 0 ? "validation loss" : "")
 }

@@ -6,6 +6,11 @@ import tempfile
 
 import numpy as np
 
+# one OpenBLAS thread before any test imports torch, as python/run_tests.py
+# sets it (a float32 GEMM's bits depend on OpenBLAS's split on some CPUs), so
+# that a module run on its own (python3 -m unittest test_torch_agree) agrees too
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.dirname(HERE)
 ROOT = os.path.dirname(PYDIR)
