@@ -95,6 +95,29 @@ def _sum2(a, b, fmt):
     return buf.take()
 
 
+def _saved(emu, y, out):
+    """y rounded into the activation format as the backward rules read it
+    (_SavedOutFn: round to nearest even): out itself when the policy rounds so."""
+    return out if emu.policy.rounding == "rne" else _rt.round_t(y, emu.policy.act)[0]
+
+
+def _gate_rules(g, y, k, r):
+    """The sigmoid rule r(r(g * r(1 - y)) * y) on every H-wide chunk of g
+    (B, n*H) except chunk k, the tanh rule r(g * r(1 - r(y * y))) on chunk k
+    (_functions.py); y: the rounded outputs. Elementwise products and
+    differences and their roundings do not depend on the layout, so all chunks
+    take one call per operator."""
+    w = y.shape[1] // 4
+    yt = y[:, k * w:(k + 1) * w]
+    u = y.clone()
+    u[:, k * w:(k + 1) * w] = r(yt * yt)
+    v = g * r(1 - u)
+    w1 = r(v)
+    out = r(w1 * y)
+    out[:, k * w:(k + 1) * w] = w1[:, k * w:(k + 1) * w]
+    return out
+
+
 class _LSTMPointwise(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emu, sites, hw, xw, c):
@@ -109,18 +132,19 @@ class _LSTMPointwise(torch.autograd.Function):
             for k, (fn, x) in enumerate(((torch.sigmoid, gi), (torch.sigmoid, gf), (torch.tanh, gg_),
                                          (torch.sigmoid, go)), 1):
                 y = fn(x)
-                ys.append(_rt.round_t(y, act)[0])      # what the backward rule reads
-                ys.append(r(y, k))
+                o = r(y, k)
+                ys.append(_saved(emu, y, o))      # what the backward rule reads
+                ys.append(o)
             si, i, sf, f, tg, gg, so, o = ys
             fc = r(f * c, 5)
             ig = r(i * gg, 6)
             cy = r(fc + ig, 7)
             t = torch.tanh(cy)
-            tt = _rt.round_t(t, act)[0]
             tc = r(t, 8)
+            tt = _saved(emu, t, tc)
             hy = r(o * tc, 9)
         ctx.emu, ctx.sites = emu, sites
-        ctx.save_for_backward(c, i, f, gg, o, tc, si, sf, tg, so, tt)
+        ctx.save_for_backward(c, i, f, gg, o, tc, torch.cat([si, sf, tg, so], 1), tt)
         ctx.set_materialize_grads(False)
         return hy, cy
 
@@ -129,7 +153,7 @@ class _LSTMPointwise(torch.autograd.Function):
         emu, s = ctx.emu, ctx.sites
         pol = emu.policy
         act, agrad = pol.act, pol.act_grad
-        c, i, f, gg, o, tc, si, sf, tg, so, tt = ctx.saved_tensors
+        c, i, f, gg, o, tc, ys, tt = ctx.saved_tensors
 
         def G(x, k):
             return emu._round(x, agrad, s[k] + ".grad", "act_grad")
@@ -150,16 +174,16 @@ class _LSTMPointwise(torch.autograd.Function):
             d_i, d_gg = g_ig * gg, g_ig * i
             g_fc = G(dcy, 5)
             d_f, d_c = g_fc * c, g_fc * f
-            zero = None
-            if d_o is not None:
-                d_o = _sigmoid_bwd(G(d_o, 4), so, None, r)
-            else:
-                d_o = zero = torch.zeros_like(dcy)
-            d_gg = _tanh_bwd(G(d_gg, 3), tg, None, r)
-            d_f = _sigmoid_bwd(G(d_f, 2), sf, None, r)
-            d_i = _sigmoid_bwd(G(d_i, 1), si, None, r)
-            dg = G(torch.cat([d_i, d_f, d_gg, d_o], 1), 0)
-            del zero
+            # each gate's gradient rounded under its name (in the op-by-op
+            # backward's order), then the four rules at once
+            go = G(d_o, 4) if d_o is not None else torch.zeros_like(dcy)
+            g_gg = G(d_gg, 3)
+            g_f = G(d_f, 2)
+            g_i = G(d_i, 1)
+            dg = _gate_rules(torch.cat([g_i, g_f, g_gg, go], 1), ys, 2, r)
+            if d_o is None:                     # (no gradient reached the output gate: zeros)
+                dg[:, 3 * dcy.shape[1]:] = 0
+            dg = G(dg, 0)
         return None, None, dg, dg, d_c
 
 
