@@ -95,6 +95,23 @@ def _sum2(a, b, fmt):
     return buf.take()
 
 
+def _round_cat(emu, xs, fmt, names, role, order):
+    """torch.cat(xs, 1) with each x rounded into fmt under its name (None: a
+    zero tensor, kept). One foreign call when no statistics are due, the
+    rounding is to nearest (not keyed by name) and no result is non-finite;
+    else one per name, in the op-by-op order given (so the first non-finite
+    result is noted under the same name)."""
+    if emu.policy.rounding == "rne" and not emu._stats_due(role):
+        y, _, nf = _rt.round_count(torch.cat(xs, 1), fmt)
+        if not nf:
+            return y
+    out = list(xs)
+    for j in order:
+        if names[j] is not None:
+            out[j] = emu._round(xs[j], fmt, names[j], role)
+    return torch.cat(out, 1)
+
+
 def _saved(emu, y, out):
     """y rounded into the activation format as the backward rules read it
     (_SavedOutFn: round to nearest even): out itself when the policy rounds so."""
@@ -128,23 +145,21 @@ class _LSTMPointwise(torch.autograd.Function):
         with emu._quiet():
             g = r(hw + xw, 0)
             gi, gf, gg_, go = g.unsafe_chunk(4, 1)
-            ys = []
-            for k, (fn, x) in enumerate(((torch.sigmoid, gi), (torch.sigmoid, gf), (torch.tanh, gg_),
-                                         (torch.sigmoid, go)), 1):
-                y = fn(x)
-                o = r(y, k)
-                ys.append(_saved(emu, y, o))      # what the backward rule reads
-                ys.append(o)
-            si, i, sf, f, tg, gg, so, o = ys
-            fc = r(f * c, 5)
-            ig = r(i * gg, 6)
+            # (each nonlinearity on its own chunk: PyTorch's vectorised kernels
+            # give the bits of the op-by-op calls on these shapes only)
+            ys = [torch.sigmoid(gi), torch.sigmoid(gf), torch.tanh(gg_), torch.sigmoid(go)]
+            act4 = _round_cat(emu, ys, act, sites[1:5], "act", (0, 1, 2, 3))
+            sv = _saved(emu, torch.cat(ys, 1), act4)       # what the backward rules read
+            i, f, gg, o = act4.chunk(4, 1)
+            fcig = _round_cat(emu, [f * c, i * gg], act, sites[5:7], "act", (0, 1))
+            fc, ig = fcig.chunk(2, 1)
             cy = r(fc + ig, 7)
             t = torch.tanh(cy)
             tc = r(t, 8)
             tt = _saved(emu, t, tc)
             hy = r(o * tc, 9)
         ctx.emu, ctx.sites = emu, sites
-        ctx.save_for_backward(c, i, f, gg, o, tc, torch.cat([si, sf, tg, so], 1), tt)
+        ctx.save_for_backward(c, i, f, gg, o, tc, sv, tt)
         ctx.set_materialize_grads(False)
         return hy, cy
 
@@ -170,18 +185,22 @@ class _LSTMPointwise(torch.autograd.Function):
                 # the cell state's buffer: the next step's (or c_n's) contribution and c_tanh's
                 dcy = dct if d_cy is None else _sum2(d_cy, dct, agrad)
             dcy = G(dcy, 7)
-            g_ig = G(dcy, 6)
+            if pol.rounding == "rne" and not emu._stats_due("act_grad") and agrad != "fp32":
+                g_ig = g_fc = G(dcy, 6)          # (one value under two names)
+            else:
+                g_ig = G(dcy, 6)
+                g_fc = G(dcy, 5)
             d_i, d_gg = g_ig * gg, g_ig * i
-            g_fc = G(dcy, 5)
             d_f, d_c = g_fc * c, g_fc * f
             # each gate's gradient rounded under its name (in the op-by-op
             # backward's order), then the four rules at once
-            go = G(d_o, 4) if d_o is not None else torch.zeros_like(dcy)
-            g_gg = G(d_gg, 3)
-            g_f = G(d_f, 2)
-            g_i = G(d_i, 1)
-            dg = _gate_rules(torch.cat([g_i, g_f, g_gg, go], 1), ys, 2, r)
-            if d_o is None:                     # (no gradient reached the output gate: zeros)
+            so = s[4] + ".grad" if d_o is not None else None
+            if d_o is None:
+                d_o = torch.zeros_like(dcy)
+            gs = _round_cat(emu, [d_i, d_f, d_gg, d_o], agrad, [s[1] + ".grad", s[2] + ".grad", s[3] + ".grad", so],
+                            "act_grad", (3, 2, 1, 0))
+            dg = _gate_rules(gs, ys, 2, r)
+            if so is None:                      # (no gradient reached the output gate: zeros)
                 dg[:, 3 * dcy.shape[1]:] = 0
             dg = G(dg, 0)
         return None, None, dg, dg, d_c
