@@ -218,10 +218,10 @@ class _GRUPointwise(torch.autograd.Function):
             r_pre, z_pre, _ = g.unsafe_chunk(3, 1)
             i_n = xw.unsafe_chunk(3, 1)[2]
             h_n = hw.unsafe_chunk(3, 1)[2]
-            y = torch.sigmoid(r_pre)
-            sr, rg = _rt.round_t(y, act)[0], r(y, 1)
-            y = torch.sigmoid(z_pre)
-            sz, z = _rt.round_t(y, act)[0], r(y, 2)
+            ys = [torch.sigmoid(r_pre), torch.sigmoid(z_pre)]
+            rz = _round_cat(emu, ys, act, sites[1:3], "act", (0, 1))
+            srz = _saved(emu, torch.cat(ys, 1), rz)         # what the backward rule reads
+            rg, z = rz.chunk(2, 1)
             hn = r(h_n * rg, 3)
             npre = r(i_n + hn, 4)
             t = torch.tanh(npre)
@@ -230,7 +230,7 @@ class _GRUPointwise(torch.autograd.Function):
             dz = r(d * z, 7)
             hy = r(dz + nn_, 8)
         ctx.emu, ctx.sites = emu, sites
-        ctx.save_for_backward(rg, z, h_n, d, sr, sz, tt)
+        ctx.save_for_backward(rg, z, h_n, d, srz, tt)
         return hy
 
     @staticmethod
@@ -238,7 +238,7 @@ class _GRUPointwise(torch.autograd.Function):
         emu, s = ctx.emu, ctx.sites
         pol = emu.policy
         act, agrad = pol.act, pol.act_grad
-        rg, z, h_n, d, sr, sz, tt = ctx.saved_tensors
+        rg, z, h_n, d, srz, tt = ctx.saved_tensors
 
         def G(x, k):
             return emu._round(x, agrad, s[k] + ".grad", "act_grad")
@@ -255,13 +255,13 @@ class _GRUPointwise(torch.autograd.Function):
             g_np = G(_tanh_bwd(gn, tt, None, r), 4)
             g_hn = G(g_np, 3)
             d_h_n, d_r = g_hn * rg, g_hn * h_n
-            d_z = _sigmoid_bwd(G(d_z, 2), sz, None, r)
-            d_r = _sigmoid_bwd(G(d_r, 1), sr, None, r)
+            # the two gates' gradients (update first, as op by op), then both rules at once
+            grz = _round_cat(emu, [d_r, d_z], agrad, [s[1] + ".grad", s[2] + ".grad"], "act_grad", (1, 0))
             zero = torch.zeros_like(d_r)
-            dg = G(torch.cat([d_r, d_z, zero], 1), 0)
-            # hw and xw: the chunk's contribution (third part), then the sum's
-            d_hw = _sum2(torch.cat([zero, zero, d_h_n], 1), dg, agrad)
-            d_xw = _sum2(torch.cat([zero, zero, g_np], 1), dg, agrad)
+            dg = G(torch.cat([_sigmoid_bwd(grz, srz, None, r), zero], 1), 0)
+            # hw and xw, side by side: the chunk's contribution (third part), then the sum's
+            both = _sum2(torch.cat([zero, zero, d_h_n, zero, zero, g_np], 1), torch.cat([dg, dg], 1), agrad)
+            d_hw, d_xw = both.chunk(2, 1)
         return None, None, d_hw, d_xw, gd
 
 
