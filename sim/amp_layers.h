@@ -122,11 +122,12 @@ AMP_API amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, 
  *  - legend: B batch, T time (context), C channels, V vocabulary, NH heads,
  *    hs = C/NH head size, N = B*T rows.
  *
- * Numerics: the kernels compute in float32 arithmetic on float32 arrays, with
- * reductions (means, variances, softmax sums, loss sums, the dot products and
- * sums of the attention matrices) carried in double in a fixed order and
- * rounded once; they never round to an emulated format, and their bytes do
- * not depend on the thread count. The emulated precision is applied by the caller (the
+ * Numerics: the kernels compute in float32 arithmetic on float32 arrays, as
+ * PyTorch's float32 kernels do, with every reduction (means, variances,
+ * softmax sums, the dot products and sums of the attention matrices) in a
+ * fixed order: 8-lane sums (amp_sum8f) or sums in increasing index with fmaf
+ * where a comment says so (the loss sums are in double); they never round to
+ * an emulated format, and their bytes do not depend on the thread count. The emulated precision is applied by the caller (the
  * model code), which rounds each op's inputs and outputs through the policy
  * between kernels. That is why attention is three separate kernel pairs:
  * scores = scale * q k^T, prob = causal softmax(scores), out = prob v, so the
@@ -162,8 +163,9 @@ AMP_API void amp_embed_backward(float *dwte, float *dwpe, const float *dout,
 
 /* ---- LayerNorm over the last dimension ------------------------------------
  * inp, out (N,C); weight, bias (C); mean, rstd (N) saved for backward.
- * mean and variance (biased, as PyTorch) in double; rstd = 1/sqrt(var+eps)
- * rounded to float; out = float((x-mean)*rstd) * w + b in float32. */
+ * Float32: mean = amp_sum8f(x) / C, variance (biased, as PyTorch) =
+ * amp_sum8f((x-mean)^2) / C, rstd = 1/sqrtf(var+eps); out = ((x-mean)*rstd)
+ * * w + b, each operation rounded. */
 AMP_API void amp_layernorm_forward(float *out, float *mean, float *rstd,
                                    const float *inp, const float *weight,
                                    const float *bias, size_t N, size_t C, double eps);
@@ -175,8 +177,8 @@ AMP_API void amp_layernorm_forward(float *out, float *mean, float *rstd,
 AMP_API void amp_layernorm_forward_torchcpu(float *out, float *mean, float *rstd,
                                             const float *inp, const float *weight,
                                             const float *bias, size_t N, size_t C, double eps);
-/* dinp (N,C) += ..., dweight, dbias (C) += ... Row and column sums in double;
- * the weight/bias sums run over rows in order (deterministic). */
+/* dinp (N,C) += ..., dweight, dbias (C) += ... Float32: row sums by
+ * amp_sum8f; the weight/bias sums run over rows in order (deterministic). */
 AMP_API void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
                                     const float *dout, const float *inp,
                                     const float *weight, const float *mean,
@@ -203,6 +205,12 @@ AMP_API void amp_layernorm_backward_torchcpu(float *dinp, float *dweight, float 
 AMP_API void amp_gelu_forward(float *out, const float *inp, size_t n);
 /* dinp += gelu'(inp) * dout (float32 arithmetic). */
 AMP_API void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+/* The same two, the forward keeping th (n) = tanh(sqrt(2/pi) (x + 0.044715
+ * x^3)) and the backward reading it instead of evaluating tanh again (the
+ * same bits as amp_gelu_forward, amp_gelu_backward). th NULL: not kept, or
+ * evaluated again. */
+AMP_API void amp_gelu_forward_th(float *out, float *th, const float *inp, size_t n);
+AMP_API void amp_gelu_backward_th(float *dinp, const float *inp, const float *th, const float *dout, size_t n);
 /* The same on values held in format f, with every arithmetic operation rounded
  * into f (RNE) and the constants sqrt(2/pi), 0.044715 (and 3 * 0.044715) taken
  * in f, in the order of PyTorch's GELU kernels: what its CPU kernels compute on
@@ -214,10 +222,14 @@ AMP_API void amp_gelu_forward_fmt(float *out, const float *inp, size_t n, const 
 AMP_API void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *dout, size_t n, const amp_format *f);
 /* GELU as policy p computes it on tensor in (n values, into out before the
  * rounding into the output's format): amp_gelu_forward_fmt in in->fmt when
- * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward.
- * Backward likewise in dout->fmt (when in has the same format). */
-AMP_API void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
-AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout);
+ * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward_th
+ * keeping the tanh values in th (n floats; NULL: not kept). Returns 1 when
+ * th was filled, else 0. Backward likewise in dout->fmt (when in has the
+ * same format), else amp_gelu_backward_th with th (NULL where the forward
+ * returned 0). */
+AMP_API int amp_gelu_policy_forward(const amp_policy *p, float *out, float *th, const amp_tensor *in);
+AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const float *th, const amp_tensor *in,
+                                      const amp_tensor *dout);
 
 /* ---- general-shape forms (layer_attention.c) ------------------------------
  * Each output element computed as the attention kernels compute theirs, for
@@ -236,10 +248,10 @@ AMP_API void amp_softmax_rows_backward_fmt(float *dx, const float *dprob, const 
                                            const amp_format *f);
 /* out[p] (M,N) = a[p] (M,K) @ b[p], P products, every array dense. b_rows = 1:
  * b[p] is stored (N,K) and out[i,j] = the attention scores' dot product of
- * a's row i and b's row j (double, four partial sums); b_rows = 0: b[p] is
- * (K,N) and out[i,j] = sum over k in increasing order in double of
- * a[i,k] b[k,j] (the attention values' and backward kernels' sum). One
- * rounding to float per element. */
+ * a's row i and b's row j (float32 fmaf, four partial sums); b_rows = 0: b[p]
+ * is (K,N) and out[i,j] = sum over k in increasing order with fmaf in float32
+ * of a[i,k] b[k,j] (the attention values' and backward kernels' sum). The
+ * sums are float32 whatever the name says. */
 AMP_API void amp_bmm_f64(float *out, const float *a, const float *b, size_t P, size_t M, size_t N, size_t K,
                          int b_rows);
 
@@ -254,14 +266,14 @@ AMP_API void amp_residual_backward(float *da, float *db, const float *dout, size
  * att, prob (B,NH,T(T+1)/2) packed causal (see top of file). */
 
 /* att[b,h,t,t2] = scale * (q[b,t,h,:] . k[b,t2,h,:]) for t2 <= t: the dot
- * product in double rounded to float, then multiplied by scale in float32
- * (PyTorch: (q @ k^T) * scale). nanoGPT's scale is 1/sqrt(hs); pass 1 to get
+ * product in float32 (fmaf, four partial sums in a fixed order), then
+ * multiplied by scale (PyTorch: (q @ k^T) * scale). nanoGPT's scale is 1/sqrt(hs); pass 1 to get
  * the raw bmm output when the caller wants to round before scaling. */
 AMP_API void amp_attn_scores_forward(float *att, const float *qkv, float scale,
                                      size_t B, size_t T, size_t C, size_t NH);
 /* The q and k parts of dqkv (B,T,3C) += scale * (datt k) and scale * (datt^T q)
- * (datt first multiplied by scale in float32, then the dot products in
- * double); the v part is untouched. */
+ * (datt first multiplied by scale in float32, then the sums in float32 with
+ * fmaf in increasing index); the v part is untouched. */
 AMP_API void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
                                       float scale, size_t B, size_t T, size_t C, size_t NH);
 
@@ -280,8 +292,8 @@ AMP_API void amp_attn_pairs_values_backward(float *dprob, float *dqkv, const flo
 AMP_API void amp_attn_pairs_scores_backward(float *dqkv, const float *datt, const float *qkv, size_t B, size_t T,
                                             size_t C, size_t NH);
 
-/* prob = softmax over t2 <= t of att, row by row: max subtracted, expf in
- * float, the row sum in double, prob = float(e / sum). */
+/* prob = softmax over t2 <= t of att, row by row, float32: max subtracted,
+ * amp_expf_n, the row sum by amp_sum8f, prob = e / sum. */
 AMP_API void amp_attn_softmax_forward(float *prob, const float *att,
                                       size_t B, size_t T, size_t NH);
 /* The same softmax in the float32 arithmetic of PyTorch's CPU kernel for a
@@ -291,7 +303,8 @@ AMP_API void amp_attn_softmax_forward(float *prob, const float *att,
  * the C library's expf, added in order; prob = e * (1 / sum), to be rounded
  * into bf16 by the caller. */
 AMP_API void amp_attn_softmax_forward_torchcpu(float *prob, const float *att, size_t B, size_t T, size_t NH);
-/* datt += prob * (dprob - sum_t2 prob dprob)   (the row sum in double). */
+/* datt += prob * (dprob - sum_t2 prob dprob)   (float32; the row sum of the
+ * rounded products in amp_sum8f's order). */
 AMP_API void amp_attn_softmax_backward(float *datt, const float *dprob, const float *prob,
                                        size_t B, size_t T, size_t NH);
 /* The same as PyTorch's CPU softmax backward on a low-precision tensor (prob
@@ -303,7 +316,7 @@ AMP_API void amp_attn_softmax_backward_fmt(float *datt, const float *dprob, cons
                                            size_t B, size_t T, size_t NH, const amp_format *f);
 
 /* out (B,T,C), channel h*hs+d: sum over t2 <= t of prob[b,h,t,t2] v[b,t2,h,d]
- * (the sum in double, rounded once). */
+ * (float32, fmaf in increasing t2). */
 AMP_API void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
                                      size_t B, size_t T, size_t C, size_t NH);
 /* dprob += dout . v (per entry), and the v part of dqkv += prob^T dout. */

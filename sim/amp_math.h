@@ -32,5 +32,9 @@ AMP_API float amp_tanhf(float x);
 AMP_API void amp_exp_n(const double *x, double *y, size_t n);
 AMP_API void amp_expf_n(const float *x, float *y, size_t n);
 AMP_API void amp_tanhf_n(const float *x, float *y, size_t n);
+/* The float32 sum of v (n) in a fixed order: lane l (of 8) adds v[j], j = l
+ * mod 8, in increasing j from +0; then ((l0 + l4) + (l2 + l6)) + ((l1 + l5) +
+ * (l3 + l7)), the shape of PyTorch's vectorised CPU sums. n = 0 gives +0. */
+AMP_API float amp_sum8f(const float *v, size_t n);
 
 #endif

@@ -20,10 +20,12 @@
 /* The per-(b,h) bodies are compiled for AVX-512 and AVX2 besides the baseline
  * (chosen at run time). Vectorisation runs over output elements only (d, or
  * a block of t2), never across the terms of one sum: every element is the
- * same sequence of double operations on every path. Products of two floats
- * are exact in double. */
+ * same sequence of float32 fused multiply-adds (fmaf, one correctly rounded
+ * operation) on every path, as PyTorch's float32 matrix products keep their
+ * sums in float32. The x86-64-v3 and -v4 clones have FMA instructions; the
+ * baseline calls the C library's fmaf, with the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
-#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), noinline))
+#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), noinline))
 #else
 #define ATTN_CLONES
 #endif
@@ -40,35 +42,35 @@ static void pack_t(float *kt, const float *x, size_t ld, size_t n, size_t T, siz
 }
 
 /* out[j] = q . k_{t0+j} for j < TB, k read from kt (n,Tp) columns t0..t0+TB-1,
- * each in double with four partial sums (a fixed order):
- *   s[i mod 4] += q_i k_i for i < n - n mod 4, then s0 += q_i k_i for the rest,
- *   result (s0 + s1) + (s2 + s3). */
-static inline void dots_block(double *out, const float *q, const float *kt, size_t Tp, size_t t0, size_t n)
+ * each in float32 with four partial sums from +0 (a fixed order):
+ *   s[i mod 4] = fmaf(q_i, k_i, s[i mod 4]) for i < n - n mod 4, then
+ *   s0 = fmaf(q_i, k_i, s0) for the rest, result (s0 + s1) + (s2 + s3). */
+static inline void dots_block(float *out, const float *q, const float *kt, size_t Tp, size_t t0, size_t n)
 {
-    double s0[TB] = { 0 }, s1[TB] = { 0 }, s2[TB] = { 0 }, s3[TB] = { 0 };
+    float s0[TB] = { 0 }, s1[TB] = { 0 }, s2[TB] = { 0 }, s3[TB] = { 0 };
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         const float *k0 = kt + i * Tp + t0, *k1 = k0 + Tp, *k2 = k1 + Tp, *k3 = k2 + Tp;
-        double q0 = q[i], q1 = q[i + 1], q2 = q[i + 2], q3 = q[i + 3];
+        float q0 = q[i], q1 = q[i + 1], q2 = q[i + 2], q3 = q[i + 3];
         for (size_t j = 0; j < TB; j++) {
-            s0[j] += q0 * k0[j];
-            s1[j] += q1 * k1[j];
-            s2[j] += q2 * k2[j];
-            s3[j] += q3 * k3[j];
+            s0[j] = fmaf(q0, k0[j], s0[j]);
+            s1[j] = fmaf(q1, k1[j], s1[j]);
+            s2[j] = fmaf(q2, k2[j], s2[j]);
+            s3[j] = fmaf(q3, k3[j], s3[j]);
         }
     }
     for (; i < n; i++) {
         const float *k0 = kt + i * Tp + t0;
-        double q0 = q[i];
-        for (size_t j = 0; j < TB; j++) s0[j] += q0 * k0[j];
+        float q0 = q[i];
+        for (size_t j = 0; j < TB; j++) s0[j] = fmaf(q0, k0[j], s0[j]);
     }
     for (size_t j = 0; j < TB; j++) out[j] = (s0[j] + s1[j]) + (s2[j] + s3[j]);
 }
 
-/* Per-thread work space: hs doubles and a transposed (hs,Tp) block. */
+/* Per-thread work space: hs floats and a transposed (hs,Tp) block. */
 typedef struct attn_ws {
-    double *acc;
-    double *coef;                 /* T coefficients of one weighted sum */
+    float *acc;
+    float *coef;                  /* T coefficients of one weighted sum */
     float *kt;
     size_t Tp;
 } attn_ws;
@@ -89,22 +91,22 @@ static void ws_free(attn_ws *w)
     free(w->kt);
 }
 
-/* One head's scores: a (T(T+1)/2) = float(q[t] . k[t2]) * scale, with q, k
+/* One head's scores: a (T(T+1)/2) = (q[t] . k[t2]) * scale, with q, k
  * rows of stride C3. */
 ATTN_CLONES static void scores_head(float *a, const float *q, const float *k, size_t C3, size_t T, size_t hs, float scale,
                         attn_ws *w)
 {
-    double d[TB];
+    float d[TB];
     pack_t(w->kt, k, C3, hs, T, w->Tp);
     for (size_t t = 0; t < T; t++)
         for (size_t t0 = 0; t0 <= t; t0 += TB) {
             dots_block(d, q + t * C3, w->kt, w->Tp, t0, hs);
             size_t nj = t + 1 - t0 < TB ? t + 1 - t0 : TB;
-            for (size_t j = 0; j < nj; j++) a[ROW(t) + t0 + j] = (float)d[j] * scale;
+            for (size_t j = 0; j < nj; j++) a[ROW(t) + t0 + j] = d[j] * scale;
         }
 }
 
-/* att (B,NH,T(T+1)/2) = float(q . k) * scale, q and k from qkv (B,T,3C). */
+/* att (B,NH,T(T+1)/2) = (q . k) * scale, q and k from qkv (B,T,3C). */
 void amp_attn_scores_forward(float *att, const float *qkv, float scale,
                              size_t B, size_t T, size_t C, size_t NH)
 {
@@ -125,57 +127,58 @@ void amp_attn_scores_forward(float *att, const float *qkv, float scale,
 }
 
 /* acc (n) = sum_{j0 <= j < j1} coef[j] x_j, x_j = x + j stride (n floats), in
- * double, j increasing, from +0: 32 elements at a time held in registers
- * over the whole sum (the order of each element is the same). */
+ * float32, j increasing, from +0, acc = fmaf(coef[j], x_j, acc): 32 elements
+ * at a time held in registers over the whole sum (the order of each element
+ * is the same). */
 #define WS_D 32
-static inline void wsum(double *acc, const double *coef, const float *x, size_t stride, size_t j0, size_t j1,
+static inline void wsum(float *acc, const float *coef, const float *x, size_t stride, size_t j0, size_t j1,
                         size_t n)
 {
     size_t d0 = 0;
     for (; d0 + WS_D <= n; d0 += WS_D) {
-        double a[WS_D];
-        for (size_t d = 0; d < WS_D; d++) a[d] = 0.0;
+        float a[WS_D];
+        for (size_t d = 0; d < WS_D; d++) a[d] = 0.0f;
         for (size_t j = j0; j < j1; j++) {
             const float *xj = x + j * stride + d0;
-            double c = coef[j];
-            for (size_t d = 0; d < WS_D; d++) a[d] += c * xj[d];
+            float c = coef[j];
+            for (size_t d = 0; d < WS_D; d++) a[d] = fmaf(c, xj[d], a[d]);
         }
         for (size_t d = 0; d < WS_D; d++) acc[d0 + d] = a[d];
     }
-    for (size_t d = d0; d < n; d++) acc[d] = 0.0;
+    for (size_t d = d0; d < n; d++) acc[d] = 0.0f;
     for (size_t j = j0; j < j1 && d0 < n; j++) {
         const float *xj = x + j * stride;
-        double c = coef[j];
-        for (size_t d = d0; d < n; d++) acc[d] += c * xj[d];
+        float c = coef[j];
+        for (size_t d = d0; d < n; d++) acc[d] = fmaf(c, xj[d], acc[d]);
     }
 }
 
-/* y (n) += float(acc (n)). */
-static void add_rounded(float *y, const double *acc, size_t n)
+/* y (n) += acc (n). */
+static void add_rounded(float *y, const float *acc, size_t n)
 {
-    for (size_t d = 0; d < n; d++) y[d] += (float)acc[d];
+    for (size_t d = 0; d < n; d++) y[d] += acc[d];
 }
 
 /* One head of amp_attn_scores_backward: dq and dk of (b,h). */
 ATTN_CLONES static void scores_bwd_head(float *dbase, const float *da, const float *base, size_t C3, size_t C,
                                         size_t T, size_t hs, float scale, attn_ws *w)
 {
-    double *acc = w->acc, *coef = w->coef;
+    float *acc = w->acc, *coef = w->coef;
     for (size_t t = 0; t < T; t++) {          /* dq */
-        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = (double)(da[ROW(t) + t2] * scale);
+        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = da[ROW(t) + t2] * scale;
         wsum(acc, coef, base + C, C3, 0, t + 1, hs);
         add_rounded(dbase + t * C3, acc, hs);
     }
     for (size_t t2 = 0; t2 < T; t2++) {       /* dk */
-        for (size_t t = t2; t < T; t++) coef[t] = (double)(da[ROW(t) + t2] * scale);
+        for (size_t t = t2; t < T; t++) coef[t] = da[ROW(t) + t2] * scale;
         wsum(acc, coef, base, C3, t2, T, hs);
         add_rounded(dbase + t2 * C3 + C, acc, hs);
     }
 }
 
-/* dqkv (B,T,3C), q and k parts: with ds = float(datt * scale),
+/* dqkv (B,T,3C), q and k parts: with ds = datt * scale,
  * dq[t] += sum_{t2<=t} ds[t,t2] k[t2],  dk[t2] += sum_{t>=t2} ds[t,t2] q[t]
- * (sums in double in increasing t2 / t, one rounding each). */
+ * (sums in float32 in increasing t2 / t (wsum), then one addition each). */
 void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
                               float scale, size_t B, size_t T, size_t C, size_t NH)
 {
@@ -195,25 +198,30 @@ void amp_attn_scores_backward(float *dqkv, const float *datt, const float *qkv,
     }
 }
 
-/* p (n) = softmax of a (n): the maximum subtracted, expf in float, the sum in
- * double in order, p = float(e / sum). A -inf entry gives 0 and adds +0. */
+/* p (n) = softmax of a (n), float32 throughout: the maximum subtracted, expf
+ * (amp_expf_n), the sum amp_sum8f, p = e / sum (one rounding). A -inf entry
+ * gives 0 and adds +0. */
 static void softmax_row(float *p, const float *a, size_t n)
 {
     float mx = -INFINITY;
     for (size_t j = 0; j < n; j++) if (a[j] > mx) mx = a[j];
     for (size_t j = 0; j < n; j++) p[j] = a[j] - mx;
     amp_expf_n(p, p, n);
-    double sum = 0.0;
-    for (size_t j = 0; j < n; j++) sum += p[j];
-    for (size_t j = 0; j < n; j++) p[j] = (float)(p[j] / sum);
+    float sum = amp_sum8f(p, n);
+    for (size_t j = 0; j < n; j++) p[j] = p[j] / sum;
 }
 
-/* dx (n) += p (dp - sum_j p dp), the sum in double in order. */
+/* dx (n) += p (dp - s), s = sum_j p dp (each product rounded to float32,
+ * then summed in amp_sum8f's order); float32 throughout. */
 static void softmax_row_bwd(float *dx, const float *dp, const float *p, size_t n)
 {
-    double s = 0.0;
-    for (size_t j = 0; j < n; j++) s += (double)p[j] * dp[j];
-    for (size_t j = 0; j < n; j++) dx[j] += (float)((double)p[j] * ((double)dp[j] - s));
+    float l[8] = { 0 };
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int i = 0; i < 8; i++) l[i] += p[j + i] * dp[j + i];
+    for (int i = 0; j < n; j++, i++) l[i] += p[j] * dp[j];
+    float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    for (j = 0; j < n; j++) dx[j] += p[j] * (dp[j] - s);
 }
 
 /* prob (B,NH,T(T+1)/2) = row-wise softmax of att over t2 <= t. */
@@ -324,20 +332,20 @@ ATTN_CLONES static void bmm_one(float *out, const float *a, const float *b, size
                                 attn_ws *w)
 {
     if (b_rows) {
-        double d[TB];
+        float d[TB];
         pack_t(w->kt, b, K, K, N, w->Tp);
         for (size_t i = 0; i < M; i++)
             for (size_t j0 = 0; j0 < N; j0 += TB) {
                 dots_block(d, a + i * K, w->kt, w->Tp, j0, K);
                 size_t nj = N - j0 < TB ? N - j0 : TB;
-                for (size_t j = 0; j < nj; j++) out[i * N + j0 + j] = (float)d[j];
+                for (size_t j = 0; j < nj; j++) out[i * N + j0 + j] = d[j];
             }
         return;
     }
     for (size_t i = 0; i < M; i++) {
-        for (size_t k = 0; k < K; k++) w->coef[k] = (double)a[i * K + k];
+        for (size_t k = 0; k < K; k++) w->coef[k] = a[i * K + k];
         wsum(w->acc, w->coef, b, N, 0, K, N);
-        for (size_t j = 0; j < N; j++) out[i * N + j] = (float)w->acc[j];
+        memcpy(out + i * N, w->acc, N * sizeof *out);
     }
 }
 
@@ -361,16 +369,16 @@ void amp_bmm_f64(float *out, const float *a, const float *b, size_t P, size_t M,
 ATTN_CLONES static void values_fwd_head(float *o, const float *p, const float *vb, size_t C3, size_t C, size_t T,
                                         size_t hs, attn_ws *w)
 {
-    double *acc = w->acc, *coef = w->coef;
+    float *acc = w->acc, *coef = w->coef;
     for (size_t t = 0; t < T; t++) {
-        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = (double)p[ROW(t) + t2];
+        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = p[ROW(t) + t2];
         wsum(acc, coef, vb, C3, 0, t + 1, hs);
-        for (size_t d = 0; d < hs; d++) o[t * C + d] = (float)acc[d];
+        memcpy(o + t * C, acc, hs * sizeof *o);
     }
 }
 
 /* out (B,T,C) [b,t,h*hs+d] = sum_{t2<=t} prob[b,h,t,t2] v[b,t2,h,d]
- * (in double, increasing t2, one rounding). */
+ * (in float32, increasing t2, fused multiply-adds: wsum). */
 void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
                              size_t B, size_t T, size_t C, size_t NH)
 {
@@ -394,17 +402,17 @@ void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
 ATTN_CLONES static void values_bwd_head(float *dp, float *dv, const float *go, const float *p, const float *v,
                                         size_t C3, size_t C, size_t T, size_t hs, attn_ws *w)
 {
-    double d[TB];
+    float d[TB];
     pack_t(w->kt, v, C3, hs, T, w->Tp);
     for (size_t t = 0; t < T; t++)
         for (size_t t0 = 0; t0 <= t; t0 += TB) {
             dots_block(d, go + t * C, w->kt, w->Tp, t0, hs);
             size_t nj = t + 1 - t0 < TB ? t + 1 - t0 : TB;
-            for (size_t j = 0; j < nj; j++) dp[ROW(t) + t0 + j] += (float)d[j];
+            for (size_t j = 0; j < nj; j++) dp[ROW(t) + t0 + j] += d[j];
         }
-    double *acc = w->acc, *coef = w->coef;
+    float *acc = w->acc, *coef = w->coef;
     for (size_t t2 = 0; t2 < T; t2++) {
-        for (size_t t = t2; t < T; t++) coef[t] = (double)p[ROW(t) + t2];
+        for (size_t t = t2; t < T; t++) coef[t] = p[ROW(t) + t2];
         wsum(acc, coef, go, C, t2, T, hs);
         add_rounded(dv + t2 * C3, acc, hs);
     }

@@ -24,31 +24,40 @@
 
 /* One chunk of m <= GELU_CHUNK values (compiled for AVX-512 and AVX2 too: the
  * loops vectorise over elements, each element the same float32 operations). */
-GELU_CLONES static void gelu_fwd_chunk(float *out, const float *x, size_t m)
+GELU_CLONES static void gelu_fwd_chunk(float *out, float *keep, const float *x, size_t m)
 {
-    float th[GELU_CHUNK];
+    float buf[GELU_CHUNK], *th = keep ? keep : buf;
     if (m == 0) return;
     for (size_t i = 0; i < m; i++) th[i] = GELU_K * (x[i] + GELU_A * x[i] * x[i] * x[i]);
     amp_tanhf_n(th, th, m);
     for (size_t i = 0; i < m; i++) out[i] = 0.5f * x[i] * (1.0f + th[i]);
 }
 
-void amp_gelu_forward(float *out, const float *inp, size_t n)
+void amp_gelu_forward_th(float *out, float *th, const float *inp, size_t n)
 {
     #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t c0 = 0; c0 < n; c0 += GELU_CHUNK)
-        gelu_fwd_chunk(out + c0, inp + c0, n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK);
+        gelu_fwd_chunk(out + c0, th ? th + c0 : NULL, inp + c0, n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK);
+}
+
+void amp_gelu_forward(float *out, const float *inp, size_t n)
+{
+    amp_gelu_forward_th(out, NULL, inp, n);
 }
 
 /* dinp (n) += gelu'(x) dout, in float32 arithmetic, with
  * gelu'(x) = 0.5 (1 + th) + 0.5 x (1 - th^2) k (1 + 3 a x^2), th = tanh(k (x + a x^3)).
  * Large |x|: th = +-1 exactly, and gelu' is taken as 1 or 0. */
-GELU_CLONES static void gelu_bwd_chunk(float *dinp, const float *xv, const float *dout, size_t m)
+GELU_CLONES static void gelu_bwd_chunk(float *dinp, const float *xv, const float *kept, const float *dout, size_t m)
 {
-    float tv[GELU_CHUNK];
+    float buf[GELU_CHUNK];
+    const float *tv = kept;
     if (m == 0) return;
-    for (size_t i = 0; i < m; i++) tv[i] = GELU_K * (xv[i] + GELU_A * xv[i] * xv[i] * xv[i]);
-    amp_tanhf_n(tv, tv, m);
+    if (!tv) {
+        for (size_t i = 0; i < m; i++) buf[i] = GELU_K * (xv[i] + GELU_A * xv[i] * xv[i] * xv[i]);
+        amp_tanhf_n(buf, buf, m);
+        tv = buf;
+    }
     for (size_t i = 0; i < m; i++) {
         float x = xv[i], th = tv[i];
         float d = th == 1.0f || th == -1.0f ? 0.5f * (1.0f + th)   /* (no 0 * inf for huge x) */
@@ -57,11 +66,16 @@ GELU_CLONES static void gelu_bwd_chunk(float *dinp, const float *xv, const float
     }
 }
 
-void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
+void amp_gelu_backward_th(float *dinp, const float *inp, const float *th, const float *dout, size_t n)
 {
     #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t c0 = 0; c0 < n; c0 += GELU_CHUNK)
-        gelu_bwd_chunk(dinp + c0, inp + c0, dout + c0, n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK);
+        gelu_bwd_chunk(dinp + c0, inp + c0, th ? th + c0 : NULL, dout + c0, n - c0 < GELU_CHUNK ? n - c0 : GELU_CHUNK);
+}
+
+void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
+{
+    amp_gelu_backward_th(dinp, inp, NULL, dout, n);
 }
 
 /* x rounded to nearest even into bf16 (finite x; NaN stays NaN, an overflow

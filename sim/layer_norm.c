@@ -1,35 +1,37 @@
 /* LayerNorm over the last dimension (PyTorch nn.LayerNorm, biased variance). */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "amp_base.h"
 #include "amp_layers.h"
+#include "amp_math.h"
 #include "amp_round.h"
 
-#include <stdint.h>
-#include <string.h>
-
-/* inp, out (N,C); weight, bias (C); mean, rstd (N).
- * mean and variance in double (two passes), rstd = float(1/sqrt(var + eps));
- * n = float((x - mean) * rstd), out = n * w + b in float32 (two roundings, as
- * an unfused float32 kernel). */
+/* inp, out (N,C); weight, bias (C); mean, rstd (N). Float32 throughout, as
+ * PyTorch's float32 kernels: mean = amp_sum8f(x) / C, var = amp_sum8f of
+ * float(d * d), d = x - mean (two passes), rstd = 1 / sqrtf(var + eps);
+ * n = (x - mean) * rstd, out = n * w + b, each operation rounded (no fused
+ * multiply-add). */
 void amp_layernorm_forward(float *out, float *mean, float *rstd,
                            const float *inp, const float *weight,
                            const float *bias, size_t N, size_t C, double eps)
 {
+    const float fc = (float)C, feps = (float)eps;
     #pragma omp parallel for schedule(static) if (N * C >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t r = 0; r < N; r++) {
         const float *x = inp + r * C;
-        double m = 0.0, v = 0.0;
-        for (size_t c = 0; c < C; c++) m += x[c];
-        m /= (double)C;
-        for (size_t c = 0; c < C; c++) { double d = x[c] - m; v += d * d; }
-        v /= (double)C;
-        double s = 1.0 / sqrt(v + eps);
         float *o = out + r * C;
+        float m = amp_sum8f(x, C) / fc;
+        for (size_t c = 0; c < C; c++) { float d = x[c] - m; o[c] = d * d; }   /* o as scratch */
+        float v = amp_sum8f(o, C) / fc;
+        float s = 1.0f / sqrtf(v + feps);
         for (size_t c = 0; c < C; c++) {
-            float nrm = (float)((x[c] - m) * s);
+            float nrm = (x[c] - m) * s;
             o[c] = nrm * weight[c] + bias[c];
         }
-        mean[r] = (float)m;
-        rstd[r] = (float)s;
+        mean[r] = m;
+        rstd[r] = s;
     }
 }
 
@@ -134,43 +136,54 @@ void amp_layernorm_forward_torchcpu(float *out, float *mean, float *rstd,
  * With n = (x - mean) rstd and g = dout * w:
  *   dinp += rstd (g - mean_c(g) - n mean_c(g n)),
  *   dweight += sum_rows dout n,  dbias += sum_rows dout.
- * Row means and column sums in double; the columns are summed over rows in
- * order, so the bytes do not depend on the thread count. */
+ * Float32 throughout, each operation rounded: the row sums of g and g n by
+ * amp_sum8f, divided by C; the column sums over rows in increasing order from
+ * +0, then added to dweight, dbias. One thread per row, the column sums on
+ * one thread, so the bytes do not depend on the thread count. */
 void amp_layernorm_backward(float *dinp, float *dweight, float *dbias,
                             const float *dout, const float *inp,
                             const float *weight, const float *mean,
                             const float *rstd, size_t N, size_t C)
 {
-    #pragma omp parallel for schedule(static) if (N * C >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    const float fc = (float)C;
+    #pragma omp parallel if (N * C >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    {
+        float *buf = malloc(2 * C * sizeof *buf);
+        AMP_ASSERT(buf != NULL);
+        float *gv = buf, *gn = buf + C;
+        #pragma omp for schedule(static)
+        for (size_t r = 0; r < N; r++) {
+            const float *x = inp + r * C, *go = dout + r * C;
+            float m = mean[r], s = rstd[r];
+            for (size_t c = 0; c < C; c++) {
+                gv[c] = go[c] * weight[c];
+                gn[c] = gv[c] * ((x[c] - m) * s);
+            }
+            float sg = amp_sum8f(gv, C) / fc, sgn = amp_sum8f(gn, C) / fc;
+            float *di = dinp + r * C;
+            for (size_t c = 0; c < C; c++) {
+                float nrm = (x[c] - m) * s;
+                di[c] += s * ((gv[c] - sg) - nrm * sgn);
+            }
+        }
+        free(buf);
+    }
+    float *sw = malloc(2 * C * sizeof *sw), *sb = sw + C;
+    AMP_ASSERT(sw != NULL);
+    for (size_t c = 0; c < C; c++) sw[c] = sb[c] = 0.0f;
     for (size_t r = 0; r < N; r++) {
         const float *x = inp + r * C, *go = dout + r * C;
-        double m = mean[r], s = rstd[r];
-        double sg = 0.0, sgn = 0.0;
+        float m = mean[r], s = rstd[r];
         for (size_t c = 0; c < C; c++) {
-            double g = (double)go[c] * weight[c];
-            sg += g;
-            sgn += g * ((x[c] - m) * s);
-        }
-        sg /= (double)C;
-        sgn /= (double)C;
-        float *di = dinp + r * C;
-        for (size_t c = 0; c < C; c++) {
-            double nrm = (x[c] - m) * s;
-            double g = (double)go[c] * weight[c];
-            di[c] += (float)(s * (g - sg - nrm * sgn));
+            sw[c] += go[c] * ((x[c] - m) * s);
+            sb[c] += go[c];
         }
     }
-    #pragma omp parallel for schedule(static) if (N * C >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t c = 0; c < C; c++) {
-        double sw = 0.0, sb = 0.0;
-        for (size_t r = 0; r < N; r++) {
-            double go = dout[r * C + c];
-            sw += go * ((inp[r * C + c] - (double)mean[r]) * rstd[r]);
-            sb += go;
-        }
-        dweight[c] += (float)sw;
-        dbias[c] += (float)sb;
+        dweight[c] += sw[c];
+        dbias[c] += sb[c];
     }
+    free(sw);
 }
 
 /* ---- PyTorch CPU backward (float32, 8 lanes, fused multiply-adds) --------- */

@@ -263,3 +263,13 @@ double amp_cos2pi(double u)
     default: return s;
     }
 }
+
+float amp_sum8f(const float *v, size_t n)
+{
+    float l[8] = { 0 };
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int i = 0; i < 8; i++) l[i] += v[j + i];
+    for (int i = 0; j < n; j++, i++) l[i] += v[j];
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}

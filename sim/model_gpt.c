@@ -68,6 +68,8 @@ typedef struct gpt_block {
     amp_tensor *y;                /* [N,C] attention output (heads re-assembled) */
     amp_tensor *ygrad_op;         /* y->grad as a bmm operand (NULL: y->grad itself) */
     amp_tensor *res_1, *gelu, *res_2;
+    float *gelu_th;               /* [N,4C] tanh values of the GELU forward */
+    int gelu_kept;                /* gelu_th holds this step's values */
 } gpt_block;
 
 typedef struct gpt {
@@ -142,6 +144,14 @@ static amp_status round_hidden(amp_model *m, const amp_tensor *t, const amp_form
     amp_round_opts o = amp_tensor_opts(&m->reg, t);
     o.flags |= fmt->bits <= 8 ? m->pol.op_flags : 0;
     return amp_round_f32(fmt, &o, x, x, n, NULL);
+}
+
+/* Whether round_hidden(m, t, fmt, ...) leaves every float32 value as it is
+ * (FP32, no flags, no stochastic rounding): then it can be skipped. */
+static int identity_round(const amp_model *m, const amp_tensor *t, const amp_format *fmt)
+{
+    amp_round_opts o = amp_tensor_opts(&m->reg, t);
+    return fmt->id == AMP_FMT_FP32 && !t->rnd_flags && !o.flags && o.mode != AMP_RND_SR;
 }
 
 /* Format of a + b: their common format, FP32 when they differ. */
@@ -247,12 +257,19 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = ln_forward(m, g, &h->ln_1, x))) return s;
         if ((s = amp_linear_forward(cx, &h->c_attn))) return s;
         if (h->qkv_op != h->c_attn.out && (s = amp_tensor_round(reg, h->qkv_op, h->c_attn.out->data))) return s;
-        /* scores: raw q k^T rounded to the bmm output format, then scaled */
-        if (pairs) amp_attn_pairs_scores(g->work1, h->qkv_op->data, B, T, C, NH);
-        else amp_attn_scores_forward(g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
-        if ((s = round_hidden(m, h->att, &h->att->fmt, g->work1, h->att->n))) return s;
-        for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
-        if ((s = amp_tensor_round(reg, h->att, g->work1))) return s;
+        /* scores: raw q k^T rounded to the bmm output format, then scaled
+         * (float32 scores: one pass, straight into att) */
+        float *ao = out_buf(h->att, g->work1);
+        if (!pairs && ao == h->att->data && identity_round(m, h->att, &h->att->fmt))
+            amp_attn_scores_forward(ao, h->qkv_op->data, g->scale, B, T, C, NH);
+        else {
+            if (pairs) amp_attn_pairs_scores(g->work1, h->qkv_op->data, B, T, C, NH);
+            else amp_attn_scores_forward(g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+            if ((s = round_hidden(m, h->att, &h->att->fmt, g->work1, h->att->n))) return s;
+            for (size_t i = 0; i < h->att->n; i++) g->work1[i] *= g->scale;
+            ao = g->work1;
+        }
+        if ((s = amp_tensor_round(reg, h->att, ao))) return s;
         float *po = out_buf(h->prob, g->work1);
         if (m->pol.torch_cpu && h->prob->fmt.bits < 32) amp_attn_softmax_forward_torchcpu(po, h->att->data, B, T, NH);
         else amp_attn_softmax_forward(po, h->att->data, B, T, NH);
@@ -267,7 +284,7 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = ln_forward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = amp_linear_forward(cx, &h->c_fc))) return s;
         float *go = out_buf(h->gelu, g->work1);
-        amp_gelu_policy_forward(&m->pol, go, h->c_fc.out);
+        h->gelu_kept = amp_gelu_policy_forward(&m->pol, go, h->gelu_th, h->c_fc.out);
         if ((s = amp_tensor_round(reg, h->gelu, go))) return s;
         if ((s = amp_linear_forward(cx, &h->mlp_proj))) return s;
         if ((s = residual_forward(m, g, h->res_2, h->res_1, h->mlp_proj.out))) return s;
@@ -322,7 +339,7 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         if ((s = amp_linear_backward(cx, &h->mlp_proj))) return s;
         float *dg = out_buf(h->c_fc.out->grad, g->work1);
         memset(dg, 0, h->c_fc.out->n * sizeof(float));
-        amp_gelu_policy_backward(&m->pol, dg, h->c_fc.out, h->gelu->grad);
+        amp_gelu_policy_backward(&m->pol, dg, h->gelu_kept ? h->gelu_th : NULL, h->c_fc.out, h->gelu->grad);
         if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, dg))) return s;
         if ((s = amp_linear_backward(cx, &h->c_fc))) return s;
         if ((s = ln_backward(m, g, &h->ln_2, h->res_1))) return s;
@@ -352,11 +369,16 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         else
             amp_attn_softmax_backward(da, h->prob->grad->data, h->prob->data, B, T, NH);
         if ((s = amp_tensor_accum(reg, h->att->grad, da))) return s;
-        /* gradient of the raw scores: att.grad * scale, rounded (unlogged) */
-        for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
-        if ((s = round_hidden(m, h->att->grad, &g->attn_gin, g->work1, na))) return s;
-        if (pairs) amp_attn_pairs_scores_backward(g->work2, g->work1, h->qkv_op->data, B, T, C, NH);
-        else amp_attn_scores_backward(g->work2, g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+        /* gradient of the raw scores: att.grad * scale, rounded (unlogged);
+         * float32: the kernel scales as it reads */
+        if (!pairs && identity_round(m, h->att->grad, &g->attn_gin))
+            amp_attn_scores_backward(g->work2, h->att->grad->data, h->qkv_op->data, g->scale, B, T, C, NH);
+        else {
+            for (size_t i = 0; i < na; i++) g->work1[i] = h->att->grad->data[i] * g->scale;
+            if ((s = round_hidden(m, h->att->grad, &g->attn_gin, g->work1, na))) return s;
+            if (pairs) amp_attn_pairs_scores_backward(g->work2, g->work1, h->qkv_op->data, B, T, C, NH);
+            else amp_attn_scores_backward(g->work2, g->work1, h->qkv_op->data, 1.0f, B, T, C, NH);
+        }
         if (h->qkv_op != h->c_attn.out) {
             if ((s = amp_tensor_round(reg, h->qkv_op->grad, g->work2))) return s;
             if ((s = amp_tensor_accum(reg, h->c_attn.out->grad, h->qkv_op->grad->data))) return s;
@@ -379,6 +401,7 @@ static void gpt_destroy(amp_model *m)
     for (int l = 0; l < g->L; l++) {
         free(g->h[l].ln_1.mean); free(g->h[l].ln_1.rstd);
         free(g->h[l].ln_2.mean); free(g->h[l].ln_2.rstd);
+        free(g->h[l].gelu_th);
     }
     free(g->ln_f.mean); free(g->ln_f.rstd);
     free(g->probs); free(g->work1); free(g->work2);
@@ -502,6 +525,8 @@ static amp_status build(amp_model *m, gpt *g)
         if ((s = amp_linear_init(cx, &h->c_fc, nm, h->ln_2.out, 4 * g->C, 1))) return s;
         snprintf(nm, sizeof nm, "%s.mlp.gelu.out", pre);
         if ((s = add_act(m, nm, &h->c_fc.out->fmt, 2, h->c_fc.out->shape, &h->gelu))) return s;
+        h->gelu_th = malloc(h->c_fc.out->n * sizeof(float));
+        if (!h->gelu_th) return amp_fail(AMP_ENOMEM, "out of memory for the model");
         snprintf(nm, sizeof nm, "%s.mlp.c_proj", pre);
         if ((s = amp_linear_init(cx, &h->mlp_proj, nm, h->gelu, g->C, 1))) return s;
         snprintf(nm, sizeof nm, "%s.res_2.out", pre);
