@@ -22,7 +22,14 @@ step):
   uses (_grad.py), as the op-by-op step's first and last ops are, so the
   sums across steps (an LSTM's cell state, a GRU's hidden state) form as
   before;
-- the coverage account counts the same calls of the same functions.
+- the coverage account counts the same calls of the same functions;
+- fewer foreign calls: results that do not depend on each other (the four
+  gates, fc and ig, their gradients) are rounded in one call on the steps
+  without statistics, when the rounding is to nearest (not keyed by name)
+  and no result is non-finite; the backward rules' roundings of all gates
+  at once (a rounding of an element does not depend on its neighbours).
+  The nonlinearities themselves run on each gate's own chunk: PyTorch's
+  vectorised kernels give the op-by-op bits on those shapes only.
 
 ``ENABLED`` switches it off (the op-by-op path; tests compare the two)."""
 import torch
@@ -135,15 +142,34 @@ def _gate_rules(g, y, k, r):
     return out
 
 
+def _rounder(emu, sites, fmt, sfx):
+    """r(x, k): x rounded into fmt under the name sites[k] + sfx (".grad": a
+    gradient), as _RoundFn does."""
+    role = "act_grad" if sfx else "act"
+
+    def r(x, k):
+        return emu._round(x, fmt, sites[k] + sfx, role)
+    return r
+
+
+def _rule_round(fmt):
+    """The rounding of the backward rules (_SavedOutFn's r)."""
+    return lambda v: _rt.round_t(v, fmt)[0]
+
+
+def _gates(emu, sites, hw, xw):
+    """(act, the forward's rounder, the gates hw + xw rounded): a step's first op."""
+    act = emu.policy.act
+    r = _rounder(emu, sites, act, "")
+    with emu._quiet():
+        return act, r, r(hw + xw, 0)
+
+
 class _LSTMPointwise(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emu, sites, hw, xw, c):
-        act = emu.policy.act
-
-        def r(x, k):
-            return emu._round(x, act, sites[k], "act")
+        act, r, g = _gates(emu, sites, hw, xw)
         with emu._quiet():
-            g = r(hw + xw, 0)
             gi, gf, gg_, go = g.unsafe_chunk(4, 1)
             # (each nonlinearity on its own chunk: PyTorch's vectorised kernels
             # give the bits of the op-by-op calls on these shapes only)
@@ -169,12 +195,7 @@ class _LSTMPointwise(torch.autograd.Function):
         pol = emu.policy
         act, agrad = pol.act, pol.act_grad
         c, i, f, gg, o, tc, ys, tt = ctx.saved_tensors
-
-        def G(x, k):
-            return emu._round(x, agrad, s[k] + ".grad", "act_grad")
-
-        def r(v):
-            return _rt.round_t(v, act)[0]
+        G, r = _rounder(emu, s, agrad, ".grad"), _rule_round(act)
         with emu._quiet():
             d_o = None
             dcy = d_cy
@@ -209,12 +230,8 @@ class _LSTMPointwise(torch.autograd.Function):
 class _GRUPointwise(torch.autograd.Function):
     @staticmethod
     def forward(ctx, emu, sites, hw, xw, h):
-        act = emu.policy.act
-
-        def r(x, k):
-            return emu._round(x, act, sites[k], "act")
+        act, r, g = _gates(emu, sites, hw, xw)
         with emu._quiet():
-            g = r(hw + xw, 0)
             r_pre, z_pre, _ = g.unsafe_chunk(3, 1)
             i_n = xw.unsafe_chunk(3, 1)[2]
             h_n = hw.unsafe_chunk(3, 1)[2]
@@ -239,12 +256,7 @@ class _GRUPointwise(torch.autograd.Function):
         pol = emu.policy
         act, agrad = pol.act, pol.act_grad
         rg, z, h_n, d, srz, tt = ctx.saved_tensors
-
-        def G(x, k):
-            return emu._round(x, agrad, s[k] + ".grad", "act_grad")
-
-        def r(v):
-            return _rt.round_t(v, act)[0]
+        G, r = _rounder(emu, s, agrad, ".grad"), _rule_round(act)
         with emu._quiet():
             dh = G(d_hy, 8)
             g_dz = G(dh, 7)
