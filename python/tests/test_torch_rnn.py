@@ -1,6 +1,6 @@
 """The fused LSTM/GRU step (ampsim/torch/_rnn_fused.py) against the op-by-op
 emulation (_rnn.py): losses, every parameter gradient, tensors.csv and
-coverage.csv bit for bit, under every policy, for 1-2 layers, both
+coverage.csv bit for bit, under every policy, for 1-2 layers and the cells, both
 directions and odd sizes; and the fused path is taken where it applies."""
 import os
 import unittest
@@ -25,12 +25,32 @@ POLICIES = ("fp32", "fp16-amp", "bf16-amp", "bf16-amp-cpu", "fp8-hybrid")
 FUSED = ("fp16-amp", "bf16-amp", "fp8-hybrid")
 
 
+class CellLoop(nn.Module):
+    """An nn.LSTMCell / nn.GRUCell run over the time steps (batch first)."""
+
+    def __init__(self, cls, hidden):
+        super().__init__()
+        self.cell = cls(7, hidden)
+
+    def forward(self, x):
+        h = x.new_zeros(x.shape[0], self.cell.hidden_size)
+        hx = (h, h) if isinstance(self.cell, nn.LSTMCell) else h
+        ys = []
+        for t in range(x.shape[1]):
+            hx = self.cell(x[:, t], hx)
+            ys.append(hx[0] if isinstance(hx, tuple) else hx)
+        return torch.stack(ys, 1), hx
+
+
 class LM(nn.Module):
     def __init__(self, cell, layers, bidirectional, hidden):
         super().__init__()
         self.emb = nn.Embedding(11, 7)
-        cls = nn.LSTM if cell == "lstm" else nn.GRU
-        self.rnn = cls(7, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=True)
+        if layers == 0:         # the cell
+            self.rnn = CellLoop(nn.LSTMCell if cell == "lstm" else nn.GRUCell, hidden)
+        else:
+            cls = nn.LSTM if cell == "lstm" else nn.GRU
+            self.rnn = cls(7, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=True)
         self.out = nn.Linear(hidden * (2 if bidirectional else 1), 11)
 
     def forward(self, idx):
@@ -110,18 +130,22 @@ class TestFusedSteps(unittest.TestCase):
         for f in ("tensors.csv", "coverage.csv", "hist.csv", "events.jsonl"):
             if os.path.exists(os.path.join(a, f)):
                 self.assertEqual(read(a, f), read(b, f), "%s: %s differs" % (what, f))
-        self.assertIn("rnn.c_tanh_l0.out.grad" if cell == "lstm" else "rnn.new_gate_l0.out.grad",
+        sfx = "_l0" if layers else ""
+        self.assertIn(("rnn.cell.c_tanh" if not layers else "rnn.c_tanh") + sfx + ".out.grad" if cell == "lstm"
+                      else ("rnn.cell.new_gate" if not layers else "rnn.new_gate") + sfx + ".out.grad",
                       read(b, "tensors.csv"))
 
     def test_lstm(self):
         for policy in POLICIES:
             self.check("lstm", 2, True, 5, policy)
         self.check("lstm", 1, False, 3, "fp16-amp")
+        self.check("lstm", 0, False, 3, "fp16-amp")        # nn.LSTMCell
 
     def test_gru(self):
         for policy in POLICIES:
             self.check("gru", 2, True, 5, policy)
         self.check("gru", 1, False, 3, "bf16-amp")
+        self.check("gru", 0, False, 5, "fp8-hybrid")       # nn.GRUCell
 
 
 if __name__ == "__main__":
