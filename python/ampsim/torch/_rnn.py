@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _handlers
+from . import _rnn_fused
 from . import _rt
 from ._functions import _RoundFn
 from ._rt import EmulationError
@@ -29,10 +30,10 @@ from ._rt import EmulationError
 
 class _Namer:
     """The label of the next op (the decomposed module's rename)."""
-    __slots__ = ("label",)
+    __slots__ = ("label", "emu", "path")
 
-    def __init__(self):
-        self.label = None
+    def __init__(self, emu=None, path=""):
+        self.label, self.emu, self.path = None, emu, path
 
     def __call__(self, op):
         return self.label
@@ -41,6 +42,8 @@ class _Namer:
 def _lstm_step(xw, h, c, w_hh, b_hh, n, sfx):
     n.label = "hh" + sfx
     hw = F.linear(h, w_hh, b_hh)
+    if n.emu is not None and _rnn_fused.usable(n.emu, hw, xw, c):
+        return _rnn_fused.lstm_step(n.emu, n.path, sfx, hw, xw, c)
     n.label = "gates" + sfx
     g = hw + xw
     i, f, gg, o = g.unsafe_chunk(4, 1)
@@ -67,6 +70,8 @@ def _lstm_step(xw, h, c, w_hh, b_hh, n, sfx):
 def _gru_step(xw, h, w_hh, b_hh, n, sfx):
     n.label = "hh" + sfx
     hw = F.linear(h, w_hh, b_hh)
+    if n.emu is not None and _rnn_fused.usable(n.emu, hw, xw, h):
+        return _rnn_fused.gru_step(n.emu, n.path, sfx, hw, xw, h)
     # the sums of all three chunks at once (the third is not used): the
     # nonlinearities then run over views with PyTorch's strides, which its
     # vectorised kernels give the same bits as its in-place chunks
@@ -208,7 +213,7 @@ def run(emu, mode, func, name, kind, args, kwargs):
     else:
         base = name[:-len("_cell")]
     path = emu._stack[-1].path if emu._stack else ""
-    namer = _Namer()
+    namer = _Namer(emu, path)
     # the initial state is an operand of the gates: in the activation format
     # (autocast casts an RNN's hx with its input)
     args = list(args)

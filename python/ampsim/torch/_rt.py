@@ -83,6 +83,10 @@ def round_t(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, 
     """x (float32 or float64 torch tensor, any shape) rounded into fmt: a new
     float32 tensor (no autograd), and its Stats when stats is true (else None)."""
     xd = x.detach()
+    if xd.dtype == torch.float32 and not index0:
+        y, st, _ = round_count(xd, fmt, mode, saturate=saturate, sr_bits=sr_bits, seed=seed, stream=stream,
+                               stats=stats, count=False)
+        return y, st
     if xd.dtype not in (torch.float32, torch.float64):
         raise TypeError("ampsim.torch: unsupported dtype %s (float32 tensors only)" % xd.dtype)
     xa = xd.contiguous().numpy()
@@ -104,17 +108,16 @@ _lib._fn("amp_round_f32_count", ctypes.c_int, _VP, _VP, _VP, _VP, ctypes.c_size_
 _addr_cache = {}
 
 
-def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, stats=False):
+def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, stats=False, count=True):
     """round_t for a float32 tensor, with the count of non-finite results:
-    (y, Stats or None, nonfinite). One foreign call (amp_round_f32_count); the
+    (y, Stats or None, nonfinite; None when count is false). One foreign call (amp_round_f32_count); the
     format and options are looked up once per (fmt, mode, saturate, sr_bits)
     and passed by address, the result is written straight into a new tensor."""
-    xd = x.detach()
-    if xd.dtype != torch.float32:
+    if x.dtype != torch.float32:
         y, st = round_t(x, fmt, mode, saturate=saturate, sr_bits=sr_bits, seed=seed, stream=stream, stats=stats)
         return y, st, count_nonfinite(y)
-    if not xd.is_contiguous():
-        xd = xd.contiguous()
+    # (the storage is read by address: no detach needed for a contiguous tensor)
+    xd = x if x.is_contiguous() else x.detach().contiguous()
     key = (fmt, mode, saturate, sr_bits)
     a = _addr_cache.get(key)
     if a is None:
@@ -125,15 +128,21 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if mode == "sr" or seed or stream:
         ok = keyed_opts(fmt, mode, saturate, sr_bits, seed, stream)
         oa = ctypes.addressof(ok)
-    y = torch.empty_like(xd)
+    y = torch.empty_like(xd, requires_grad=False)
     st = None
     if stats:
         st = _lib.AmpStats()
         _lib.lib.amp_stats_init(ctypes.byref(st))
-    nf = ctypes.c_size_t(0)
-    _lib.check(_lib.lib.amp_round_f32_count(a[0], oa, xd.data_ptr(), y.data_ptr(), xd.numel(),
-                                            ctypes.addressof(st) if st is not None else None, ctypes.addressof(nf)))
-    return y, (Stats._wrap(st, a[2]) if stats else None), nf.value
+    nf = _SIZE_T(0) if count else None
+    rc = _ROUND(a[0], oa, xd.data_ptr(), y.data_ptr(), xd.numel(), ctypes.addressof(st) if stats else None,
+                ctypes.addressof(nf) if count else None)
+    if rc:
+        _lib.check(rc)
+    return y, (Stats._wrap(st, a[2]) if stats else None), nf.value if count else None
+
+
+_SIZE_T = ctypes.c_size_t
+_ROUND = _lib.lib.amp_round_f32_count
 
 
 _lib._fn("amp_sumsq_unscaled_f32", ctypes.c_double, _VP, ctypes.c_size_t, ctypes.c_float)
