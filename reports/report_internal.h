@@ -54,6 +54,13 @@ typedef struct rp_run {
     amp_run_whatif wi;     /* --what-if shadows */
 } rp_run;
 
+/* The figure formats, in the order f->term and rp_redraw_cmd's k index
+ * them: flag (AMP_REPORT_*), file extension (also --formats' word) and the
+ * name the page shows. */
+typedef struct rp_format { unsigned flag; const char *ext, *name; } rp_format;
+#define RP_NFORMATS 3
+extern const rp_format rp_formats[RP_NFORMATS];
+
 typedef struct rp_fig {
     char id[96];           /* file stem, e.g. fig2_loss */
     char script[48];       /* the gnuplot script (reports/figN_x.gp) that draws it */
@@ -61,7 +68,7 @@ typedef struct rp_fig {
     char caption[1200];    /* HTML, already escaped */
     char sources[1600];    /* HTML list of input files */
     unsigned made;         /* AMP_REPORT_* actually written */
-    char term[3][300];     /* the gnuplot terminal of PNG, PDF, SVG as drawn (rp_gp_term) */
+    char term[RP_NFORMATS][300]; /* the gnuplot terminal of each of rp_formats as drawn (rp_gp_term) */
 } rp_fig;
 
 typedef struct rp_ctx {
@@ -129,7 +136,7 @@ void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file);
 void rp_add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref);
 /* The terminal (and the scripts' "paper" variable) of format fmt for a
  * figure of w x h screen pixels; rp_redraw_cmd: the shell command that
- * redraws format k (0 PNG, 1 PDF, 2 SVG) of f in the report folder. */
+ * redraws format k (rp_formats[k]) of f in the report folder. */
 void rp_gp_term(const rp_ctx *ctx, unsigned fmt, int w, int h, char *term, size_t len);
 void rp_redraw_cmd(const rp_fig *f, int k, char *buf, size_t len);
 /* Runs gnuplot for every requested format of figure f (w x h pixels). */
