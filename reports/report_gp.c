@@ -68,6 +68,18 @@ void rp_gp_num_array(FILE *fp, const char *name, const double *v, int n)
     fputs("]\n", fp);
 }
 
+double rp_sdev(double s, double s2, size_t n)
+{
+    if (n < 2) return n ? 0 : NAN;
+    double m = s / (double)n, v = (s2 - (double)n * m * m) / (double)(n - 1);
+    return v > 0 ? sqrt(v) : 0;
+}
+
+double rp_noise_floor(double s, double s2, size_t n)
+{
+    return 2 * rp_sdev(s, s2, n) / sqrt((double)n);
+}
+
 void rp_gp_num(FILE *fp, double v)
 {
     if (isnan(v) || isinf(v)) fputs("NaN", fp);

@@ -125,6 +125,12 @@ void rp_gp_str(FILE *fp, const char *s);                     /* a gnuplot "strin
 void rp_gp_str_array(FILE *fp, const char *name, const char *const *v, int n);
 void rp_gp_num_array(FILE *fp, const char *name, const double *v, int n);
 void rp_gp_num(FILE *fp, double v);                          /* NaN for non-finite */
+/* From the sum s and the sum of squares s2 of n values: their sample
+ * standard deviation (0 for one value, NaN for none), and the noise floor of
+ * their mean, twice its standard error (2 sd / sqrt(n)): the one threshold
+ * the compare findings (ties) and the sweep findings (seed noise) use. */
+double rp_sdev(double s, double s2, size_t n);
+double rp_noise_floor(double s, double s2, size_t n);
 void rp_add_note(rp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Opens report/data/<id>.<ext> atomically. */
 amp_status rp_open_data(rp_ctx *ctx, const char *id, const char *ext, amp_afile *af);
