@@ -95,7 +95,7 @@ typedef struct rp_ctx {
     int nnotes;
 } rp_ctx;
 
-#define RP_FIG_W 1000      /* figure width in pixels (PNG, SVG); PDF: RP_FIG_W / 100 inches */
+#define RP_FIG_W 1000      /* figure width in pixels of the page's PNG; PDF and SVG: --figsize (rp_gp_term) */
 
 /* report.c: the folder holding the fig*.gp scripts into ctx->scripts. */
 amp_status rp_find_scripts(rp_ctx *ctx);
