@@ -9,6 +9,11 @@ if (!exists("paper")) paper = 0
 # On paper (PDF, SVG) no title (the caption says it) and the key inside the plot.
 # a font of n points on the screen; on paper (PDF, SVG) 8/11 of it and at least 8 pt
 F(n) = sprintf(",%g", paper > 0 ? (n * 8.0 / 11 < 8 ? 8 : n * 8.0 / 11) : n)
+# a key entry fits its room: a longer name (runs merged as "A = B") keeps its
+# first KW characters and "..." (the page lists every name): 34 on paper (two
+# columns of it at 7 in), 28 in the screen's key beside the panels
+KW = paper > 0 ? 34 : 28
+short(s) = strlen(s) > KW ? s[1:KW - 3] . "..." : s
 fs8 = F(8); fs9 = F(9); fs10 = F(10); fs11 = F(11); fs12 = F(12); fs13 = F(13)   # gnuplot takes a font from a string variable
 LM = paper == 1 ? 0.27 : paper == 2 ? 0.13 : 0.09
 RM = paper > 0 ? 0.97 : 0.74
@@ -53,7 +58,7 @@ if (hasref) {
 plot for [i=1:N] datafile index (i-1) using 1:(isref[i] && win > 1 ? $2 : NaN) with lines lw 1 lc rgb "#c8c8c8" notitle, \
      for [i=1:N] datafile index (i-1) using 1:4 with lines \
      lw (isref[i] ? 3.5 : 1.8) dt dash(isref[i] ? 1 : i - hasref) lc rgb (isref[i] ? "#000000" : colour(i - hasref)) \
-     title (isref[i] ? lbl[i] . " (reference)" : lbl[i]), \
+     title short(isref[i] ? lbl[i] . " (reference)" : lbl[i]), \
      for [i=1:N] datafile index (i-1) using 1:($6 == 1 ? ymark : NaN) with points pt 2 ps 1.2 \
      lc rgb (isref[i] ? "#000000" : colour(i - hasref)) notitle, \
      for [i=1:N] datafile index (i-1) using 1:7 with points pt 6 ps 1 \
@@ -86,10 +91,6 @@ if (paper > 0) {   # the key: an empty plot in the band under the panels
     set xrange [0:1]; set yrange [0:1]
     set tmargin at screen KH; set bmargin at screen 0; set lmargin at screen 0.02; set rmargin at screen 0.98
     set key inside center top Left reverse maxrows (paper == 1 ? NE : int((NE + 1) / 2)) samplen 1.5 font fs8
-    # a key entry fits the column: a longer name (runs merged as "A = B") keeps
-    # its first KW characters and "..." (the page's caption lists every name)
-    KW = 34      # (two columns of it at 7 in)
-    short(s) = strlen(s) > KW ? s[1:KW - 3] . "..." : s
     plot for [i=1:N] NaN with lines lw (isref[i] ? 3.5 : 1.8) dt dash(isref[i] ? 1 : i - hasref) \
          lc rgb (isref[i] ? "#000000" : colour(i - hasref)) title short(isref[i] ? lbl[i] . " (reference)" : lbl[i]), \
          keyentry with points pt 2 ps 1.2 lc rgb "#444444" title (nonfin > 0 ? "loss not finite" : ""), \

@@ -392,10 +392,10 @@ amp_status amp_report_parse_formats(const char *s, unsigned *out)
     if (!s || !*s || strlen(s) >= sizeof buf) return amp_fail(AMP_EINVAL, "--formats: empty or too long");
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(t, "png")) f |= AMP_REPORT_PNG;
-        else if (!strcmp(t, "pdf")) f |= AMP_REPORT_PDF;
-        else if (!strcmp(t, "svg")) f |= AMP_REPORT_SVG;
-        else return amp_fail(AMP_EINVAL, "--formats: unknown format '%s' (png, pdf, svg)", t);
+        int k = 0;
+        while (k < RP_NFORMATS && strcmp(t, rp_formats[k].ext)) k++;
+        if (k == RP_NFORMATS) return amp_fail(AMP_EINVAL, "--formats: unknown format '%s' (png, pdf, svg)", t);
+        f |= rp_formats[k].flag;
     }
     if (!f) return amp_fail(AMP_EINVAL, "--formats: no format given");
     *out = f;

@@ -65,8 +65,7 @@ static void tail_stats(const amp_run_metrics *m, const amp_run_metrics *ref, dou
         s2 += d * d;
     }
     *mean = s / (double)k;
-    double var = k > 1 ? (s2 - (double)k * *mean * *mean) / (double)(k - 1) : 0;
-    *floor = 2 * sqrt(var > 0 ? var : 0) / sqrt((double)k);
+    *floor = rp_noise_floor(s, s2, k);
 }
 
 static void first_nonfinite(const rp_run *r, char *out, size_t len)

@@ -68,6 +68,18 @@ void rp_gp_num_array(FILE *fp, const char *name, const double *v, int n)
     fputs("]\n", fp);
 }
 
+double rp_sdev(double s, double s2, size_t n)
+{
+    if (n < 2) return n ? 0 : NAN;
+    double m = s / (double)n, v = (s2 - (double)n * m * m) / (double)(n - 1);
+    return v > 0 ? sqrt(v) : 0;
+}
+
+double rp_noise_floor(double s, double s2, size_t n)
+{
+    return 2 * rp_sdev(s, s2, n) / sqrt((double)n);
+}
+
 void rp_gp_num(FILE *fp, double v)
 {
     if (isnan(v) || isinf(v)) fputs("NaN", fp);
@@ -149,11 +161,13 @@ void rp_gp_term(const rp_ctx *ctx, unsigned fmt, int w, int h, char *term, size_
                  (int)lround(win * 72), (int)lround(hin * 72), paper, pxw, pxh);
 }
 
+const rp_format rp_formats[RP_NFORMATS] = {
+    { AMP_REPORT_PNG, "png", "PNG" }, { AMP_REPORT_PDF, "pdf", "PDF" }, { AMP_REPORT_SVG, "svg", "SVG" } };
+
 void rp_redraw_cmd(const rp_fig *f, int k, char *buf, size_t len)
 {
-    static const char *const ext[3] = { "png", "pdf", "svg" };
     snprintf(buf, len, "gnuplot -e \"set terminal %s; set output '%s.%s'; load 'data/%s.gp'\" scripts/%s",
-             f->term[k], f->id, ext[k], f->id, f->script);
+             f->term[k], f->id, rp_formats[k].ext, f->id, f->script);
 }
 
 /* Runs gnuplot in ctx->out for figure f: once per requested format, with
@@ -163,11 +177,10 @@ amp_status rp_gp_draw(rp_ctx *ctx, rp_fig *f, int w, int h)
     amp_status st = copy_script(ctx, f->script);
     if (st) return st;
     unsigned want = ctx->opts->formats | AMP_REPORT_PNG;
-    static const struct { unsigned flag; const char *ext; } fm[] = {
-        { AMP_REPORT_PNG, "png" }, { AMP_REPORT_PDF, "pdf" }, { AMP_REPORT_SVG, "svg" } };
+    const rp_format *fm = rp_formats;
     const char *gnuplot = ctx->opts->gnuplot ? ctx->opts->gnuplot : "gnuplot";
     const volatile sig_atomic_t *stop = ctx->opts->stop;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < RP_NFORMATS; k++) {
         if (!(want & fm[k].flag)) continue;
         if (stop && *stop) return amp_fail(AMP_EINTR, "interrupted; run the same command again to redraw");
         char cmd[1024], tmp[256], fin[RP_PATH + 256], tmpabs[RP_PATH + 256], logp[RP_PATH + 64];

@@ -54,6 +54,13 @@ typedef struct rp_run {
     amp_run_whatif wi;     /* --what-if shadows */
 } rp_run;
 
+/* The figure formats, in the order f->term and rp_redraw_cmd's k index
+ * them: flag (AMP_REPORT_*), file extension (also --formats' word) and the
+ * name the page shows. */
+typedef struct rp_format { unsigned flag; const char *ext, *name; } rp_format;
+#define RP_NFORMATS 3
+extern const rp_format rp_formats[RP_NFORMATS];
+
 typedef struct rp_fig {
     char id[96];           /* file stem, e.g. fig2_loss */
     char script[48];       /* the gnuplot script (reports/figN_x.gp) that draws it */
@@ -61,7 +68,7 @@ typedef struct rp_fig {
     char caption[1200];    /* HTML, already escaped */
     char sources[1600];    /* HTML list of input files */
     unsigned made;         /* AMP_REPORT_* actually written */
-    char term[3][300];     /* the gnuplot terminal of PNG, PDF, SVG as drawn (rp_gp_term) */
+    char term[RP_NFORMATS][300]; /* the gnuplot terminal of each of rp_formats as drawn (rp_gp_term) */
 } rp_fig;
 
 typedef struct rp_ctx {
@@ -88,7 +95,7 @@ typedef struct rp_ctx {
     int nnotes;
 } rp_ctx;
 
-#define RP_FIG_W 1000      /* figure width in pixels (PNG, SVG); PDF: RP_FIG_W / 100 inches */
+#define RP_FIG_W 1000      /* figure width in pixels of the page's PNG; PDF and SVG: --figsize (rp_gp_term) */
 
 /* report.c: the folder holding the fig*.gp scripts into ctx->scripts. */
 amp_status rp_find_scripts(rp_ctx *ctx);
@@ -118,6 +125,12 @@ void rp_gp_str(FILE *fp, const char *s);                     /* a gnuplot "strin
 void rp_gp_str_array(FILE *fp, const char *name, const char *const *v, int n);
 void rp_gp_num_array(FILE *fp, const char *name, const double *v, int n);
 void rp_gp_num(FILE *fp, double v);                          /* NaN for non-finite */
+/* From the sum s and the sum of squares s2 of n values: their sample
+ * standard deviation (0 for one value, NaN for none), and the noise floor of
+ * their mean, twice its standard error (2 sd / sqrt(n)): the one threshold
+ * the compare findings (ties) and the sweep findings (seed noise) use. */
+double rp_sdev(double s, double s2, size_t n);
+double rp_noise_floor(double s, double s2, size_t n);
 void rp_add_note(rp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Opens report/data/<id>.<ext> atomically. */
 amp_status rp_open_data(rp_ctx *ctx, const char *id, const char *ext, amp_afile *af);
@@ -129,7 +142,7 @@ void rp_add_source(rp_ctx *ctx, rp_fig *f, const rp_run *r, const char *file);
 void rp_add_sources_all(rp_ctx *ctx, rp_fig *f, const char *file, int skip_ref);
 /* The terminal (and the scripts' "paper" variable) of format fmt for a
  * figure of w x h screen pixels; rp_redraw_cmd: the shell command that
- * redraws format k (0 PNG, 1 PDF, 2 SVG) of f in the report folder. */
+ * redraws format k (rp_formats[k]) of f in the report folder. */
 void rp_gp_term(const rp_ctx *ctx, unsigned fmt, int w, int h, char *term, size_t len);
 void rp_redraw_cmd(const rp_fig *f, int k, char *buf, size_t len);
 /* Runs gnuplot for every requested format of figure f (w x h pixels). */

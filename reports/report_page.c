@@ -161,8 +161,7 @@ out:
 
 static void html_figure(FILE *fp, const rp_fig *f)
 {
-    static const struct { unsigned flag; const char *ext, *name; } fm[] = {
-        { AMP_REPORT_PNG, "png", "PNG" }, { AMP_REPORT_PDF, "pdf", "PDF" }, { AMP_REPORT_SVG, "svg", "SVG" } };
+    const rp_format *fm = rp_formats;
     fprintf(fp, "<div class=fig id=\"%s\"><h3>", f->id);
     rp_html_escape(fp, f->title);
     fprintf(fp, "</h3>\n<a href=\"%s.png\"><img src=\"%s.png\" alt=\"", f->id, f->id);
@@ -170,12 +169,12 @@ static void html_figure(FILE *fp, const rp_fig *f)
     fputs("\"></a>\n<p class=cap>", fp);
     fputs(f->caption, fp);
     fputs("</p>\n<p class=src>Download:", fp);
-    for (int k = 0, n = 0; k < 3; k++)
+    for (int k = 0, n = 0; k < RP_NFORMATS; k++)
         if (f->made & fm[k].flag) fprintf(fp, "%s <a href=\"%s.%s\">%s</a>", n++ ? " ·" : "", f->id, fm[k].ext, fm[k].name);
     fprintf(fp, ". Drawn from %s by <a href=\"scripts/%s\">scripts/%s</a> with <a href=\"data/%s.gp\">data/%s.gp</a>.</p>\n"
             "<details><summary>Redraw (in the report folder; the same command made the file)</summary>\n",
             f->sources, f->script, f->script, f->id, f->id);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < RP_NFORMATS; k++) {
         if (!(f->made & fm[k].flag)) continue;
         char cmd[1200];
         rp_redraw_cmd(f, k, cmd, sizeof cmd);

@@ -58,12 +58,6 @@ static int merged_into(const cell *v, int n, int i)
 }
 
 static double mean(double s, int n) { return n ? s / n : NAN; }
-static double sdev(double s, double s2, int n)
-{
-    if (n < 2) return n ? 0 : NAN;
-    double m = s / n, v = (s2 - n * m * m) / (n - 1);
-    return v > 0 ? sqrt(v) : 0;
-}
 
 static int is_finite_text(const char *s)
 {
@@ -166,10 +160,10 @@ static amp_status sweep_figure(rp_ctx *ctx, const cell *v, int n)
             for (int i = 0; i < n; i++)
                 if (!strcmp(v[i].cfg, cfg[a]) && !strcmp(v[i].vary, vary[b]) && v[i].ngp) {
                     fprintf(d.fp, "%g %.9g %.9g ", b + (a - (nc - 1) / 2.0) * 0.04, mean(v[i].gp, v[i].ngp),
-                            sdev(v[i].gp, v[i].gp2, v[i].ngp));
+                            rp_sdev(v[i].gp, v[i].gp2, v[i].ngp));
                     rp_gp_num(d.fp, 100 * mean(v[i].fl, v[i].nfl));
                     fputc(' ', d.fp);
-                    rp_gp_num(d.fp, 100 * sdev(v[i].fl, v[i].fl2, v[i].nfl));
+                    rp_gp_num(d.fp, 100 * rp_sdev(v[i].fl, v[i].fl2, v[i].nfl));
                     fputc('\n', d.fp);
                     rows++;
                 }
@@ -215,11 +209,11 @@ static void sweep_table(FILE *fp, const cell *v, int n)
         fputs("</td><td>", fp); rp_html_escape(fp, v[i].vary);
         fprintf(fp, "</td><td>%d</td>", v[i].n);
         cellnum(fp, "%.3g", mean(v[i].gp, v[i].ngp));
-        cellnum(fp, "%.2g", sdev(v[i].gp, v[i].gp2, v[i].ngp));
+        cellnum(fp, "%.2g", rp_sdev(v[i].gp, v[i].gp2, v[i].ngp));
         cellnum(fp, "%.5g", mean(v[i].tl, v[i].ntl));
-        cellnum(fp, "%.2g", sdev(v[i].tl, v[i].tl2, v[i].ntl));
+        cellnum(fp, "%.2g", rp_sdev(v[i].tl, v[i].tl2, v[i].ntl));
         cellnum(fp, "%.3g", 100 * mean(v[i].fl, v[i].nfl));
-        cellnum(fp, "%.2g", 100 * sdev(v[i].fl, v[i].fl2, v[i].nfl));
+        cellnum(fp, "%.2g", 100 * rp_sdev(v[i].fl, v[i].fl2, v[i].nfl));
         cellcount(fp, v[i].stuck);
         cellcount(fp, v[i].diverged);
         fputs("</tr>\n", fp);
@@ -248,10 +242,10 @@ static void sweep_findings(FILE *fp, const cell *v, int n)
         fputs("</b> (", fp);
         rp_html_escape(fp, v[i].vary);
         fputs("): ", fp);
-        double m = mean(v[i].gp, v[i].ngp), sd = sdev(v[i].gp, v[i].gp2, v[i].ngp);
+        double m = mean(v[i].gp, v[i].ngp), sd = rp_sdev(v[i].gp, v[i].gp2, v[i].ngp);
         if (!v[i].ngp) fputs("no finite paired gap", fp);
         else if (v[i].ngp < 2) fprintf(fp, "gap %+.3g on one seed (no estimate of the seed noise)", m);
-        else if (fabs(m) <= 2 * sd / sqrt(v[i].ngp))
+        else if (fabs(m) <= rp_noise_floor(v[i].gp, v[i].gp2, v[i].ngp))
             fprintf(fp, "gap %+.3g ± %.2g over %d seeds: <b>no effect beyond seed noise</b>", m, sd, v[i].ngp);
         else fprintf(fp, "<b>loss %s the reference by %.3g ± %.2g</b> over %d seeds (beyond seed noise)",
                      m > 0 ? "above" : "below", fabs(m), sd, v[i].ngp);
