@@ -8,21 +8,16 @@ import inspect
 import os
 import unittest
 
-from support import tmpdir
+from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn as nn
     import torch.nn.functional as F
 
     import ampsim.torch as at
     from ampsim.torch import _ops, _rnn
 
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 
 
 def overridable():

@@ -5,20 +5,15 @@ directions and odd sizes; and the fused path is taken where it applies."""
 import os
 import unittest
 
-from support import tmpdir
+from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn as nn
     import torch.nn.functional as F
 
     import ampsim.torch as at
     from ampsim.torch import _rnn_fused
-
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
 
 POLICIES = ("fp32", "fp16-amp", "bf16-amp", "bf16-amp-cpu", "fp8-hybrid")
 # policies whose steps run fused (elsewhere the op-by-op path runs)
@@ -102,7 +97,7 @@ def bits(t):
     return t.view(torch.int32)
 
 
-@unittest.skipUnless(HAVE_TORCH, "PyTorch (python3-torch) is not installed")
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestFusedSteps(unittest.TestCase):
     def check(self, cell, layers, bidir, hidden, policy):
         calls = [0]
