@@ -20,7 +20,7 @@ POLICIES = ("fp32", "fp16-amp", "bf16-amp", "bf16-amp-cpu", "fp8-hybrid")
 FUSED = ("fp16-amp", "bf16-amp", "fp8-hybrid")
 
 
-class CellLoop(nn.Module):
+class CellLoop(nn.Module if HAVE_TORCH else object):
     """An nn.LSTMCell / nn.GRUCell run over the time steps (batch first)."""
 
     def __init__(self, cls, hidden):
@@ -37,7 +37,7 @@ class CellLoop(nn.Module):
         return torch.stack(ys, 1), hx
 
 
-class LM(nn.Module):
+class LM(nn.Module if HAVE_TORCH else object):
     def __init__(self, cell, layers, bidirectional, hidden):
         super().__init__()
         self.emb = nn.Embedding(11, 7)
