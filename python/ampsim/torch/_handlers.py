@@ -164,24 +164,9 @@ class _OpHandlers:
             return func(*args, **kwargs)
         site = self._site(name)
         bias_pos, bias_kw = _ops.BIAS_ARG.get(name, (None, None))
-        slots = []       # (container, key) of each tensor argument
-        ts, kinds = [], []
         args = list(args)
-        for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                slots.append(("a", i))
-                ts.append(a)
-                kinds.append("bias" if i == bias_pos else "act")
-            elif isinstance(a, (list, tuple)) and a and all(isinstance(b, torch.Tensor) for b in a):
-                for j, b in enumerate(a):          # einsum(eq, [a, b])
-                    slots.append(("l", (i, j)))
-                    ts.append(b)
-                    kinds.append("act")
-        for k, a in kwargs.items():
-            if isinstance(a, torch.Tensor):
-                slots.append(("k", k))
-                ts.append(a)
-                kinds.append("bias" if k == bias_kw else "act")
+        slots, ts = _rt.tensor_slots(args, kwargs)     # einsum(eq, [a, b]): a slot per tensor
+        kinds = ["bias" if s in (("a", bias_pos), ("k", bias_kw)) else "act" for s in slots]
         where = self._where()
         wnames = [None] * len(ts)
         for t, k in zip(ts, kinds):
