@@ -9,7 +9,7 @@ from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
-from ._scope import Frame as _Frame, join as _join  # noqa: F401 (names used by _emulate)
+from ._scope import join as _join
 from ._scope import tensors_in as _tensors_in
 
 _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
