@@ -5,7 +5,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cuda_lists import HAVE_TORCH, NO_TORCH, run  # noqa: E402
+from support import HAVE_TORCH, NO_TORCH  # noqa: E402
+from test_cuda_lists import run  # noqa: E402
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)

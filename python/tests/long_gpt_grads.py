@@ -7,7 +7,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_gpt_grads import HAVE_TORCH, NO_TORCH, identical  # noqa: E402
+from support import HAVE_TORCH, NO_TORCH  # noqa: E402
+from test_gpt_grads import identical  # noqa: E402
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)

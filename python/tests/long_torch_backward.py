@@ -15,14 +15,14 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from support import tmpdir  # noqa: E402,F401  (puts the package on the path)
+from support import HAVE_TORCH, NO_TORCH, import_torch  # noqa: E402  (puts the package on the path)
 
-import torch  # noqa: E402
+if HAVE_TORCH:
+    torch = import_torch()
 
-import ampsim.torch as at  # noqa: E402
-from torch_models import backward_case  # noqa: E402
+    import ampsim.torch as at
+    from torch_models import backward_case
 
-torch.set_num_threads(1)
 STEPS = 25
 CASES = [("mlp", {}), ("mlp", dict(d_in=29, width=61, depth=2, n_out=7, B=24)),
          ("mlp", dict(d_in=50, width=97, depth=4, n_out=13, B=9)),
@@ -54,6 +54,7 @@ def losses(kind, shape, mode, opt, lr):
     return out
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestTrajectories(unittest.TestCase):
     def test_bf16_amp_cpu_tracks_autocast(self):
         for kind, shape in CASES:

@@ -16,13 +16,12 @@ import unittest
 
 import numpy as np
 
-from support import HERE, PYDIR, tmpdir
-from test_torch_parallel import HAVE_TORCH, NO_TORCH
+from support import HAVE_TORCH, HERE, NO_TORCH, PYDIR, import_torch, tmpdir
 
 import ampsim
 
 if HAVE_TORCH:
-    import torch
+    torch = import_torch()
     import torch.distributed as dist
     import torch.multiprocessing as tmp_mp
     import torch.nn as nn

@@ -6,21 +6,18 @@ is neither emulated nor classified (strict=True and coverage.csv), a
 tensors.csv row for every parameter that reaches a GEMM, fp32 bit-identical
 to the plain loop, and a report that draws."""
 import csv
+import importlib.util
 import os
 import unittest
 
-from support import cli, tmpdir
+from support import HAVE_TORCH, cli, import_torch, tmpdir
 
-try:
-    import torch
+HAVE_TORCHVISION = HAVE_TORCH and importlib.util.find_spec("torchvision") is not None
+if HAVE_TORCHVISION:
+    torch = import_torch()
 
     import ampsim.torch as at
     from zoo_models import ZOO, train_step
-
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
 
 STEPS = 3
 
@@ -67,7 +64,7 @@ def gemm_params(model):
     return out
 
 
-@unittest.skipUnless(HAVE_TORCH, "PyTorch (python3-torch, python3-torchvision) is not installed")
+@unittest.skipUnless(HAVE_TORCHVISION, "PyTorch (python3-torch, python3-torchvision) is not installed")
 class TestZoo(unittest.TestCase):
     def check(self, name):
         d = tmpdir(self)

@@ -1,4 +1,5 @@
 """Shared helpers of the package's tests: paths, the CLI, test inputs."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -25,6 +26,11 @@ CLI = os.environ.get("AMPSIM") or os.path.join(ROOT, "build", "ampsim")
 #: Fixed seed of every random input (AMPSIM_TEST_SEED overrides it; failures print it).
 SEED = int(os.environ.get("AMPSIM_TEST_SEED", "20240601"))
 
+#: Whether PyTorch is installed: looked up without importing it, so that a
+#: module without torch tests does not pay for the import.
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+NO_TORCH = "PyTorch (python3-torch) is not installed"
+
 #: AMPSIM_FULL=1 runs the larger variants (the MPFR comparison on 10^6 values per case).
 FULL = os.environ.get("AMPSIM_FULL") == "1"
 
@@ -37,6 +43,14 @@ def cli(*args, check=True, stdin=None):
     if check and p.returncode != 0:
         raise AssertionError("ampsim %s: exit %d: %s" % (" ".join(map(str, args)), p.returncode, p.stderr))
     return p
+
+
+def import_torch():
+    """torch, set to one intra-op thread (a float32 op's bits depend on how
+    the threads split it): how every torch test module imports it."""
+    import torch
+    torch.set_num_threads(1)
+    return torch
 
 
 def tmpdir(case):

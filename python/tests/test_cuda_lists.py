@@ -16,8 +16,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import CLI, ROOT  # noqa: E402
-from test_gpt_grads import HAVE_TORCH, NO_TORCH  # noqa: E402
+from support import CLI, HAVE_TORCH, NO_TORCH, ROOT  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "tests", "ref", "gpt_cuda_lists.py")
 

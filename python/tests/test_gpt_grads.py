@@ -14,14 +14,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from support import CLI, ROOT  # noqa: E402
-
-try:
-    import torch  # noqa: F401
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
+from support import CLI, HAVE_TORCH, NO_TORCH, ROOT  # noqa: E402
 SCRIPT = os.path.join(ROOT, "tests", "ref", "gpt_grads_torch.py")
 
 

@@ -13,10 +13,10 @@ import os
 import sys
 import unittest
 
-from support import ampsim, cli, tmpdir
+from support import HAVE_TORCH, NO_TORCH, ampsim, cli, import_torch, tmpdir
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn.functional as F
 
     import ampsim.torch as at
@@ -24,11 +24,6 @@ try:
 
     sys.path.insert(0, os.path.join(os.path.dirname(MLP_INIT)))
 
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 COUNTS = ("n", "zero_in", "flushed", "subnormal", "saturated", "overflow", "nan")
 _DATA = []
 

@@ -11,10 +11,10 @@ import subprocess
 import sys
 import unittest
 
-from support import tmpdir  # noqa: F401  (sets AMPSIM_LIB for the package)
+from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir  # noqa: F401  (sets AMPSIM_LIB for the package)
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn as nn
     import torch.nn.functional as F
 
@@ -23,11 +23,6 @@ try:
     from ampsim.torch.diagnose import diff_grads
     from torch_models import backward_case
 
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (kind, shape): odd widths, 3 and 5 heads, odd contexts

@@ -5,20 +5,15 @@ import io
 import os
 import unittest
 
-from support import cli, tmpdir
+from support import HAVE_TORCH, NO_TORCH, cli, import_torch, tmpdir
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn.functional as F
 
     import ampsim.torch as at
     from torch_models import TinyGPT, token_batches
 
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)

@@ -8,21 +8,16 @@ import inspect
 import os
 import unittest
 
-from support import tmpdir
+from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn as nn
     import torch.nn.functional as F
 
     import ampsim.torch as at
     from ampsim.torch import _ops, _rnn
 
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 
 
 def overridable():
@@ -99,7 +94,7 @@ class TestClassification(unittest.TestCase):
         self.assertEqual(_ops.classify(torch.hspmm)[:2], ("classified", "gemm_unrounded"))
 
 
-class Residual(nn.Module):
+class Residual(nn.Module if HAVE_TORCH else object):
     """conv, batch norm, hardswish, in-place residual add (+=) and relu_."""
 
     def __init__(self):
@@ -116,7 +111,7 @@ class Residual(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(out, 1).flatten(1))
 
 
-class Attn(nn.Module):
+class Attn(nn.Module if HAVE_TORCH else object):
     def __init__(self, batch_first=False, kdim=None):
         super().__init__()
         self.self_attn = nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=batch_first, kdim=kdim, vdim=kdim)
@@ -129,7 +124,7 @@ class Attn(nn.Module):
         return self.head(y)
 
 
-class LM(nn.Module):
+class LM(nn.Module if HAVE_TORCH else object):
     def __init__(self, cell="lstm", bidirectional=False, batch_first=True):
         super().__init__()
         self.emb = nn.Embedding(20, 8)

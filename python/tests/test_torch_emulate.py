@@ -4,21 +4,16 @@ a transformer block with functional attention, errors and events."""
 import os
 import unittest
 
-from support import CLI, ampsim, tmpdir
+from support import CLI, HAVE_TORCH, NO_TORCH, ampsim, import_torch, tmpdir
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn as nn
     import torch.nn.functional as F
 
     import ampsim.torch as at
     from torch_models import CNN, MLP, TinyGPT, token_batches
 
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 
 
 def hooks_of(model):

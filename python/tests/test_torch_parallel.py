@@ -11,20 +11,14 @@ import tempfile
 import unittest
 from unittest import mock
 
-from support import cli, tmpdir
+from support import HAVE_TORCH, NO_TORCH, cli, import_torch, tmpdir
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn as nn
     import torch.nn.functional as F
 
     import ampsim.torch as at
-
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-NO_TORCH = "PyTorch (python3-torch) is not installed"
 
 RUNS = [("fp32", None), ("fp16-amp", "torch:init=1024"), ("bf16-amp", None)]
 

@@ -5,27 +5,22 @@ directions and odd sizes; and the fused path is taken where it applies."""
 import os
 import unittest
 
-from support import tmpdir
+from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir
 
-try:
-    import torch
+if HAVE_TORCH:
+    torch = import_torch()
     import torch.nn as nn
     import torch.nn.functional as F
 
     import ampsim.torch as at
     from ampsim.torch import _rnn_fused
 
-    torch.set_num_threads(1)
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
-
 POLICIES = ("fp32", "fp16-amp", "bf16-amp", "bf16-amp-cpu", "fp8-hybrid")
 # policies whose steps run fused (elsewhere the op-by-op path runs)
 FUSED = ("fp16-amp", "bf16-amp", "fp8-hybrid")
 
 
-class CellLoop(nn.Module):
+class CellLoop(nn.Module if HAVE_TORCH else object):
     """An nn.LSTMCell / nn.GRUCell run over the time steps (batch first)."""
 
     def __init__(self, cls, hidden):
@@ -42,7 +37,7 @@ class CellLoop(nn.Module):
         return torch.stack(ys, 1), hx
 
 
-class LM(nn.Module):
+class LM(nn.Module if HAVE_TORCH else object):
     def __init__(self, cell, layers, bidirectional, hidden):
         super().__init__()
         self.emb = nn.Embedding(11, 7)
@@ -102,7 +97,7 @@ def bits(t):
     return t.view(torch.int32)
 
 
-@unittest.skipUnless(HAVE_TORCH, "PyTorch (python3-torch) is not installed")
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestFusedSteps(unittest.TestCase):
     def check(self, cell, layers, bidir, hidden, policy):
         calls = [0]

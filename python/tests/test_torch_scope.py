@@ -12,11 +12,10 @@ import subprocess
 import unittest
 import warnings
 
-from support import CLI, tmpdir
-from test_torch_emulate import HAVE_TORCH, NO_TORCH
+from support import CLI, HAVE_TORCH, NO_TORCH, import_torch, tmpdir
 
 if HAVE_TORCH:
-    import torch
+    torch = import_torch()
     import torch.nn as nn
     import torch.nn.functional as F
 

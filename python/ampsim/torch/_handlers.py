@@ -9,7 +9,7 @@ from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
-from ._scope import Frame as _Frame, join as _join  # noqa: F401 (names used by _emulate)
+from ._scope import join as _join
 from ._scope import tensors_in as _tensors_in
 
 _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
@@ -164,24 +164,9 @@ class _OpHandlers:
             return func(*args, **kwargs)
         site = self._site(name)
         bias_pos, bias_kw = _ops.BIAS_ARG.get(name, (None, None))
-        slots = []       # (container, key) of each tensor argument
-        ts, kinds = [], []
         args = list(args)
-        for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                slots.append(("a", i))
-                ts.append(a)
-                kinds.append("bias" if i == bias_pos else "act")
-            elif isinstance(a, (list, tuple)) and a and all(isinstance(b, torch.Tensor) for b in a):
-                for j, b in enumerate(a):          # einsum(eq, [a, b])
-                    slots.append(("l", (i, j)))
-                    ts.append(b)
-                    kinds.append("act")
-        for k, a in kwargs.items():
-            if isinstance(a, torch.Tensor):
-                slots.append(("k", k))
-                ts.append(a)
-                kinds.append("bias" if k == bias_kw else "act")
+        slots, ts = _rt.tensor_slots(args, kwargs)     # einsum(eq, [a, b]): a slot per tensor
+        kinds = ["bias" if s in (("a", bias_pos), ("k", bias_kw)) else "act" for s in slots]
         where = self._where()
         wnames = [None] * len(ts)
         for t, k in zip(ts, kinds):

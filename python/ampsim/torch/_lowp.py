@@ -100,19 +100,7 @@ def call(func, args, kwargs):
     """(output float32 tensor, its format) of func run in the inputs' dtypes,
     or None when PyTorch cannot run it so (mixed dtypes it rejects, several
     outputs)."""
-    slots, ts = [], []
-    for i, a in enumerate(args):
-        if isinstance(a, torch.Tensor):
-            slots.append(("a", i))
-            ts.append(a)
-        elif type(a) in (list, tuple) and a and all(isinstance(b, torch.Tensor) for b in a):
-            for j, b in enumerate(a):
-                slots.append(("l", (i, j)))
-                ts.append(b)
-    for k, a in kwargs.items():
-        if isinstance(a, torch.Tensor):
-            slots.append(("k", k))
-            ts.append(a)
+    slots, ts = _rt.tensor_slots(args, kwargs)
 
     def run(*xs):
         a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)

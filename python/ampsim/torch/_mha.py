@@ -19,7 +19,7 @@ import types
 import torch
 import torch.nn.functional as F
 
-from . import _handlers
+from ._scope import Frame
 
 
 def _body():
@@ -56,7 +56,7 @@ def _renamer(linears):
 
 def _run_named(emu, mode, linears, fn, args, kwargs):
     path = emu._stack[-1].path if emu._stack else ""
-    emu._stack.append(_handlers._Frame(path, False, _renamer(linears)))
+    emu._stack.append(Frame(path, False, _renamer(linears)))
     try:
         with mode:
             return fn(*args, **kwargs)

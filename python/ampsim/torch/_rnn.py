@@ -21,11 +21,11 @@ The weights keep their parameter names (``<m>.weight_ih_l0``,
 import torch
 import torch.nn.functional as F
 
-from . import _handlers
 from . import _rnn_fused
 from . import _rt
 from ._functions import _RoundFn
 from ._rt import EmulationError
+from ._scope import Frame
 
 
 class _Namer:
@@ -218,7 +218,7 @@ def run(emu, mode, func, name, kind, args, kwargs):
     # (autocast casts an RNN's hx with its input)
     args = list(args)
     args[1] = _state_in_format(emu, args[1], path)
-    emu._stack.append(_handlers._Frame(path, False, namer))
+    emu._stack.append(Frame(path, False, namer))
     try:
         with mode:
             if kind == "rnn":

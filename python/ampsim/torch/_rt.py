@@ -169,6 +169,26 @@ def count_nonfinite(y):
     return int(_lib.lib.amp_count_nonfinite(y.data_ptr(), y.numel()))
 
 
+def tensor_slots(args, kwargs):
+    """(slots, tensors) of a call's tensor arguments, in order: the slots
+    with_tensors takes (a non-empty list or tuple of tensors, as einsum's or
+    cat's, gives one slot per tensor)."""
+    slots, ts = [], []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            slots.append(("a", i))
+            ts.append(a)
+        elif isinstance(a, (list, tuple)) and a and all(isinstance(b, torch.Tensor) for b in a):
+            for j, b in enumerate(a):
+                slots.append(("l", (i, j)))
+                ts.append(b)
+    for k, a in kwargs.items():
+        if isinstance(a, torch.Tensor):
+            slots.append(("k", k))
+            ts.append(a)
+    return slots, ts
+
+
 def with_tensors(args, kwargs, slots, xs):
     """(args, kwargs) of a call with the tensors at slots replaced by xs. A
     slot is ("a", i) for args[i], ("k", name) for kwargs[name] or ("l", (i, j))
