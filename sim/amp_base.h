@@ -68,4 +68,9 @@ AMP_API double amp_rand_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 AMP_API int amp_mul_size(size_t a, size_t b, size_t *out);
 AMP_API int amp_add_size(size_t a, size_t b, size_t *out);
 
+/* Kernels split work over OpenMP threads only when a call does at least this
+ * many element operations: below it, starting threads costs more than it
+ * saves (and far more on a loaded machine). Results do not depend on it. */
+#define AMP_PAR_MIN 65536
+
 #endif

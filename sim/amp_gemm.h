@@ -35,6 +35,17 @@ typedef struct amp_gemm_cfg {
 AMP_API amp_gemm_cfg amp_gemm_cfg_of(const amp_policy *p);
 AMP_API void amp_gemm(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* The summation order of oneDNN's bf16 GEMM (AVX512_CORE, the vdpbf16ps
+ * pairing) as PyTorch 1.13's CPU bf16 matmuls run it: per output element one
+ * float32 sum from +0 over the pairs (k, k+1), k = 0, 2, 4, ..., adding the
+ * product of element k+1 before that of element k (an odd K ends with its
+ * last element alone); then C = sum, or C + sum with beta 1 (the bias added
+ * last, as oneDNN's sum post-op). The products must be exact in float32
+ * (operands of at most 12 significant bits: bf16, fp16 values), so each step
+ * is one rounding, as the fused multiply-add of the hardware. The same bits at
+ * any thread count and on any CPU. */
+AMP_API void amp_gemm_pairs(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                            float beta, float *C, int ldc);
 /* Sets OpenBLAS to one thread (results never depend on --threads). */
 AMP_API void amp_gemm_init(void);
 /* "reproducible" or "blas" -> kind; AMP_EINVAL naming the value otherwise. */

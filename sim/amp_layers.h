@@ -43,17 +43,6 @@ AMP_API int amp_ctx_pairs(const amp_ctx *cx);
  * order of PyTorch's CPU bf16 GEMMs, oneDNN's) when amp_ctx_pairs, else amp_gemm. */
 AMP_API void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, float beta, float *C, int ldc);
-/* The summation order of oneDNN's bf16 GEMM (AVX512_CORE, the vdpbf16ps
- * pairing) as PyTorch 1.13's CPU bf16 matmuls run it: per output element one
- * float32 sum from +0 over the pairs (k, k+1), k = 0, 2, 4, ..., adding the
- * product of element k+1 before that of element k (an odd K ends with its
- * last element alone); then C = sum, or C + sum with beta 1 (the bias added
- * last, as oneDNN's sum post-op). The products must be exact in float32
- * (operands of at most 12 significant bits: bf16, fp16 values), so each step
- * is one rounding, as the fused multiply-add of the hardware. The same bits at
- * any thread count and on any CPU. */
-AMP_API void amp_gemm_pairs(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                            float beta, float *C, int ldc);
 
 /* Linear: out[B,O] = act( in_op[B,I] @ w[O,I]^T + b[O] ), rounded once into out->fmt.
  * in_op is `in` when in->fmt is the forward operand format, else a registered
@@ -141,12 +130,6 @@ AMP_API amp_status amp_xent_backward_torchcpu(amp_ctx *cx, amp_tensor *dlogits, 
  * T(T+1)/2 floats and a tensor (B, NH, T(T+1)/2). Masked entries do not exist
  * (they are neither -inf scores nor 0 probabilities), so the logged
  * statistics of scores and probabilities count only real entries. */
-
-
-/* Kernels split work over OpenMP threads only when a call does at least this
- * many element operations: below it, starting threads costs more than it
- * saves (and far more on a loaded machine). Results do not depend on it. */
-#define AMP_PAR_MIN 65536
 
 /* Floats in one head's packed causal T x T matrix: T(T+1)/2. */
 static inline size_t amp_causal_len(size_t T) { return T * (T + 1) / 2; }

@@ -129,13 +129,6 @@ AMP_API amp_status amp_simd_parse(const char *s, amp_simd *out);
 AMP_API int64_t amp_stats_nonfinite(const amp_format *f, const amp_round_opts *o, const uint64_t *cls);
 /* How many of x[0..n) are inf or NaN. */
 AMP_API size_t amp_count_nonfinite(const float *x, size_t n);
-/* amp_round_f32, then *nonfinite = amp_count_nonfinite(y, n) when nonfinite
- * is not NULL (sim/round_bind.c: one call per tensor for the bindings). */
-AMP_API amp_status amp_round_f32_count(const amp_format *f, const amp_round_opts *o, const float *x, float *y,
-                                       size_t n, amp_stats *st, size_t *nonfinite);
-/* sum over k of ((float)(g[k] * inv))^2 in double, in order: the gradient
- * norm's share of one tensor as the training step forms it (sim/train.c). */
-AMP_API double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv);
 
 /* One value, generic exact path (any double input). `index` keys sr.
  * *cls (if non-NULL) receives the class. */

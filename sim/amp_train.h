@@ -119,6 +119,10 @@ AMP_API float amp_train_step_begin(amp_model *m, amp_scaler *sc, int64_t step, u
                                    amp_step_info *info, amp_scaler_result *res);
 AMP_API amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,
                                       amp_step_info *info, amp_scaler_result *res);
+/* sum over k of ((float)(g[k] * inv))^2 in double, in order: one tensor's
+ * share of the gradient norm as amp_train_step_end forms it (for the Python
+ * bindings, which unscale outside the C step). */
+AMP_API double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv);
 
 typedef struct amp_dp amp_dp;
 /* Per-rank gradient buffers and the "<grad>.allreduce" pseudo-tensors of every

@@ -66,69 +66,6 @@ amp_status amp_linear_init(amp_ctx *cx, amp_linear *l, const char *name, amp_ten
     return nv ? amp_nvfp4_linear_init(cx, l, name) : AMP_OK;
 }
 
-#define PAIR_NB 64   /* output columns per block of amp_gemm_pairs */
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
-#define PAIR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define PAIR_CLONES
-#endif
-
-#define PAIR_MR 4    /* rows per block */
-
-/* Rows i0..i0+mr-1 (mr <= PAIR_MR) of amp_gemm_pairs over the PAIR_NB packed
- * columns bp [K][PAIR_NB] (zero past the nb real ones); a(r, k) = a[r ars + k aks].
- * The loops vectorise over columns with the partial sums in registers: each
- * lane one element, the same operations in the same order on every path. */
-PAIR_CLONES static void pairs_block(float *c, size_t ldc, const float *a, size_t ars, size_t aks, const float *bp,
-                                    int K, int nb, int mr, float beta)
-{
-    float acc[PAIR_MR][PAIR_NB];
-    float a1[PAIR_MR], a0[PAIR_MR];
-    for (int r = 0; r < PAIR_MR; r++)
-        for (int j = 0; j < PAIR_NB; j++) acc[r][j] = 0.0f;
-    for (int k = 0; k < K; k += 2) {
-        const int two = k + 1 < K;
-        for (int r = 0; r < PAIR_MR; r++) {
-            a1[r] = two && r < mr ? a[(size_t)r * ars + (size_t)(k + 1) * aks] : 0.0f;
-            a0[r] = r < mr ? a[(size_t)r * ars + (size_t)k * aks] : 0.0f;
-        }
-        const float *b0 = bp + (size_t)k * PAIR_NB;
-        if (two) {
-            const float *b1 = b0 + PAIR_NB;
-            for (int r = 0; r < PAIR_MR; r++)
-                for (int j = 0; j < PAIR_NB; j++) acc[r][j] = acc[r][j] + a1[r] * b1[j];
-        }
-        for (int r = 0; r < PAIR_MR; r++)
-            for (int j = 0; j < PAIR_NB; j++) acc[r][j] = acc[r][j] + a0[r] * b0[j];
-    }
-    for (int r = 0; r < mr; r++)
-        for (int j = 0; j < nb; j++) c[(size_t)r * ldc + j] = beta != 0.0f ? c[(size_t)r * ldc + j] + acc[r][j] : acc[r][j];
-}
-
-void amp_gemm_pairs(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                    float beta, float *C, int ldc)
-{
-    if (M <= 0 || N <= 0) return;
-    float *bp = malloc((size_t)(K > 0 ? K : 1) * PAIR_NB * sizeof(float));
-    AMP_ASSERT(bp != NULL);
-    const size_t ars = ta ? 1 : (size_t)lda, aks = ta ? (size_t)lda : 1;
-    for (int j0 = 0; j0 < N; j0 += PAIR_NB) {
-        int nb = N - j0 < PAIR_NB ? N - j0 : PAIR_NB;
-        for (int k = 0; k < K; k++)
-            for (int j = 0; j < PAIR_NB; j++)
-                bp[(size_t)k * PAIR_NB + j] = j >= nb ? 0.0f
-                                            : tb ? B[(size_t)(j0 + j) * ldb + k] : B[(size_t)k * ldb + j0 + j];
-        int nblk = (M + PAIR_MR - 1) / PAIR_MR;
-        #pragma omp parallel for schedule(static) if ((size_t)M * nb * K >= AMP_PAR_MIN) num_threads(amp_get_threads())
-        for (int ib = 0; ib < nblk; ib++) {
-            int i0 = ib * PAIR_MR, mr = M - i0 < PAIR_MR ? M - i0 : PAIR_MR;
-            pairs_block(C + (size_t)i0 * ldc + j0, (size_t)ldc, A + (size_t)i0 * ars, ars, aks, bp, K, nb, mr, beta);
-        }
-    }
-    free(bp);
-}
-
 int amp_ctx_pairs(const amp_ctx *cx)
 {
     const amp_policy *p = cx->pol;

@@ -53,6 +53,20 @@ amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const am
     return amp_train_step_end(m, opt, sc, scale, info, res);
 }
 
+/* One gradient value unscaled by inv in float32 (none when inv is 1): the
+ * unscaling of amp_train_step_end and amp_sumsq_unscaled_f32. */
+static inline float unscale1(float g, float inv) { return inv == 1.0f ? g : g * inv; }
+
+double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv)
+{
+    double sq = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        float v = unscale1(g[k], inv);
+        sq += (double)v * v;
+    }
+    return sq;
+}
+
 amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,
                               amp_step_info *info, amp_scaler_result *res)
 {
@@ -69,7 +83,7 @@ amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, floa
         const float *g = w->grad->data;
         float winv = r->layerwise ? amp_scaler_inv(w->grad->gscale) : inv;
         for (size_t k = 0; k < w->n; k++) {
-            float v = winv == 1.0f ? g[k] : g[k] * winv;
+            float v = unscale1(g[k], winv);
             w->grad32[k] = v;
             found_inf |= !isfinite(v);
             sq += (double)v * v;

@@ -104,13 +104,13 @@ def round_t(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, 
 
 
 _VP = ctypes.c_void_p
-_lib._fn("amp_round_f32_count", ctypes.c_int, _VP, _VP, _VP, _VP, ctypes.c_size_t, _VP, _VP)
+_lib._fn("amp_round_f32_nonfinite", ctypes.c_int, _VP, _VP, _VP, _VP, ctypes.c_size_t, _VP, _VP)
 _addr_cache = {}
 
 
 def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, stats=False, count=True):
     """round_t for a float32 tensor, with the count of non-finite results:
-    (y, Stats or None, nonfinite; None when count is false). One foreign call (amp_round_f32_count); the
+    (y, Stats or None, nonfinite; None when count is false). One foreign call (amp_round_f32_nonfinite); the
     format and options are looked up once per (fmt, mode, saturate, sr_bits)
     and passed by address, the result is written straight into a new tensor."""
     if x.dtype != torch.float32:
@@ -142,7 +142,7 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
 
 
 _SIZE_T = ctypes.c_size_t
-_ROUND = _lib.lib.amp_round_f32_count
+_ROUND = _lib.lib.amp_round_f32_nonfinite
 
 
 _lib._fn("amp_sumsq_unscaled_f32", ctypes.c_double, _VP, ctypes.c_size_t, ctypes.c_float)
