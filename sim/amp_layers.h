@@ -184,16 +184,14 @@ AMP_API void amp_layernorm_backward_torchcpu(float *dinp, float *dweight, float 
 
 /* ---- GELU, tanh approximation (GPT-2, llm.c; PyTorch approximate='tanh') --
  * out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), elementwise, n values,
- * in float32 arithmetic with tanhf (as PyTorch's float kernel does). */
+ * in float32 arithmetic, as x / (1 + e^-2u) with ampsim's own float32 e^t
+ * (sim/layer_gelu.c): |out - gelu(x)| <= 1e-6 |gelu(x)| + 1e-7; where tanh
+ * is within 2^-25 of +-1 it is taken as +-1 (PyTorch's float32 tanh rounds
+ * there too). The same bits on every SIMD path and thread count. */
 AMP_API void amp_gelu_forward(float *out, const float *inp, size_t n);
-/* dinp += gelu'(inp) * dout (float32 arithmetic). */
+/* dinp += gelu'(inp) * dout (float32 arithmetic; tanh evaluated again from
+ * inp, as PyTorch's backward does, so the forward keeps nothing). */
 AMP_API void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
-/* The same two, the forward keeping th (n) = tanh(sqrt(2/pi) (x + 0.044715
- * x^3)) and the backward reading it instead of evaluating tanh again (the
- * same bits as amp_gelu_forward, amp_gelu_backward). th NULL: not kept, or
- * evaluated again. */
-AMP_API void amp_gelu_forward_th(float *out, float *th, const float *inp, size_t n);
-AMP_API void amp_gelu_backward_th(float *dinp, const float *inp, const float *th, const float *dout, size_t n);
 /* The same on values held in format f, with every arithmetic operation rounded
  * into f (RNE) and the constants sqrt(2/pi), 0.044715 (and 3 * 0.044715) taken
  * in f, in the order of PyTorch's GELU kernels: what its CPU kernels compute on
@@ -205,14 +203,11 @@ AMP_API void amp_gelu_forward_fmt(float *out, const float *inp, size_t n, const 
 AMP_API void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *dout, size_t n, const amp_format *f);
 /* GELU as policy p computes it on tensor in (n values, into out before the
  * rounding into the output's format): amp_gelu_forward_fmt in in->fmt when
- * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward_th
- * keeping the tanh values in th (n floats; NULL: not kept). Returns 1 when
- * th was filled, else 0. Backward likewise in dout->fmt (when in has the
- * same format), else amp_gelu_backward_th with th (NULL where the forward
- * returned 0). */
-AMP_API int amp_gelu_policy_forward(const amp_policy *p, float *out, float *th, const amp_tensor *in);
-AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const float *th, const amp_tensor *in,
-                                      const amp_tensor *dout);
+ * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward.
+ * Backward likewise in dout->fmt (when in has the same format), else
+ * amp_gelu_backward. */
+AMP_API void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
+AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout);
 
 /* ---- general-shape forms (layer_attention.c) ------------------------------
  * Each output element computed as the attention kernels compute theirs, for

@@ -213,6 +213,52 @@ START_TEST(test_gelu)
 }
 END_TEST
 
+/* The float32 GELU against gelu(x) and gelu'(x) in long double (tanhl) on a
+ * grid of [-12, 12] (step 2^-9) and some larger values: the bounds of
+ * sim/amp_layers.h (forward |err| <= 1e-6 |gelu| + 1e-7; backward |err| <=
+ * 1e-5 (|s| + |t2|) + 1e-6, s and t2 its two terms 0.5 (1 + tanh u) and
+ * 0.5 x (1 - tanh^2 u) k (1 + 3 a x^2)). Each value computed alone gets the
+ * bits it gets inside a long vector (the lanes are independent), and the
+ * special values follow PyTorch's 0.5 x (1 + tanh u): NaN -> NaN,
+ * +inf -> +inf, -inf -> NaN, -0 -> -0. */
+START_TEST(test_gelu_bounds)
+{
+    enum { NG = 24 * 512 + 1 + 6 };
+    float *x = malloc(NG * sizeof *x), *y = malloc(NG * sizeof *y), *d = malloc(NG * sizeof *d);
+    float *one = filled(NG, 1.0f);
+    for (int i = 0; i <= 24 * 512; i++) x[i] = -12.0f + (float)i / 512.0f;
+    const float big[6] = { 20.0f, -20.0f, 100.0f, -100.0f, 3e5f, -3e5f };
+    memcpy(x + 24 * 512 + 1, big, sizeof big);
+    memset(d, 0, NG * sizeof *d);
+    amp_gelu_forward(y, x, NG);
+    amp_gelu_backward(d, x, one, NG);
+    const long double k = sqrtl(2.0L / 3.14159265358979323846264338327950288L), a = 0.044715L;
+    double worst_f = 0, worst_b = 0;
+    for (int i = 0; i < NG; i++) {
+        long double xl = x[i], u = k * (xl + a * xl * xl * xl), th = tanhl(u);
+        long double s = 0.5L * (1 + th), g = xl * s;
+        long double t2 = 0.5L * xl * (1 - th * th) * k * (1 + 3 * a * xl * xl);
+        double ef = (double)(fabsl(y[i] - g) / (1e-6L * fabsl(g) + 1e-7L));
+        double eb = (double)(fabsl(d[i] - (s + t2)) / (1e-5L * (fabsl(s) + fabsl(t2)) + 1e-6L));
+        ck_assert_msg(ef <= 1.0, "gelu(%.9g) = %.9g, want %.12Lg", x[i], y[i], g);
+        ck_assert_msg(eb <= 1.0, "gelu'(%.9g) = %.9g, want %.12Lg", x[i], d[i], s + t2);
+        worst_f = ef > worst_f ? ef : worst_f;
+        worst_b = eb > worst_b ? eb : worst_b;
+        float y1, d1 = 0.0f;
+        amp_gelu_forward(&y1, &x[i], 1);
+        amp_gelu_backward(&d1, &x[i], &one[i], 1);
+        ck_assert_msg(memcmp(&y1, &y[i], 4) == 0 && memcmp(&d1, &d[i], 4) == 0, "gelu(%g): lane-dependent bits", x[i]);
+    }
+    if (getenv("AMP_TEST_VERBOSE"))
+        printf("gelu: worst forward error %.3f, backward %.3f of the bound\n", worst_f, worst_b);
+    const float sp[4] = { NAN, INFINITY, -INFINITY, -0.0f };
+    float ys[4];
+    amp_gelu_forward(ys, sp, 4);
+    ck_assert(isnan(ys[0]) && ys[1] == INFINITY && isnan(ys[2]) && ys[3] == 0.0f && signbit(ys[3]));
+    free(x); free(y); free(d); free(one);
+}
+END_TEST
+
 /* ---- residual ---------------------------------------------------------------- */
 
 enum { RN = 9 };
@@ -646,6 +692,7 @@ int main(void)
     tcase_add_test(tc, test_embed);
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_gelu);
+    tcase_add_test(tc, test_gelu_bounds);
     tcase_add_test(tc, test_residual);
     tcase_add_test(tc, test_attention_forward_reference);
     tcase_add_test(tc, test_attention_gradients);
