@@ -192,6 +192,9 @@ AMP_API void amp_gelu_forward(float *out, const float *inp, size_t n);
 /* dinp += gelu'(inp) * dout (float32 arithmetic; tanh evaluated again from
  * inp, as PyTorch's backward does, so the forward keeps nothing). */
 AMP_API void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+/* The same writing dinp = +0 + gelu'(inp) * dout (the bits amp_gelu_backward
+ * gives on a zeroed dinp, without the zeroing pass). */
+AMP_API void amp_gelu_backward_set(float *dinp, const float *inp, const float *dout, size_t n);
 /* The same on values held in format f, with every arithmetic operation rounded
  * into f (RNE) and the constants sqrt(2/pi), 0.044715 (and 3 * 0.044715) taken
  * in f, in the order of PyTorch's GELU kernels: what its CPU kernels compute on
@@ -204,8 +207,8 @@ AMP_API void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *d
 /* GELU as policy p computes it on tensor in (n values, into out before the
  * rounding into the output's format): amp_gelu_forward_fmt in in->fmt when
  * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward.
- * Backward likewise in dout->fmt (when in has the same format), else
- * amp_gelu_backward. */
+ * Backward: dinp (n, overwritten) = gelu'(in) * dout, likewise in dout->fmt
+ * (when in has the same format), else amp_gelu_backward_set. */
 AMP_API void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
 AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout);
 

@@ -332,7 +332,9 @@ static void pack_a(int ta, const float *A, int lda, int M, int K, int it0, int m
         float *dst = ap + (size_t)(it - it0) * K * MR;
         int r0 = it * MR, mi = M - r0 < MR ? M - r0 : MR;
         if (mi < MR) memset(dst, 0, (size_t)K * MR * sizeof *dst);
-        if (ta)
+        if (ta && mi == MR)   /* a constant size: the copy is inlined, not a call per k */
+            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, MR * sizeof *dst);
+        else if (ta)
             for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, (size_t)mi * sizeof *dst);
         else
             for (int i = 0; i < mi; i++) {
@@ -349,7 +351,11 @@ static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, int nr
         int j0 = p * nr, nj = N - j0 < nr ? N - j0 : nr;
         float *dst = bp + (size_t)p * K * nr;
         if (nj < nr) memset(dst, 0, (size_t)K * nr * sizeof *dst);
-        if (!tb)
+        if (!tb && nj == NR)   /* constant sizes: inlined copies */
+            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * NR, B + (size_t)k * ldb + j0, NR * sizeof *dst);
+        else if (!tb && nj == 16)
+            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, 16 * sizeof *dst);
+        else if (!tb)
             for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, (size_t)nj * sizeof *dst);
         else
             for (int k0 = 0; k0 < K; k0 += 64)      /* blocks of 64 k: the panel rows stay in L1 */

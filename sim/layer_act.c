@@ -50,9 +50,10 @@ void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *
 
 void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout)
 {
-    if (per_op(p, &dout->fmt) && in->fmt.id == dout->fmt.id)
+    if (per_op(p, &dout->fmt) && in->fmt.id == dout->fmt.id) {
+        memset(dinp, 0, in->n * sizeof *dinp);
         amp_gelu_backward_fmt(dinp, in->data, dout->data, in->n, &dout->fmt);
-    else amp_gelu_backward(dinp, in->data, dout->data, in->n);
+    } else amp_gelu_backward_set(dinp, in->data, dout->data, in->n);
 }
 
 // out [n] = round_fmt(gelu(in))
@@ -73,7 +74,6 @@ amp_status amp_act_gelu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor 
     float *g;
     amp_status s = amp_ctx_scratch(cx, din->n, &g);
     if (s) return s;
-    memset(g, 0, din->n * sizeof *g);
     amp_gelu_policy_backward(cx->pol, g, in, dout);
     cx->reg->src_gscale = dout->gscale;
     return amp_tensor_accum(cx->reg, din, g);

@@ -85,8 +85,10 @@ void amp_gelu_forward(float *out, const float *inp, size_t n)
         gelu_fwd_block(out + c0, inp + c0, n - c0 < GELU_BLOCK ? n - c0 : GELU_BLOCK);
 }
 
-/* dinp (m) += gelu'(x) dout; where |t| > 18, gelu' = s (0 or 1: no 0 * inf for huge x). */
-GELU_CLONES static void gelu_bwd_block(float *dinp, const float *xv, const float *dout, size_t m)
+/* dinp (m) += gelu'(x) dout (acc 0: dinp = +0 + gelu'(x) dout, the same bits
+ * as on a zeroed dinp); where |t| > 18, gelu' = s (0 or 1: no 0 * inf for huge x). */
+static inline __attribute__((always_inline)) void gelu_bwd(float *dinp, const float *xv, const float *dout, size_t m,
+                                                         int acc)
 {
     for (size_t i = 0; i < m; i++) {
         float x = xv[i], t, e = gelu_et(x, &t);
@@ -95,15 +97,31 @@ GELU_CLONES static void gelu_bwd_block(float *dinp, const float *xv, const float
         float d = s + ((2.0f * x) * (s * (e * s))) * (GELU_K * (1.0f + 3.0f * GELU_A * x * x));
         float at = t < 0.0f ? -t : t;
         d = at > GELU_CUT ? s : d;
-        dinp[i] += d * dout[i];
+        dinp[i] = (acc ? dinp[i] : 0.0f) + d * dout[i];
     }
+}
+
+GELU_CLONES static void gelu_bwd_block(float *dinp, const float *xv, const float *dout, size_t m, int acc)
+{
+    if (acc) gelu_bwd(dinp, xv, dout, m, 1);
+    else gelu_bwd(dinp, xv, dout, m, 0);
+}
+
+static void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, int acc)
+{
+    #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t c0 = 0; c0 < n; c0 += GELU_BLOCK)
+        gelu_bwd_block(dinp + c0, inp + c0, dout + c0, n - c0 < GELU_BLOCK ? n - c0 : GELU_BLOCK, acc);
 }
 
 void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
-    #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t c0 = 0; c0 < n; c0 += GELU_BLOCK)
-        gelu_bwd_block(dinp + c0, inp + c0, dout + c0, n - c0 < GELU_BLOCK ? n - c0 : GELU_BLOCK);
+    gelu_backward(dinp, inp, dout, n, 1);
+}
+
+void amp_gelu_backward_set(float *dinp, const float *inp, const float *dout, size_t n)
+{
+    gelu_backward(dinp, inp, dout, n, 0);
 }
 
 /* x rounded to nearest even into bf16 (finite x; NaN stays NaN, an overflow

@@ -336,7 +336,6 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         if ((s = residual_backward(m, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         if ((s = amp_linear_backward(cx, &h->mlp_proj))) return s;
         float *dg = out_buf(h->c_fc.out->grad, g->work1);
-        memset(dg, 0, h->c_fc.out->n * sizeof(float));
         amp_gelu_policy_backward(&m->pol, dg, h->c_fc.out, h->gelu->grad);
         if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, dg))) return s;
         if ((s = amp_linear_backward(cx, &h->c_fc))) return s;

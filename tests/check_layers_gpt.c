@@ -217,7 +217,8 @@ END_TEST
  * grid of [-12, 12] (step 2^-9) and some larger values: the bounds of
  * sim/amp_layers.h (forward |err| <= 1e-6 |gelu| + 1e-7; backward |err| <=
  * 1e-5 (|s| + |t2|) + 1e-6, s and t2 its two terms 0.5 (1 + tanh u) and
- * 0.5 x (1 - tanh^2 u) k (1 + 3 a x^2)). Each value computed alone gets the
+ * 0.5 x (1 - tanh^2 u) k (1 + 3 a x^2)); amp_gelu_backward_set gives the bits
+ * of amp_gelu_backward on zeros. Each value computed alone gets the
  * bits it gets inside a long vector (the lanes are independent), and the
  * special values follow PyTorch's 0.5 x (1 + tanh u): NaN -> NaN,
  * +inf -> +inf, -inf -> NaN, -0 -> -0. */
@@ -232,6 +233,10 @@ START_TEST(test_gelu_bounds)
     memset(d, 0, NG * sizeof *d);
     amp_gelu_forward(y, x, NG);
     amp_gelu_backward(d, x, one, NG);
+    float *d2 = filled(NG, NAN);   /* overwritten: the bits of the backward on zeros */
+    amp_gelu_backward_set(d2, x, one, NG);
+    ck_assert(memcmp(d, d2, NG * sizeof *d) == 0);
+    free(d2);
     const long double k = sqrtl(2.0L / 3.14159265358979323846264338327950288L), a = 0.044715L;
     double worst_f = 0, worst_b = 0;
     for (int i = 0; i < NG; i++) {
