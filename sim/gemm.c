@@ -325,46 +325,68 @@ static void run_tiles(const repro_job *j, long q0, long q1)
     }
 }
 
-/* ap (mt - it0,K,MR) = A' in row tiles from tile it0 on, zero rows past M. */
+/* ap (mt - it0,K,MR) = A' in row tiles from tile it0 on, zero rows past M.
+ * Transposed A (k along its rows) is read in blocks of PK rows across all
+ * tiles, so that each block of rows is read from L1, not once per tile. */
+#define PK 16
 static void pack_a(int ta, const float *A, int lda, int M, int K, int it0, int mt, float *ap)
 {
-    for (int it = it0; it < mt; it++) {
-        float *dst = ap + (size_t)(it - it0) * K * MR;
-        int r0 = it * MR, mi = M - r0 < MR ? M - r0 : MR;
-        if (mi < MR) memset(dst, 0, (size_t)K * MR * sizeof *dst);
-        if (ta && mi == MR)   /* a constant size: the copy is inlined, not a call per k */
-            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, MR * sizeof *dst);
-        else if (ta)
-            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, (size_t)mi * sizeof *dst);
-        else
+    for (int it = it0; it < mt; it++)
+        if (M - it * MR < MR) memset(ap + (size_t)(it - it0) * K * MR, 0, (size_t)K * MR * sizeof *ap);
+    if (ta)
+        for (int k0 = 0; k0 < K; k0 += PK) {
+            int k1 = k0 + PK < K ? k0 + PK : K;
+            for (int it = it0; it < mt; it++) {
+                float *dst = ap + (size_t)(it - it0) * K * MR;
+                int r0 = it * MR, mi = M - r0 < MR ? M - r0 : MR;
+                if (mi == MR)   /* a constant size: the copy is inlined, not a call per k */
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, MR * sizeof *dst);
+                else
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, (size_t)mi * sizeof *dst);
+            }
+        }
+    else
+        for (int it = it0; it < mt; it++) {
+            float *dst = ap + (size_t)(it - it0) * K * MR;
+            int r0 = it * MR, mi = M - r0 < MR ? M - r0 : MR;
             for (int i = 0; i < mi; i++) {
                 const float *src = A + (size_t)(r0 + i) * lda;
                 for (int k = 0; k < K; k++) dst[(size_t)k * MR + i] = src[k];
             }
-    }
+        }
 }
 
-/* bp (np,K,nr) = B' in panels of nr columns, zero past N; B is read along its rows. */
+/* bp (np,K,nr) = B' in panels of nr columns, zero past N; B is read along its
+ * rows (untransposed B in blocks of PK rows across all panels, as in pack_a). */
 static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, int nr, float *bp)
 {
-    for (int p = 0; p < np; p++) {
-        int j0 = p * nr, nj = N - j0 < nr ? N - j0 : nr;
-        float *dst = bp + (size_t)p * K * nr;
-        if (nj < nr) memset(dst, 0, (size_t)K * nr * sizeof *dst);
-        if (!tb && nj == NR)   /* constant sizes: inlined copies */
-            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * NR, B + (size_t)k * ldb + j0, NR * sizeof *dst);
-        else if (!tb && nj == 16)
-            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, 16 * sizeof *dst);
-        else if (!tb)
-            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, (size_t)nj * sizeof *dst);
-        else
+    for (int p = 0; p < np; p++)
+        if (N - p * nr < nr) memset(bp + (size_t)p * K * nr, 0, (size_t)K * nr * sizeof *bp);
+    if (!tb)
+        for (int k0 = 0; k0 < K; k0 += PK) {
+            int k1 = k0 + PK < K ? k0 + PK : K;
+            for (int p = 0; p < np; p++) {
+                int j0 = p * nr, nj = N - j0 < nr ? N - j0 : nr;
+                float *dst = bp + (size_t)p * K * nr;
+                if (nj == NR)   /* constant sizes: inlined copies */
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * NR, B + (size_t)k * ldb + j0, NR * sizeof *dst);
+                else if (nj == 16)
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, 16 * sizeof *dst);
+                else
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, (size_t)nj * sizeof *dst);
+            }
+        }
+    else
+        for (int p = 0; p < np; p++) {
+            int j0 = p * nr, nj = N - j0 < nr ? N - j0 : nr;
+            float *dst = bp + (size_t)p * K * nr;
             for (int k0 = 0; k0 < K; k0 += 64)      /* blocks of 64 k: the panel rows stay in L1 */
                 for (int jj = 0; jj < nj; jj++) {
                     const float *src = B + (size_t)(j0 + jj) * ldb;
                     int k1 = k0 + 64 < K ? k0 + 64 : K;
                     for (int k = k0; k < k1; k++) dst[(size_t)k * nr + jj] = src[k];
                 }
-    }
+        }
 }
 
 #define STACK_FLOATS 8192   /* packed operands of small GEMMs live on the stack */

@@ -166,15 +166,16 @@ OPT_CLONES static void update_range(const amp_optim *o, const amp_tensor *w, con
 /* AdamW on FP32 storage in one pass: p (n) becomes the new value, u (n) the
  * update pn - p; returns how many updates u != 0 left p unchanged (the
  * same operations as update_range, element by element). */
-OPT_CLONES static uint64_t adamw_inplace(const adamw_k *k, const float *g, float *p, float *u, float *s0, float *s1,
-                                         size_t n)
+OPT_CLONES static uint64_t adamw_inplace(const adamw_k *kp, const float *restrict g, float *restrict p,
+                                         float *restrict u, float *restrict s0, float *restrict s1, size_t n)
 {
-    uint64_t lost = 0;
+    const adamw_k k = *kp;   /* (locals and restrict: the loop vectorises) */
+    uint32_t lost = 0;       /* n <= 2^32 - 1 a call */
     for (size_t i = 0; i < n; i++) {
-        float pi = p[i], pn = adamw1(k, g[i], pi, &s0[i], &s1[i]), ui = pn - pi;
+        float pi = p[i], pn = adamw1(&k, g[i], pi, &s0[i], &s1[i]), ui = pn - pi;
         u[i] = ui;
         p[i] = pn;
-        lost += ui != 0.0f && pn == pi;
+        lost += (uint32_t)((ui != 0.0f) & (pn == pi));
     }
     return lost;
 }
