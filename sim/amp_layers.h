@@ -189,12 +189,15 @@ AMP_API void amp_layernorm_backward_torchcpu(float *dinp, float *dweight, float 
  * is within 2^-25 of +-1 it is taken as +-1 (PyTorch's float32 tanh rounds
  * there too). The same bits on every SIMD path and thread count. */
 AMP_API void amp_gelu_forward(float *out, const float *inp, size_t n);
+/* The same, returning how many outputs are inf or NaN (counted as written). */
+AMP_API size_t amp_gelu_forward_counted(float *out, const float *inp, size_t n);
 /* dinp += gelu'(inp) * dout (float32 arithmetic; tanh evaluated again from
  * inp, as PyTorch's backward does, so the forward keeps nothing). */
 AMP_API void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 /* The same writing dinp = +0 + gelu'(inp) * dout (the bits amp_gelu_backward
- * gives on a zeroed dinp, without the zeroing pass). */
-AMP_API void amp_gelu_backward_set(float *dinp, const float *inp, const float *dout, size_t n);
+ * gives on a zeroed dinp, without the zeroing pass); returns how many of
+ * those values are inf or NaN. */
+AMP_API size_t amp_gelu_backward_set(float *dinp, const float *inp, const float *dout, size_t n);
 /* The same on values held in format f, with every arithmetic operation rounded
  * into f (RNE) and the constants sqrt(2/pi), 0.044715 (and 3 * 0.044715) taken
  * in f, in the order of PyTorch's GELU kernels: what its CPU kernels compute on
@@ -208,9 +211,11 @@ AMP_API void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *d
  * rounding into the output's format): amp_gelu_forward_fmt in in->fmt when
  * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward.
  * Backward: dinp (n, overwritten) = gelu'(in) * dout, likewise in dout->fmt
- * (when in has the same format), else amp_gelu_backward_set. */
-AMP_API void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
-AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout);
+ * (when in has the same format), else amp_gelu_backward_set. Both return how
+ * many values written are inf or NaN. */
+AMP_API size_t amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
+AMP_API size_t amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in,
+                                        const amp_tensor *dout);
 
 /* ---- general-shape forms (layer_attention.c) ------------------------------
  * Each output element computed as the attention kernels compute theirs, for

@@ -10,6 +10,7 @@
 #include "amp_format.h"
 #include "amp_layers.h"
 #include "amp_policy.h"
+#include "amp_round.h"
 #include "amp_tensor.h"
 
 #include <string.h>
@@ -42,18 +43,20 @@ static int per_op(const amp_policy *p, const amp_format *f)
     return p && p->torch_cpu && f->id != AMP_FMT_FP32 && f->bits < 32;
 }
 
-void amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in)
+size_t amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in)
 {
-    if (per_op(p, &in->fmt)) amp_gelu_forward_fmt(out, in->data, in->n, &in->fmt);
-    else amp_gelu_forward(out, in->data, in->n);
+    if (!per_op(p, &in->fmt)) return amp_gelu_forward_counted(out, in->data, in->n);
+    amp_gelu_forward_fmt(out, in->data, in->n, &in->fmt);
+    return amp_count_nonfinite(out, in->n);
 }
 
-void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout)
+size_t amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout)
 {
-    if (per_op(p, &dout->fmt) && in->fmt.id == dout->fmt.id) {
-        memset(dinp, 0, in->n * sizeof *dinp);
-        amp_gelu_backward_fmt(dinp, in->data, dout->data, in->n, &dout->fmt);
-    } else amp_gelu_backward_set(dinp, in->data, dout->data, in->n);
+    if (!per_op(p, &dout->fmt) || in->fmt.id != dout->fmt.id)
+        return amp_gelu_backward_set(dinp, in->data, dout->data, in->n);
+    memset(dinp, 0, in->n * sizeof *dinp);
+    amp_gelu_backward_fmt(dinp, in->data, dout->data, in->n, &dout->fmt);
+    return amp_count_nonfinite(dinp, in->n);
 }
 
 // out [n] = round_fmt(gelu(in))

@@ -66,30 +66,51 @@ static inline __attribute__((always_inline)) float gelu_et(float x, float *tu)
 #endif
 #define GELU_BLOCK 2048   /* values per thread task */
 
-/* One block of m values (compiled for AVX-512 and AVX2 too: the loops vectorise
- * over elements, each element the same float32 operations). */
-GELU_CLONES static void gelu_fwd_block(float *out, const float *xv, size_t m)
+/* 1 when v is inf or NaN (a bit test, so that the counting loops vectorise) */
+static inline __attribute__((always_inline)) uint32_t nonfinite1(float v)
 {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u & 0x7f800000u) == 0x7f800000u;
+}
+
+/* One block of m values (compiled for AVX-512 and AVX2 too: the loops vectorise
+ * over elements, each element the same float32 operations); returns how many
+ * outputs are inf or NaN. */
+GELU_CLONES static uint32_t gelu_fwd_block(float *out, const float *xv, size_t m)
+{
+    uint32_t bad = 0;
     for (size_t i = 0; i < m; i++) {
         float x = xv[i], t, e = gelu_et(x, &t);
         float s = 1.0f / (1.0f + e);
         s = t > GELU_CUT ? 0.0f : s;
-        out[i] = x * s;
+        float y = x * s;
+        out[i] = y;
+        bad += nonfinite1(y);
     }
+    return bad;
+}
+
+size_t amp_gelu_forward_counted(float *out, const float *inp, size_t n)
+{
+    size_t bad = 0;
+    #pragma omp parallel for schedule(static) reduction(+:bad) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t c0 = 0; c0 < n; c0 += GELU_BLOCK)
+        bad += gelu_fwd_block(out + c0, inp + c0, n - c0 < GELU_BLOCK ? n - c0 : GELU_BLOCK);
+    return bad;
 }
 
 void amp_gelu_forward(float *out, const float *inp, size_t n)
 {
-    #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    for (size_t c0 = 0; c0 < n; c0 += GELU_BLOCK)
-        gelu_fwd_block(out + c0, inp + c0, n - c0 < GELU_BLOCK ? n - c0 : GELU_BLOCK);
+    (void)amp_gelu_forward_counted(out, inp, n);
 }
 
 /* dinp (m) += gelu'(x) dout (acc 0: dinp = +0 + gelu'(x) dout, the same bits
  * as on a zeroed dinp); where |t| > 18, gelu' = s (0 or 1: no 0 * inf for huge x). */
-static inline __attribute__((always_inline)) void gelu_bwd(float *dinp, const float *xv, const float *dout, size_t m,
-                                                         int acc)
+static inline __attribute__((always_inline)) uint32_t gelu_bwd(float *dinp, const float *xv, const float *dout,
+                                                             size_t m, int acc)
 {
+    uint32_t bad = 0;
     for (size_t i = 0; i < m; i++) {
         float x = xv[i], t, e = gelu_et(x, &t);
         float s = 1.0f / (1.0f + e);
@@ -97,31 +118,35 @@ static inline __attribute__((always_inline)) void gelu_bwd(float *dinp, const fl
         float d = s + ((2.0f * x) * (s * (e * s))) * (GELU_K * (1.0f + 3.0f * GELU_A * x * x));
         float at = t < 0.0f ? -t : t;
         d = at > GELU_CUT ? s : d;
-        dinp[i] = (acc ? dinp[i] : 0.0f) + d * dout[i];
+        float r = (acc ? dinp[i] : 0.0f) + d * dout[i];
+        dinp[i] = r;
+        bad += nonfinite1(r);
     }
+    return bad;
 }
 
-GELU_CLONES static void gelu_bwd_block(float *dinp, const float *xv, const float *dout, size_t m, int acc)
+GELU_CLONES static uint32_t gelu_bwd_block(float *dinp, const float *xv, const float *dout, size_t m, int acc)
 {
-    if (acc) gelu_bwd(dinp, xv, dout, m, 1);
-    else gelu_bwd(dinp, xv, dout, m, 0);
+    return acc ? gelu_bwd(dinp, xv, dout, m, 1) : gelu_bwd(dinp, xv, dout, m, 0);
 }
 
-static void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, int acc)
+static size_t gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, int acc)
 {
-    #pragma omp parallel for schedule(static) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    size_t bad = 0;
+    #pragma omp parallel for schedule(static) reduction(+:bad) if (8 * n >= AMP_PAR_MIN) num_threads(amp_get_threads())
     for (size_t c0 = 0; c0 < n; c0 += GELU_BLOCK)
-        gelu_bwd_block(dinp + c0, inp + c0, dout + c0, n - c0 < GELU_BLOCK ? n - c0 : GELU_BLOCK, acc);
+        bad += gelu_bwd_block(dinp + c0, inp + c0, dout + c0, n - c0 < GELU_BLOCK ? n - c0 : GELU_BLOCK, acc);
+    return bad;
 }
 
 void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
-    gelu_backward(dinp, inp, dout, n, 1);
+    (void)gelu_backward(dinp, inp, dout, n, 1);
 }
 
-void amp_gelu_backward_set(float *dinp, const float *inp, const float *dout, size_t n)
+size_t amp_gelu_backward_set(float *dinp, const float *inp, const float *dout, size_t n)
 {
-    gelu_backward(dinp, inp, dout, n, 0);
+    return gelu_backward(dinp, inp, dout, n, 0);
 }
 
 /* x rounded to nearest even into bf16 (finite x; NaN stays NaN, an overflow

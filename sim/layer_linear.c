@@ -18,6 +18,7 @@
 #include "amp_round.h"
 #include "amp_tensor.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,27 @@ void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const 
         amp_gemm(&cx->gemm, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
+/* acc [B,O] += b [O] on every row, in float32, returning how many results
+ * are inf or NaN (a 32-bit count a row, so that the loop vectorises). */
+static size_t add_bias_counted(float *acc, const float *b, int B, int O)
+{
+    size_t bad = 0;
+    #pragma omp parallel for schedule(static) reduction(+:bad) if ((size_t)B * O >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (int r = 0; r < B; r++) {
+        float *row = acc + (size_t)r * O;
+        uint32_t c = 0;
+        for (int o = 0; o < O; o++) {
+            float v = row[o] + b[o];
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            row[o] = v;
+            c += (u & 0x7f800000u) == 0x7f800000u;
+        }
+        bad += c;
+    }
+    return bad;
+}
+
 // out [B,O] = in_op [B,I] @ w [O,I]^T + b [O]
 amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
 {
@@ -90,6 +112,13 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
     if (l->out->fmt.id == AMP_FMT_FP32 && !l->out->rnd_flags)
         acc = l->out->data;                  /* the output rounding is the identity: no copy */
     else if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
+    if (l->b && acc == l->out->data && cx->gemm.acc_fp32 && cx->gemm.kind == AMP_GEMM_REPRODUCIBLE &&
+        !amp_ctx_pairs(cx)) {
+        /* the reproducible GEMM's beta = 1 ends each chain s with fl(c + s):
+         * with c = b that is fl(s + b), added here in the pass that counts */
+        amp_ctx_gemm(cx, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I, 0.0f, acc, l->O);
+        return amp_tensor_round_counted(cx->reg, l->out, add_bias_counted(acc, l->b->data, l->B, l->O));
+    }
     if (l->b)
         for (int r = 0; r < l->B; r++) memcpy(acc + (size_t)r * l->O, l->b->data, (size_t)l->O * sizeof(float));
     amp_ctx_gemm(cx, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,

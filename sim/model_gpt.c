@@ -282,8 +282,9 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = ln_forward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = amp_linear_forward(cx, &h->c_fc))) return s;
         float *go = out_buf(h->gelu, g->work1);
-        amp_gelu_policy_forward(&m->pol, go, h->c_fc.out);
-        if ((s = amp_tensor_round(reg, h->gelu, go))) return s;
+        size_t bad = amp_gelu_policy_forward(&m->pol, go, h->c_fc.out);
+        if ((s = go == h->gelu->data ? amp_tensor_round_counted(reg, h->gelu, bad) : amp_tensor_round(reg, h->gelu, go)))
+            return s;
         if ((s = amp_linear_forward(cx, &h->mlp_proj))) return s;
         if ((s = residual_forward(m, g, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         x = h->res_2;
@@ -336,8 +337,9 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         if ((s = residual_backward(m, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         if ((s = amp_linear_backward(cx, &h->mlp_proj))) return s;
         float *dg = out_buf(h->c_fc.out->grad, g->work1);
-        amp_gelu_policy_backward(&m->pol, dg, h->c_fc.out, h->gelu->grad);
-        if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, dg))) return s;
+        size_t bad = amp_gelu_policy_backward(&m->pol, dg, h->c_fc.out, h->gelu->grad);
+        amp_tensor *dfc = h->c_fc.out->grad;   /* dg is its data on its first write */
+        if ((s = dg == dfc->data ? amp_tensor_round_counted(reg, dfc, bad) : amp_tensor_accum(reg, dfc, dg))) return s;
         if ((s = amp_linear_backward(cx, &h->c_fc))) return s;
         if ((s = ln_backward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = residual_backward(m, h->res_1, xin, h->attn_proj.out))) return s;

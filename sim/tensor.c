@@ -208,14 +208,26 @@ static amp_status round_into(amp_tensors *r, amp_tensor *t, const amp_round_opts
     return AMP_OK;
 }
 
+/* rescale() leaves src as it is. */
+static int no_rescale(const amp_tensors *r, const amp_tensor *t)
+{
+    return !r->layerwise || (t->role != AMP_ROLE_ACT_GRAD && t->role != AMP_ROLE_WEIGHT_GRAD) ||
+           t->gscale == r->src_gscale;
+}
+
+/* round_scaled is a copy (the identity branch below). */
+static int identity_write(amp_tensors *r, const amp_tensor *t)
+{
+    return no_rescale(r, t) && t->blk.cols <= 0 && t->fmt.id == AMP_FMT_FP32 && !t->rnd_flags &&
+           !amp_tensor_stats_due(r, t);
+}
+
 /* Layer-wise loss scaling: src * (t->gscale / r->src_gscale) into *tmp when
  * the factor is not 1 (powers of two: exact unless it over/underflows float32). */
 static amp_status rescale(amp_tensors *r, const amp_tensor *t, const float **src, float **tmp)
 {
     *tmp = NULL;
-    if (!r->layerwise || (t->role != AMP_ROLE_ACT_GRAD && t->role != AMP_ROLE_WEIGHT_GRAD) ||
-        t->gscale == r->src_gscale)
-        return AMP_OK;
+    if (no_rescale(r, t)) return AMP_OK;
     float f = (float)((double)t->gscale / (double)r->src_gscale);
     *tmp = malloc(t->n * sizeof(float));
     if (!*tmp) return amp_fail(AMP_ENOMEM, "out of memory rescaling %s", t->name);
@@ -233,6 +245,14 @@ amp_status amp_tensor_round(amp_tensors *r, amp_tensor *t, const float *src)
     if (!s) s = round_scaled(r, t, src);
     free(tmp);
     return s;
+}
+
+amp_status amp_tensor_round_counted(amp_tensors *r, amp_tensor *t, size_t nonfinite)
+{
+    if (!identity_write(r, t)) return amp_tensor_round(r, t, t->data);
+    note_finite(r, t, nonfinite);
+    t->written = 1;
+    return AMP_OK;
 }
 
 static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)

@@ -258,8 +258,14 @@ START_TEST(test_gelu_bounds)
         printf("gelu: worst forward error %.3f, backward %.3f of the bound\n", worst_f, worst_b);
     const float sp[4] = { NAN, INFINITY, -INFINITY, -0.0f };
     float ys[4];
-    amp_gelu_forward(ys, sp, 4);
+    ck_assert_uint_eq(amp_gelu_forward_counted(ys, sp, 4), 3);
     ck_assert(isnan(ys[0]) && ys[1] == INFINITY && isnan(ys[2]) && ys[3] == 0.0f && signbit(ys[3]));
+    /* gelu' of NaN, +inf, -inf, -0: NaN, 1, 0, 0.5 (tanh taken as +-1 beyond the cut) */
+    float ds[4], ones4[4] = { 1, 1, 1, 1 };
+    ck_assert_uint_eq(amp_gelu_backward_set(ds, sp, ones4, 4), 1);
+    ck_assert(isnan(ds[0]) && ds[1] == 1.0f && ds[2] == 0.0f && ds[3] == 0.5f);
+    ck_assert_uint_eq(amp_gelu_forward_counted(y, x, NG), 0);
+    ck_assert_uint_eq(amp_gelu_backward_set(d, x, one, NG), 0);
     free(x); free(y); free(d); free(one);
 }
 END_TEST
