@@ -30,7 +30,7 @@
 #define ATTN_CLONES
 #endif
 
-#define TB 8   /* t2 columns per block of dot products */
+#define TB 16  /* t2 columns per block of dot products */
 
 /* kt (n,Tp) = rows x[t] (t < T, n floats each, row stride ld) transposed,
  * zero past T (Tp = T rounded up to TB). Only moves values. */
