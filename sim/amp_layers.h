@@ -242,8 +242,9 @@ AMP_API void amp_bmm_f64(float *out, const float *a, const float *b, size_t P, s
                          int b_rows);
 
 /* ---- residual add ----------------------------------------------------------
- * out = a + b (n values, one float32 rounding); backward da += dout, db += dout. */
-AMP_API void amp_residual_forward(float *out, const float *a, const float *b, size_t n);
+ * out = a + b (n values, one float32 rounding; returns how many sums are inf
+ * or NaN); backward da += dout, db += dout. */
+AMP_API size_t amp_residual_forward(float *out, const float *a, const float *b, size_t n);
 AMP_API void amp_residual_backward(float *da, float *db, const float *dout, size_t n);
 
 /* ---- causal multi-head self-attention, from the fused qkv -----------------

@@ -221,8 +221,8 @@ static amp_status ln_backward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor
 static amp_status residual_forward(amp_model *m, gpt *g, amp_tensor *out, const amp_tensor *a, const amp_tensor *b)
 {
     float *o = out_buf(out, g->work1);
-    amp_residual_forward(o, a->data, b->data, out->n);
-    return amp_tensor_round(&m->reg, out, o);
+    size_t bad = amp_residual_forward(o, a->data, b->data, out->n);
+    return o == out->data ? amp_tensor_round_counted(&m->reg, out, bad) : amp_tensor_round(&m->reg, out, o);
 }
 
 /* a->grad += out->grad, b->grad += out->grad (each rounded into its format,

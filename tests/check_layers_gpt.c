@@ -291,6 +291,15 @@ START_TEST(test_residual)
     amp_residual_backward(da, db, c.w, RN);
     fd_check("residual a", res_obj, &c, c.a, da, RN);
     fd_check("residual b", res_obj, &c, c.b, db, RN);
+    /* the count of inf and NaN sums, in the groups of 16 and in the rest */
+    enum { CN = 37 };
+    float x[CN], y[CN], o[CN];
+    for (int i = 0; i < CN; i++) x[i] = y[i] = 1.0f;
+    x[3] = 3e38f, y[3] = 3e38f;          /* overflows */
+    x[20] = INFINITY, y[20] = -INFINITY;  /* NaN */
+    x[35] = NAN;
+    ck_assert_uint_eq(amp_residual_forward(o, x, y, CN), 3);
+    ck_assert(isinf(o[3]) && isnan(o[20]) && isnan(o[35]) && o[36] == 2.0f);
     free(c.a); free(c.b); free(c.out); free(c.w); free(da); free(db);
 }
 END_TEST
