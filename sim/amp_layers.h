@@ -43,6 +43,9 @@ AMP_API int amp_ctx_pairs(const amp_ctx *cx);
  * order of PyTorch's CPU bf16 GEMMs, oneDNN's) when amp_ctx_pairs, else amp_gemm. */
 AMP_API void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, float beta, float *C, int ldc);
+/* amp_ctx_gemm, returning how many results are inf or NaN (amp_gemm_count). */
+AMP_API size_t amp_ctx_gemm_count(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                                  const float *B, int ldb, float beta, float *C, int ldc);
 
 /* Linear: out[B,O] = act( in_op[B,I] @ w[O,I]^T + b[O] ), rounded once into out->fmt.
  * in_op is `in` when in->fmt is the forward operand format, else a registered

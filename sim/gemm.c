@@ -271,11 +271,22 @@ typedef struct repro_job {
     const float *a_tail;    /* the partial last row tile, packed (NULL: none) */
     const float *bp;        /* packed B' panels */
     float beta, *C;
+    int count;              /* count the inf and NaN outputs of each finished tile */
 } repro_job;
 
+/* How many of the m x n values at c (row stride ldc) are inf or NaN; right
+ * after a tile is stored, so they are read from L1. */
+static uint32_t tile_nonfinite(const float *c, size_t ldc, int m, int n)
+{
+    uint32_t bad = 0;
+    for (int i = 0; i < m; i++) bad += (uint32_t)amp_count_nonfinite(c + (size_t)i * ldc, (size_t)n);
+    return bad;
+}
+
 /* Tile (it, p), k in [k0, k0 + kl), phase ph (st: its running sums when K is
- * blocked). A whole tile finishes straight into C, a partial one through t. */
-static void run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, float *st)
+ * blocked). A whole tile finishes straight into C, a partial one through t.
+ * Returns the count of inf and NaN outputs it finished (j->count), else 0. */
+static uint32_t run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, float *st)
 {
     int nr = j->nr;
     int mi = j->M - it * MR < MR ? j->M - it * MR : MR, nj = j->N - p * nr < nr ? j->N - p * nr : nr;
@@ -287,11 +298,11 @@ static void run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, 
     float *c = j->C + (size_t)it * MR * j->ldc + (size_t)p * nr;
     if (mi == MR && nj == nr) {
         j->fn(kl, a, as, b, c, (size_t)j->ldc, j->beta != 0.0f, st, ph);
-        return;
+        return j->count && (ph & PH_LAST) ? tile_nonfinite(c, (size_t)j->ldc, mi, nj) : 0;
     }
     float t[MR * NR];
     j->fn(kl, a, as, b, t, (size_t)nr, 0, st, ph);
-    if (!(ph & PH_LAST)) return;
+    if (!(ph & PH_LAST)) return 0;
     for (int i = 0; i < mi; i++) {
         float *ci = c + (size_t)i * j->ldc;
         if (j->beta != 0.0f)
@@ -299,30 +310,33 @@ static void run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, 
         else
             for (int jj = 0; jj < nj; jj++) ci[jj] = t[i * nr + jj];
     }
+    return j->count ? tile_nonfinite(c, (size_t)j->ldc, mi, nj) : 0;
 }
 
 /* Tiles q in [q0, q1), q = panel * mt + row tile: panel-major, in groups of up
  * to GT row tiles of one panel; when K > KC the group goes through K in blocks
  * of KC (the block of the panel stays in L1 while the group passes over it),
  * each tile's running sums waiting in st between blocks. */
-static void run_tiles(const repro_job *j, long q0, long q1)
+static uint64_t run_tiles(const repro_job *j, long q0, long q1)
 {
     int K = j->K;
+    uint64_t bad = 0;
     float st[GT][MR * NR];
     for (long q = q0; q < q1;) {
         int p = (int)(q / j->mt), it0 = (int)(q % j->mt);
         long ng = q1 - q < GT ? q1 - q : GT;
         if (ng > j->mt - it0) ng = j->mt - it0;
         if (K <= KC)
-            for (int g = 0; g < ng; g++) run_tile(j, p, it0 + g, 0, K, PH_FIRST | PH_LAST, NULL);
+            for (int g = 0; g < ng; g++) bad += run_tile(j, p, it0 + g, 0, K, PH_FIRST | PH_LAST, NULL);
         else
             for (int k0 = 0; k0 < K; k0 += KC) {
                 int kl = K - k0 < KC ? K - k0 : KC;
                 int ph = (k0 == 0 ? PH_FIRST : 0) | (k0 + kl == K ? PH_LAST : 0);
-                for (int g = 0; g < ng; g++) run_tile(j, p, it0 + g, k0, kl, ph, st[g]);
+                for (int g = 0; g < ng; g++) bad += run_tile(j, p, it0 + g, k0, kl, ph, st[g]);
             }
         q += ng;
     }
+    return bad;
 }
 
 /* ap (mt - it0,K,MR) = A' in row tiles from tile it0 on, zero rows past M.
@@ -391,8 +405,10 @@ static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, int nr
 
 #define STACK_FLOATS 8192   /* packed operands of small GEMMs live on the stack */
 
-static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                       float beta, float *C, int ldc)
+/* Returns the count of inf and NaN values in C when count is set (taken tile
+ * by tile as the tiles finish), else 0. */
+static size_t gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                         float beta, float *C, int ldc, int count)
 {
     amp_gemm_path path = amp_gemm_path_active();
     int nr = path == AMP_GEMM_PATH_AVX512 && N <= 16 ? 16 : NR;
@@ -404,7 +420,7 @@ static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int 
     if (na + nb > STACK_FLOATS) buf = heap = malloc((na + nb) * sizeof *buf);
     if (!buf) {
         gemm_unpacked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
+        return count ? tile_nonfinite(C, (size_t)ldc, M, N) : 0;
     }
     if (ta) pack_a(ta, A, lda, M, K, 0, mt, buf);
     else if (part) pack_a(ta, A, lda, M, K, mt - 1, mt, buf);
@@ -412,18 +428,20 @@ static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int 
     tile_fn fn = nr == 16 ? tile_avx512_16 : path == AMP_GEMM_PATH_AVX512 ? tile_avx512
                  : path == AMP_GEMM_PATH_AVX2 ? tile_avx2 : tile_generic;
     repro_job job = { fn, nr, M, N, K, mt, ldc, ta ? buf : A, ta ? 0 : (size_t)lda, !ta && part ? buf : NULL,
-                      buf + na, beta, C };
+                      buf + na, beta, C, count };
     long tiles = (long)mt * np;
     int nt = amp_get_threads();
-    if (nt <= 1 || (double)M * N * K < (double)(1 << 20) || tiles < 2) run_tiles(&job, 0, tiles);
+    uint64_t bad = 0;
+    if (nt <= 1 || (double)M * N * K < (double)(1 << 20) || tiles < 2) bad = run_tiles(&job, 0, tiles);
     else {
-        #pragma omp parallel num_threads(nt)
+        #pragma omp parallel num_threads(nt) reduction(+:bad)
         {
             int n = omp_get_num_threads(), t = omp_get_thread_num();
-            run_tiles(&job, tiles * t / n, tiles * (t + 1) / n);
+            bad += run_tiles(&job, tiles * t / n, tiles * (t + 1) / n);
         }
     }
     free(heap);
+    return (size_t)bad;
 }
 
 static void gemm_narrow(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K, const float *A, int lda,
@@ -459,11 +477,21 @@ void amp_gemm(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K, const 
         return;
     }
     if (g->kind == AMP_GEMM_REPRODUCIBLE) {
-        gemm_repro(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        gemm_repro(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 0);
         return;
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
+size_t amp_gemm_count(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return 0;
+    if (g->acc_fp32 && g->kind == AMP_GEMM_REPRODUCIBLE)
+        return gemm_repro(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 1);
+    amp_gemm(g, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    return tile_nonfinite(C, (size_t)ldc, M, N);
 }
 
 /* ---- amp_gemm_pairs: the order of PyTorch's CPU bf16 GEMMs ---------------- */

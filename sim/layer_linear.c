@@ -103,6 +103,23 @@ static size_t add_bias_counted(float *acc, const float *b, int B, int O)
     return bad;
 }
 
+size_t amp_ctx_gemm_count(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (!amp_ctx_pairs(cx)) return amp_gemm_count(&cx->gemm, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    amp_gemm_pairs(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    size_t bad = 0;
+    for (int i = 0; i < M; i++) bad += amp_count_nonfinite(C + (size_t)i * ldc, (size_t)(N > 0 ? N : 0));
+    return bad;
+}
+
+/* t = the values a kernel wrote to w, with their inf/NaN count bad: recorded
+ * in place when w is t's own data (its first write), else accumulated. */
+static amp_status take(amp_ctx *cx, amp_tensor *t, float *w, size_t bad)
+{
+    return w == t->data ? amp_tensor_round_counted(cx->reg, t, bad) : amp_tensor_accum(cx->reg, t, w);
+}
+
 // out [B,O] = in_op [B,I] @ w [O,I]^T + b [O]
 amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
 {
@@ -121,6 +138,9 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
     }
     if (l->b)
         for (int r = 0; r < l->B; r++) memcpy(acc + (size_t)r * l->O, l->b->data, (size_t)l->O * sizeof(float));
+    if (!l->b && acc == l->out->data)
+        return amp_tensor_round_counted(cx->reg, l->out, amp_ctx_gemm_count(cx, 0, 1, l->B, l->O, l->I,
+                                        l->in_op->data, l->I, l->w->data, l->I, 0.0f, acc, l->O));
     amp_ctx_gemm(cx, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,
              l->b ? 1.0f : 0.0f, acc, l->O);
     return amp_tensor_round(cx->reg, l->out, acc);
@@ -170,9 +190,11 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     float *dw = direct(l->w->grad, acc);
     if (l->wg_in) {
         if ((s = amp_nvfp4_wgrad(cx, l, dw))) return s;
-    } else
-        amp_ctx_gemm(cx, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
-    if ((s = amp_tensor_accum(cx->reg, l->w->grad, dw))) return s;
+        if ((s = amp_tensor_accum(cx->reg, l->w->grad, dw))) return s;
+    } else {
+        size_t bad = amp_ctx_gemm_count(cx, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
+        if ((s = take(cx, l->w->grad, dw, bad))) return s;
+    }
     if (l->b) {
         // db [O] = sum over rows of G, in double (rows in order), rounded once to float
         // (NVFP4 layers: of the gradient before its quantization, as TE's bgrad_quantize)
@@ -182,6 +204,9 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if (l->in->grad) {
         // dX [B,I] = G [B,O] @ W [O,I]
         float *dx = l->in_op == l->in ? direct(l->in->grad, acc) : acc;
+        if (dx == l->in->grad->data)   /* (then no cast below) */
+            return take(cx, l->in->grad, dx, amp_ctx_gemm_count(cx, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data,
+                                                                 l->I, 0.0f, dx, l->I));
         amp_ctx_gemm(cx, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, dx, l->I);
         if (l->in_op != l->in && !amp_format_same(&l->in->grad->fmt, &cx->pol->grad)) {
             /* the GEMM ran on a cast of `in`: autograd produces dX in the cast's
