@@ -112,11 +112,29 @@ const char *amp_gemm_path_name(amp_gemm_path p)
  * t + i ldt: the sum itself (beta 0) or fl(t + the sum) (beta 1, the
  * contract's c + s). K may come in blocks: ph & PH_FIRST starts the sums at
  * +0, else loads them from st (MR NR floats, [i][j]); ph & PH_LAST finishes
- * the tile into t, else stores the sums into st. */
+ * the tile into t, else stores the sums into st. With ph & PH_COUNT (and
+ * PH_LAST) it returns how many of the values it finished are inf or NaN
+ * (AVX-512: from the registers it stores), else 0. */
 #define PH_FIRST 1
 #define PH_LAST 2
-typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta, float *st,
-                        int ph);
+#define PH_COUNT 4
+typedef uint32_t (*tile_fn)(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta,
+                            float *st, int ph);
+
+/* How many of the m x n values at c (row stride ldc) are inf or NaN. */
+static uint32_t tile_nonfinite(const float *c, size_t ldc, int m, int n)
+{
+    uint32_t bad = 0;
+    for (int i = 0; i < m; i++) {
+        const float *ci = c + (size_t)i * ldc;
+        for (int j = 0; j < n; j++) {
+            uint32_t u;
+            memcpy(&u, &ci[j], sizeof u);
+            bad += (u & 0x7f800000u) == 0x7f800000u;
+        }
+    }
+    return bad;
+}
 
 /* The generic path: C, vectorised by the compiler over j where the clone has
  * FMA instructions (fmaf is one correctly rounded operation either way). */
@@ -126,8 +144,8 @@ typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, float 
 #define FMA_CLONES
 #endif
 
-FMA_CLONES static void tile_generic(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta,
-                                    float *st, int ph)
+FMA_CLONES static uint32_t tile_generic(int K, const float *a, size_t as, const float *b, float *t, size_t ldt,
+                                        int beta, float *st, int ph)
 {
     float s[MR][NR];
     if (ph & PH_FIRST) memset(s, 0, sizeof s);
@@ -141,16 +159,26 @@ FMA_CLONES static void tile_generic(int K, const float *a, size_t as, const floa
     }
     if (!(ph & PH_LAST)) {
         memcpy(st, s, sizeof s);
-        return;
+        return 0;
     }
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) t[i * ldt + j] = beta ? t[i * ldt + j] + s[i][j] : s[i][j];
+    return ph & PH_COUNT ? tile_nonfinite(t, ldt, MR, NR) : 0;
 }
 
 /* AVX-512: the whole 8 x 32 tile, 16 accumulators (row i, half h). */
-__attribute__((target("avx512f"))) static void tile_avx512(int K, const float *a, size_t as, const float *b, float *t,
-                                                          size_t ldt, int beta, float *st, int ph)
+/* AVX-512: 1 in each lane of cnt where v is inf or NaN (all exponent bits set). */
+__attribute__((target("avx512f"))) static inline __m512i count16(__m512i cnt, __m512 v)
 {
+    const __m512i e = _mm512_set1_epi32(0x7f800000);
+    __mmask16 k = _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), e), e);
+    return _mm512_mask_add_epi32(cnt, k, cnt, _mm512_set1_epi32(1));
+}
+
+__attribute__((target("avx512f"))) static uint32_t tile_avx512(int K, const float *a, size_t as, const float *b,
+                                                              float *t, size_t ldt, int beta, float *st, int ph)
+{
+    __m512i cnt = _mm512_setzero_si512();
     __m512 c[MR][2];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
@@ -171,17 +199,21 @@ __attribute__((target("avx512f"))) static void tile_avx512(int K, const float *a
             if (!(ph & PH_LAST)) _mm512_storeu_ps(st + i * NR + 16 * h, c[i][h]);
             else {
                 float *ti = t + i * ldt + 16 * h;
-                _mm512_storeu_ps(ti, beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i][h]) : c[i][h]);
+                __m512 v = beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i][h]) : c[i][h];
+                _mm512_storeu_ps(ti, v);
+                if (ph & PH_COUNT) cnt = count16(cnt, v);
             }
         }
+    return ph & PH_COUNT ? (uint32_t)_mm512_reduce_add_epi32(cnt) : 0;
 }
 
 /* AVX-512 on a narrow panel (N <= 16, packed [K][16], st [i][16]): 8 x 16,
  * 8 accumulators, so that a narrow GEMM computes no more padding than 16 - N
  * columns. */
-__attribute__((target("avx512f"))) static void tile_avx512_16(int K, const float *a, size_t as, const float *b,
-                                                             float *t, size_t ldt, int beta, float *st, int ph)
+__attribute__((target("avx512f"))) static uint32_t tile_avx512_16(int K, const float *a, size_t as, const float *b,
+                                                                 float *t, size_t ldt, int beta, float *st, int ph)
 {
+    __m512i cnt = _mm512_setzero_si512();
     __m512 c[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) c[i] = ph & PH_FIRST ? _mm512_setzero_ps() : _mm512_loadu_ps(st + i * 16);
@@ -195,9 +227,12 @@ __attribute__((target("avx512f"))) static void tile_avx512_16(int K, const float
         if (!(ph & PH_LAST)) _mm512_storeu_ps(st + i * 16, c[i]);
         else {
             float *ti = t + i * ldt;
-            _mm512_storeu_ps(ti, beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i]) : c[i]);
+            __m512 v = beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i]) : c[i];
+            _mm512_storeu_ps(ti, v);
+            if (ph & PH_COUNT) cnt = count16(cnt, v);
         }
     }
+    return ph & PH_COUNT ? (uint32_t)_mm512_reduce_add_epi32(cnt) : 0;
 }
 
 /* AVX2: the tile in four 4 x 16 quarters, 8 accumulators each. */
@@ -229,12 +264,13 @@ __attribute__((target("avx2,fma"))) static void quarter_avx2(int K, const float 
         }
 }
 
-static void tile_avx2(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta, float *st,
-                      int ph)
+static uint32_t tile_avx2(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta,
+                          float *st, int ph)
 {
     for (int i = 0; i < MR; i += 4)
         for (int j = 0; j < NR; j += 16)
             quarter_avx2(K, as ? a + i * as : a + i, as, b + j, t + i * ldt + j, ldt, beta, st ? st + i * NR + j : NULL, ph);
+    return (ph & PH_LAST) && (ph & PH_COUNT) ? tile_nonfinite(t, ldt, MR, NR) : 0;
 }
 
 /* ---- drivers ------------------------------------------------------------------- */
@@ -274,14 +310,6 @@ typedef struct repro_job {
     int count;              /* count the inf and NaN outputs of each finished tile */
 } repro_job;
 
-/* How many of the m x n values at c (row stride ldc) are inf or NaN; right
- * after a tile is stored, so they are read from L1. */
-static uint32_t tile_nonfinite(const float *c, size_t ldc, int m, int n)
-{
-    uint32_t bad = 0;
-    for (int i = 0; i < m; i++) bad += (uint32_t)amp_count_nonfinite(c + (size_t)i * ldc, (size_t)n);
-    return bad;
-}
 
 /* Tile (it, p), k in [k0, k0 + kl), phase ph (st: its running sums when K is
  * blocked). A whole tile finishes straight into C, a partial one through t.
@@ -296,10 +324,8 @@ static uint32_t run_tile(const repro_job *j, int p, int it, int k0, int kl, int 
     else if (as) a = j->a + (size_t)it * MR * as + k0;
     else a = j->a + ((size_t)it * j->K + k0) * MR;
     float *c = j->C + (size_t)it * MR * j->ldc + (size_t)p * nr;
-    if (mi == MR && nj == nr) {
-        j->fn(kl, a, as, b, c, (size_t)j->ldc, j->beta != 0.0f, st, ph);
-        return j->count && (ph & PH_LAST) ? tile_nonfinite(c, (size_t)j->ldc, mi, nj) : 0;
-    }
+    if (mi == MR && nj == nr)
+        return j->fn(kl, a, as, b, c, (size_t)j->ldc, j->beta != 0.0f, st, j->count ? ph | PH_COUNT : ph);
     float t[MR * NR];
     j->fn(kl, a, as, b, t, (size_t)nr, 0, st, ph);
     if (!(ph & PH_LAST)) return 0;
@@ -310,7 +336,7 @@ static uint32_t run_tile(const repro_job *j, int p, int it, int k0, int kl, int 
         else
             for (int jj = 0; jj < nj; jj++) ci[jj] = t[i * nr + jj];
     }
-    return j->count ? tile_nonfinite(c, (size_t)j->ldc, mi, nj) : 0;
+    return j->count ? tile_nonfinite(c, (size_t)j->ldc, mi, nj) : 0;   /* (the padding is not counted) */
 }
 
 /* Tiles q in [q0, q1), q = panel * mt + row tile: panel-major, in groups of up
