@@ -425,6 +425,84 @@ START_TEST(test_attention_forward_reference)
 }
 END_TEST
 
+/* The attention kernels' order, bit for bit, against a scalar transcription
+ * of sim/layer_attention.c's contract, on shapes the small tests do not
+ * reach: T = 37 (rows that cross blocks of 16 columns, an odd last row and
+ * column) and head sizes 7, 20 and 36 (n mod 4 != 0; sums of 32 elements and
+ * a rest). Scores: q . k with partial sums s[i mod 4] = fmaf(q_i, k_i, s)
+ * over i < n - n mod 4, the rest into s[0], (s0 + s1) + (s2 + s3), times
+ * scale; the weighted sums one fmaf chain from +0 in increasing index; the
+ * backward adds each result once to a zeroed output. */
+static float ref_dot(const float *q, const float *k, size_t n)
+{
+    volatile float s[4] = { 0, 0, 0, 0 };
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int r = 0; r < 4; r++) s[r] = fmaf(q[i + r], k[i + r], s[r]);
+    for (; i < n; i++) s[0] = fmaf(q[i], k[i], s[0]);
+    volatile float lo = s[0] + s[1], hi = s[2] + s[3];
+    return lo + hi;
+}
+
+static uint32_t fbits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+START_TEST(test_attention_order)
+{
+    enum { OT = 37 };
+    static const size_t heads[3] = { 7, 20, 36 };
+    for (int hi = 0; hi < 3; hi++) {
+        size_t hs = heads[hi], NH = 2, C = NH * hs, C3 = 3 * C, L = (size_t)OT * (OT + 1) / 2;
+        float *qkv = randn(OT * C3, 70 + hi, 1.0), *dout = randn(OT * C, 80 + hi, 1.0);
+        float *da = randn(NH * L, 90 + hi, 1.0), *prob = randn(NH * L, 95 + hi, 0.3);
+        float *att = malloc(NH * L * sizeof *att), *y = malloc(OT * C * sizeof *y);
+        float *dp = filled(NH * L, 0.0f), *dq1 = filled(OT * C3, 0.0f), *dq2 = filled(OT * C3, 0.0f);
+        const float scale = 0.37f;
+        amp_attn_scores_forward(att, qkv, scale, 1, OT, C, NH);
+        amp_attn_values_forward(y, prob, qkv, 1, OT, C, NH);
+        amp_attn_values_backward(dp, dq1, dout, prob, qkv, 1, OT, C, NH);
+        amp_attn_scores_backward(dq2, da, qkv, scale, 1, OT, C, NH);
+        for (size_t h = 0; h < NH; h++) {
+            const float *pr = prob + h * L, *dah = da + h * L;
+            for (size_t t = 0; t < OT; t++)
+                for (size_t t2 = 0; t2 <= t; t2++) {
+                    const float *q = qkv + t * C3 + h * hs, *k = qkv + t2 * C3 + C + h * hs;
+                    const float *v = qkv + t2 * C3 + 2 * C + h * hs, *g = dout + t * C + h * hs;
+                    size_t o = h * L + t * (t + 1) / 2 + t2;
+                    volatile float sc = ref_dot(q, k, hs);
+                    ck_assert_msg(fbits(att[o]) == fbits(sc * scale), "hs %zu: att[%zu,%zu]", hs, t, t2);
+                    volatile float z = 0.0f, dd = ref_dot(g, v, hs);
+                    ck_assert_msg(fbits(dp[o]) == fbits(z + dd), "hs %zu: dprob[%zu,%zu]", hs, t, t2);
+                }
+            for (size_t t = 0; t < OT; t++)
+                for (size_t d = 0; d < hs; d++) {
+                    volatile float sy = 0.0f, sq = 0.0f, sk = 0.0f, sv = 0.0f, z = 0.0f;
+                    for (size_t j = 0; j <= t; j++) {   /* y[t], dq[t]: j = t2 <= t */
+                        sy = fmaf(pr[t * (t + 1) / 2 + j], qkv[j * C3 + 2 * C + h * hs + d], sy);
+                        volatile float c = dah[t * (t + 1) / 2 + j] * scale;
+                        sq = fmaf(c, qkv[j * C3 + C + h * hs + d], sq);
+                    }
+                    for (size_t j = t; j < OT; j++) {   /* dk[t], dv[t]: j = t' >= t */
+                        volatile float c = dah[j * (j + 1) / 2 + t] * scale;
+                        sk = fmaf(c, qkv[j * C3 + h * hs + d], sk);
+                        sv = fmaf(pr[j * (j + 1) / 2 + t], dout[j * C + h * hs + d], sv);
+                    }
+                    ck_assert_msg(fbits(y[t * C + h * hs + d]) == fbits(sy), "hs %zu: y[%zu][%zu]", hs, t, d);
+                    ck_assert_msg(fbits(dq2[t * C3 + h * hs + d]) == fbits(z + sq), "hs %zu: dq[%zu][%zu]", hs, t, d);
+                    ck_assert_msg(fbits(dq2[t * C3 + C + h * hs + d]) == fbits(z + sk), "hs %zu: dk[%zu][%zu]", hs, t, d);
+                    ck_assert_msg(fbits(dq1[t * C3 + 2 * C + h * hs + d]) == fbits(z + sv), "hs %zu: dv[%zu][%zu]", hs, t,
+                                  d);
+                }
+        }
+        free(qkv); free(dout); free(da); free(prob); free(att); free(y); free(dp); free(dq1); free(dq2);
+    }
+}
+END_TEST
+
 START_TEST(test_attention_gradients)
 {
     attn_ctx c = attn_setup();
@@ -716,6 +794,7 @@ int main(void)
     tcase_add_test(tc, test_residual);
     tcase_add_test(tc, test_attention_forward_reference);
     tcase_add_test(tc, test_attention_gradients);
+    tcase_add_test(tc, test_attention_order);
     tcase_add_test(tc, test_rows_forms_equal_attention);
     suite_add_tcase(su, tc);
     TCase *td = tcase_create("data");
