@@ -149,21 +149,31 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
 /* db [O] = float(sum_r g[r,o]) with the sum in double over r ascending:
  * row by row into double sums of 256 columns at a time (the same order per
  * element; column blocks go to the threads). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define LIN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define LIN_CLONES
+#endif
+enum { CB = 256 };
+
+/* db [o0, o0 + no) of bias_grad (compiled for AVX-512 and AVX2 too: the
+ * column loop vectorises, each column's sum in row order). */
+LIN_CLONES static void bias_cols(float *db, const float *g, int B, int O, int o0, int no)
+{
+    double sum[CB];
+    for (int o = 0; o < no; o++) sum[o] = 0.0;
+    for (int r = 0; r < B; r++) {
+        const float *gr = g + (size_t)r * O + o0;
+        for (int o = 0; o < no; o++) sum[o] += gr[o];
+    }
+    for (int o = 0; o < no; o++) db[o0 + o] = (float)sum[o];
+}
+
 static void bias_grad(float *db, const float *g, int B, int O)
 {
-    enum { CB = 256 };
     int nb = (O + CB - 1) / CB, nt = amp_get_threads();
     #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb > 1 && (size_t)B * O >= AMP_PAR_MIN)
-    for (int blk = 0; blk < nb; blk++) {
-        int o0 = blk * CB, no = O - o0 < CB ? O - o0 : CB;
-        double sum[CB];
-        for (int o = 0; o < no; o++) sum[o] = 0.0;
-        for (int r = 0; r < B; r++) {
-            const float *gr = g + (size_t)r * O + o0;
-            for (int o = 0; o < no; o++) sum[o] += gr[o];
-        }
-        for (int o = 0; o < no; o++) db[o0 + o] = (float)sum[o];
-    }
+    for (int blk = 0; blk < nb; blk++) bias_cols(db, g, B, O, blk * CB, O - blk * CB < CB ? O - blk * CB : CB);
 }
 
 /* Where a gradient GEMM writes: t's own data when this is t's first write of
