@@ -41,68 +41,51 @@ static void pack_t(float *kt, const float *x, size_t ld, size_t n, size_t T, siz
         for (size_t i = 0; i < n; i++) kt[i * Tp + t] = x[t * ld + i];
 }
 
-/* out[j] = q . k_{t0+j} for j < TB, k read from kt (n,Tp) columns t0..t0+TB-1,
- * each in float32 with four partial sums from +0 (a fixed order):
- *   s[i mod 4] = fmaf(q_i, k_i, s[i mod 4]) for i < n - n mod 4, then
- *   s0 = fmaf(q_i, k_i, s0) for the rest, result (s0 + s1) + (s2 + s3). */
 #define ATTN_INLINE static inline __attribute__((always_inline))   /* (inlined into the clones) */
-ATTN_INLINE void dots_block(float *out, const float *q, const float *kt, size_t Tp, size_t t0, size_t n)
+
+/* out_r[j] = q_r . k_{t0+j} for j < TB and each of R (1 or 2) rows q_r, k read
+ * from kt (n,Tp) columns t0..t0+TB-1, each in float32 with four partial sums
+ * from +0 (a fixed order):
+ *   s[i mod 4] = fmaf(q_i, k_i, s[i mod 4]) for i < n - n mod 4, then
+ *   s0 = fmaf(q_i, k_i, s0) for the rest, result (s0 + s1) + (s2 + s3).
+ * Two rows share the loads of k and put twice the independent sums in flight. */
+ATTN_INLINE void dots_rows(int R, float *const *out, const float *const *q, const float *kt, size_t Tp, size_t t0,
+                           size_t n)
 {
-    float s0[TB] = { 0 }, s1[TB] = { 0 }, s2[TB] = { 0 }, s3[TB] = { 0 };
+    float s[2][4][TB] = { { { 0 } } };
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         const float *k0 = kt + i * Tp + t0, *k1 = k0 + Tp, *k2 = k1 + Tp, *k3 = k2 + Tp;
-        float q0 = q[i], q1 = q[i + 1], q2 = q[i + 2], q3 = q[i + 3];
-        for (size_t j = 0; j < TB; j++) {
-            s0[j] = fmaf(q0, k0[j], s0[j]);
-            s1[j] = fmaf(q1, k1[j], s1[j]);
-            s2[j] = fmaf(q2, k2[j], s2[j]);
-            s3[j] = fmaf(q3, k3[j], s3[j]);
+        for (int r = 0; r < R; r++) {
+            float q0 = q[r][i], q1 = q[r][i + 1], q2 = q[r][i + 2], q3 = q[r][i + 3];
+            for (size_t j = 0; j < TB; j++) {
+                s[r][0][j] = fmaf(q0, k0[j], s[r][0][j]);
+                s[r][1][j] = fmaf(q1, k1[j], s[r][1][j]);
+                s[r][2][j] = fmaf(q2, k2[j], s[r][2][j]);
+                s[r][3][j] = fmaf(q3, k3[j], s[r][3][j]);
+            }
         }
     }
     for (; i < n; i++) {
         const float *k0 = kt + i * Tp + t0;
-        float q0 = q[i];
-        for (size_t j = 0; j < TB; j++) s0[j] = fmaf(q0, k0[j], s0[j]);
+        for (int r = 0; r < R; r++)
+            for (size_t j = 0; j < TB; j++) s[r][0][j] = fmaf(q[r][i], k0[j], s[r][0][j]);
     }
-    for (size_t j = 0; j < TB; j++) out[j] = (s0[j] + s1[j]) + (s2[j] + s3[j]);
+    for (int r = 0; r < R; r++)
+        for (size_t j = 0; j < TB; j++) out[r][j] = (s[r][0][j] + s[r][1][j]) + (s[r][2][j] + s[r][3][j]);
 }
 
-/* dots_block for two rows qa, qb against the same columns (each output the
- * same operations as dots_block's; twice the independent sums in flight). */
+ATTN_INLINE void dots_block(float *out, const float *q, const float *kt, size_t Tp, size_t t0, size_t n)
+{
+    dots_rows(1, &out, &q, kt, Tp, t0, n);
+}
+
 ATTN_INLINE void dots_block2(float *outa, float *outb, const float *qa, const float *qb, const float *kt, size_t Tp,
                              size_t t0, size_t n)
 {
-    float a0[TB] = { 0 }, a1[TB] = { 0 }, a2[TB] = { 0 }, a3[TB] = { 0 };
-    float b0[TB] = { 0 }, b1[TB] = { 0 }, b2[TB] = { 0 }, b3[TB] = { 0 };
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const float *k0 = kt + i * Tp + t0, *k1 = k0 + Tp, *k2 = k1 + Tp, *k3 = k2 + Tp;
-        float x0 = qa[i], x1 = qa[i + 1], x2 = qa[i + 2], x3 = qa[i + 3];
-        float y0 = qb[i], y1 = qb[i + 1], y2 = qb[i + 2], y3 = qb[i + 3];
-        for (size_t j = 0; j < TB; j++) {
-            a0[j] = fmaf(x0, k0[j], a0[j]);
-            a1[j] = fmaf(x1, k1[j], a1[j]);
-            a2[j] = fmaf(x2, k2[j], a2[j]);
-            a3[j] = fmaf(x3, k3[j], a3[j]);
-            b0[j] = fmaf(y0, k0[j], b0[j]);
-            b1[j] = fmaf(y1, k1[j], b1[j]);
-            b2[j] = fmaf(y2, k2[j], b2[j]);
-            b3[j] = fmaf(y3, k3[j], b3[j]);
-        }
-    }
-    for (; i < n; i++) {
-        const float *k0 = kt + i * Tp + t0;
-        float x0 = qa[i], y0 = qb[i];
-        for (size_t j = 0; j < TB; j++) {
-            a0[j] = fmaf(x0, k0[j], a0[j]);
-            b0[j] = fmaf(y0, k0[j], b0[j]);
-        }
-    }
-    for (size_t j = 0; j < TB; j++) {
-        outa[j] = (a0[j] + a1[j]) + (a2[j] + a3[j]);
-        outb[j] = (b0[j] + b1[j]) + (b2[j] + b3[j]);
-    }
+    float *out[2] = { outa, outb };
+    const float *q[2] = { qa, qb };
+    dots_rows(2, out, q, kt, Tp, t0, n);
 }
 
 /* The causal dot products of one head: f(t, t2, q_t . k_t2) for t2 <= t < T,
