@@ -21,7 +21,7 @@ The weights keep their parameter names (``<m>.weight_ih_l0``,
 import torch
 import torch.nn.functional as F
 
-from . import _rnn_fused
+from . import _rnn_fused, _rnn_layer
 from . import _rt
 from ._functions import _RoundFn
 from ._rt import EmulationError
@@ -120,6 +120,10 @@ def _layer(kind, x, hid, w, n, sfx, reverse):
     w_ih, w_hh, b_ih, b_hh = w
     n.label = "ih" + sfx
     xw = F.linear(x, w_ih, b_ih).unbind(0)
+    if n.emu is not None and _rnn_layer.applies(n.emu, kind, xw, hid, w_hh, b_hh):
+        outs, hid = _rnn_layer.layer(n.emu, kind, xw, hid, w, n.path, sfx, reverse)
+        n.label = "output" + sfx
+        return torch.stack(outs, 0), hid
     steps = len(xw)
     outs = [None] * steps
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):

@@ -1,0 +1,450 @@
+"""An emulated nn.LSTM / nn.GRU layer (one direction) as one autograd Function.
+
+Used by _rnn.py for the layers of an nn.LSTM or nn.GRU when the policy's
+pointwise ops run in FP32 and are rounded once to nearest (_rnn_fused.usable),
+its GEMM operands are in the activation formats (no FP8 scaling), every
+gradient format is narrow and the hidden weights are parameters. It gives the
+op-by-op emulation's values, gradients, statistics, non-finite report and
+coverage rows bit for bit, at a fraction of the cost: per time step one
+torch.addmm (the hidden GEMM, bias included, on the rounded operands, as
+F.linear runs it), PyTorch's own sigmoid and tanh calls on the same operands
+as op by op (its vectorised kernels cannot be reproduced in C bit for bit),
+and three calls of the C kernels (sim/amp_rnn.h) that do all the other
+arithmetic and roundings of the step; backward the same with the hidden
+GEMM's two products (torch.mm, in autograd's operand order for addmm) and the
+bias sum. No per-step autograd nodes, gradient buffers or mode dispatch.
+
+What the op-by-op path does across steps, and how it is kept:
+- the hidden state h_t feeds the next step's GEMM (its first use) and the
+  output stack (and, for the GRU, the next step's h - n): its gradient is
+  the gradient buffer's sum of those contributions in autograd's order
+  (stack, h - n, GEMM; _grad.py), formed by the C kernels;
+- the weight copies of W_hh and b_hh are used by every step: each step's
+  share is rounded at the weight's name and added into the copy's buffer
+  (later steps first), the first step's share is returned to autograd as
+  the first use's contribution, so the buffer ends as op by op;
+- the last step's h is a gradient source (the output stack and h_n use it);
+  h0 and c0, the input rows and the weight copies pass through _grad.use
+  in the op-by-op order.
+``ENABLED`` switches it off (the step-by-step path; tests compare the two)."""
+import ctypes
+
+import torch
+import torch.nn.functional as F
+
+from .. import _lib
+from .._round import Stats
+from . import _grad, _rnn_fused, _rt
+from ._rt import FMT_ATTR as _FMT
+from ._rt import fmt_of as _fmt_of
+from ._scope import join as _join
+
+#: False: the layers run step by step
+ENABLED = True
+
+_VP, _SZ, _I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+_SLOTS = 6
+
+
+class _Ctx(ctypes.Structure):
+    """Mirror of amp_rnn_ctx (sim/amp_rnn.h)."""
+    _fields_ = [("fmt", _VP * _SLOTS), ("opts", _VP * _SLOTS), ("stats", _VP), ("scratch", _VP), ("tmp", _VP),
+                ("nf_site", _I), ("nf_count", ctypes.c_uint64), ("status", _I)]
+
+
+_GATES = _lib._fn("amp_rnn_gates", None, _VP, _VP, _VP, _VP, _SZ)
+_LSTM_FWD = _lib._fn("amp_lstm_fwd", None, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _SZ)
+_LSTM_OUT = _lib._fn("amp_lstm_fwd_out", None, _VP, _VP, _VP, _VP, _SZ)
+_LSTM_BWD = _lib._fn("amp_lstm_bwd", None, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _SZ, _SZ)
+_GRU_FWD = _lib._fn("amp_gru_fwd", None, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _SZ, _SZ)
+_GRU_OUT = _lib._fn("amp_gru_fwd_out", None, _VP, _VP, _VP, _VP, _VP, _VP, _SZ)
+_GRU_BWD = _lib._fn("amp_gru_bwd", None, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _SZ, _SZ)
+_SHARES = _lib._fn("amp_rnn_shares", None, _VP, _VP, _SZ, _I, _VP, _SZ, _I, _VP, _VP, _VP, _I)
+
+_fo_cache = {}
+
+
+def _fo(fmt, mode="rne", sr_bits=0):
+    """(address of the format, address of the options) of a rounding."""
+    key = (fmt, mode, sr_bits)
+    a = _fo_cache.get(key)
+    if a is None:
+        f, o = _rt.fmt_struct(fmt), _rt._opts(fmt, mode, False, sr_bits)
+        a = _fo_cache[key] = (ctypes.addressof(f._f), ctypes.addressof(o), f, o)
+    return a
+
+
+def _ptr(t):
+    return None if t is None else t.data_ptr()
+
+
+def _dense(t):
+    return t if t is None or t.is_contiguous() else t.contiguous()
+
+
+def applies(emu, kind, xw, hid, w_hh, b_hh):
+    """Whether a layer with these operands may run as one Function."""
+    with emu._quiet():
+        return _usable(emu, kind, xw, hid, w_hh, b_hh)
+
+
+def _usable(emu, kind, xw, hid, w_hh, b_hh):
+    if not ENABLED or kind not in ("lstm", "gru") or not _rnn_fused.usable(emu):
+        return False
+    pol = emu.policy
+    if pol.rounding != "rne" or pol.fp8_scaling or emu.kernels != "torch" or pol.fwd_in != pol.act \
+            or pol.bwd_in != pol.act_grad or "fp32" in (pol.act_grad, pol.weight_grad):
+        return False
+    if not isinstance(w_hh, torch.nn.Parameter) or not (b_hh is None or isinstance(b_hh, torch.nn.Parameter)):
+        return False
+    ts = list(xw) + (list(hid) if kind == "lstm" else [hid])
+    return all(t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous() and t.dim() == 2
+               and _fmt_of(t) == pol.act for t in ts)
+
+
+class _Plan:
+    """One layer call: names, formats, the C context and statistics."""
+
+    def __init__(self, emu, kind, path, sfx, wnames, B, H, order):
+        pol = emu.policy
+        self.emu, self.kind, self.B, self.H, self.order = emu, kind, B, H, order
+        ops = _rnn_fused.LSTM_OPS if kind == "lstm" else _rnn_fused.GRU_OPS
+        fwd = [_join(path, "hh" + sfx) + ".out"] + [_join(path, op + sfx) + ".out" for op in ops]
+        self.names = fwd + [s + ".grad" for s in fwd] + [n + ".grad" if n else None for n in wnames]
+        nf = len(fwd)
+        self.nfwd = nf
+        self.roles = ["act"] * nf + ["act_grad"] * nf + ["weight_grad"] * 2
+        self.fmts = [pol.act] * nf + [pol.act_grad] * nf + [pol.weight_grad] * 2
+        c = self.c = _Ctx()
+        sr = pol.sr_bits
+        for k, (fmt, mode, bits) in enumerate(((pol.act, "rne", sr), (pol.act_grad, "rne", sr),
+                                               (pol.weight_grad, "rne", sr), (pol.act, "rne", 0),
+                                               (pol.act_grad, "rne", 0), (pol.weight_grad, "rne", 0))):
+            a = _fo(fmt, mode, bits)
+            c.fmt[k], c.opts[k] = a[0], a[1]
+        self.scratch = _lib.AmpStats()
+        _lib.lib.amp_stats_init(ctypes.byref(self.scratch))
+        c.scratch = ctypes.addressof(self.scratch)
+        G = 4 if kind == "lstm" else 3
+        self.tmp = torch.empty(16 * B * H * max(G, 1))
+        c.tmp = self.tmp.data_ptr()
+        self.cp = ctypes.addressof(c)
+        self.runs = None
+
+    def begin(self, backward):
+        """Statistics pointers for the sites of the coming pass (forward or backward)."""
+        emu, c = self.emu, self.c
+        c.nf_site, c.nf_count, c.status = -1, 0, 0
+        due = emu._stats_due("act_grad" if backward else "act")
+        if not due:
+            c.stats, self.runs = None, None
+            return
+        lo, hi = (self.nfwd, len(self.names)) if backward else (0, self.nfwd)
+        arr = (_VP * len(self.names))()
+        runs = []
+        for k in range(lo, hi):
+            name = self.names[k]
+            if name is None:
+                continue
+            prev = emu._stats.get(name)
+            if prev is not None:
+                st = _lib.AmpStats.from_buffer_copy(prev[2]._s)
+            else:
+                st = _lib.AmpStats()
+                _lib.lib.amp_stats_init(ctypes.byref(st))
+            arr[k] = ctypes.addressof(st)
+            runs.append((k, st, prev is not None))
+        self.arr, self.runs = arr, runs
+        c.stats = ctypes.addressof(arr)
+
+    def end(self, backward):
+        """The pass's statistics and its first non-finite result, into the emulation."""
+        emu, c = self.emu, self.c
+        if c.status:
+            _lib.check(c.status)
+        if self.runs:
+            for k, st, had in self.runs:
+                if st.n or had:         # (a site this pass never rounded gets no row, as op by op)
+                    fmt = self.fmts[k]
+                    emu._stats[self.names[k]] = (self.roles[k], fmt, Stats._wrap(st, _rt.fmt_struct(fmt)))
+        if c.nf_site >= 0 and emu._nf is None:
+            emu._nf = (self.names[c.nf_site], "backward" if backward else "forward", int(c.nf_count))
+        c.stats, self.runs = None, None
+
+
+def _weight_buf(emu, p, fmt):
+    """The gradient buffer of the step's cast copy of parameter p (None: none)."""
+    hit = emu._casts.get((id(p), fmt))
+    if hit is None:
+        return None
+    buf = getattr(hit[1], _grad.BUF_ATTR, None)
+    return buf if buf is not None and hit[1].grad_fn is buf.node else None
+
+
+def _acc_from(buf, like):
+    """(sum so far, contributions in it) of a weight copy's buffer, for the kernels."""
+    if buf is None or buf.g is None:
+        return torch.empty_like(like), 0
+    g = buf.g
+    if buf.raw:
+        g = _rt.round_t(g.float(), buf.fmt)[0]
+    return g.clone().contiguous(), 1
+
+
+def _shares_bwd(p, ctx, dw, db, cnt, accs):
+    """Round the pending shares of a step (and add them into the sums when accs)."""
+    ids = (_rnn_fused_W[p.kind], _rnn_fused_W[p.kind] + 1)
+    _SHARES(p.cp, _ptr(dw), 0 if dw is None else dw.numel(), ids[0], _ptr(db), 0 if db is None else db.numel(),
+            ids[1], _ptr(accs[0]) if accs else None, _ptr(accs[1]) if accs else None, ctypes.addressof(cnt),
+            p.plain)
+
+
+# the weight-share sites: AMP_LSTM_W = 22, AMP_GRU_W = 20 (sim/amp_rnn.h)
+_rnn_fused_W = {"lstm": 22, "gru": 20}
+
+
+def _gemm_bwd(p, ctx, g, h, w, need_h):
+    """The hidden GEMM's products for its rounded output gradient g: the
+    weight's and the bias's shares (unrounded) and h's gradient, as
+    autograd's addmm backward forms them (mat2 = W^T, column-major)."""
+    dw = torch.mm(g.t(), h) if ctx.need_w else None
+    db = g.sum(0) if ctx.need_b else None
+    dh = torch.mm(g, w) if need_h else None
+    return dw, db, dh
+
+
+def _backward_loop(ctx, p, grads, step, carry):
+    """The steps' backward, last first; step(t, ext, rec, carry) runs the
+    kernel of step t (ext: its output's gradient from outside, rec: the next
+    step's GEMM's contribution to it, carry: what the next step passed on)
+    and returns (the GEMM output's gradient, xw's gradient, carry)."""
+    w = ctx.w
+    n_t = len(p.order)
+    cnt = (_I * 2)()
+    accs = None
+    if ctx.need_w and n_t > 1:
+        aw, cnt[0] = _acc_from(None if p.plain else ctx.wbuf, w)
+        ab, cnt[1] = _acc_from(None if p.plain else ctx.bbuf, ctx.b) if ctx.need_b else (None, 0)
+        accs = (aw, ab)
+    dxw = [None] * n_t
+    pend = None
+    dh = None
+    for i, t in enumerate(reversed(p.order)):
+        if pend is not None:
+            _shares_bwd(p, ctx, pend[0], pend[1], cnt, accs)
+        g, gx, carry = step(t, _dense(grads[t]), dh, carry)
+        dxw[t] = gx
+        first = i == n_t - 1
+        dw, db, dh = _gemm_bwd(p, ctx, g, ctx.hs[t], w, not first or ctx.need_h0)
+        pend = (dw, db)
+    if ctx.need_w or ctx.need_b:
+        _shares_bwd(p, ctx, pend[0], pend[1], cnt, None)
+    if accs is not None and p.plain:
+        # autograd's float32 sum of the steps' shares (the first step's last)
+        pend = tuple(None if s is None else a + s if a is not None and cnt[k] else s
+                     for k, (a, s) in enumerate(zip(accs, pend)))
+    elif accs is not None:
+        for buf, acc, k in ((ctx.wbuf, accs[0], 0), (ctx.bbuf, accs[1], 1)):
+            if buf is not None and acc is not None and cnt[k]:
+                buf.g, buf.raw = acc, cnt[k] == 1
+    return dxw, dh, carry, pend
+
+
+class _LSTMLayer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p, h0, c0, w, b, *xw):
+        B, H = p.B, p.H
+        n = B * H
+        cp = p.cp
+        wt = w.t()
+        p.begin(False)
+        h, cx = h0, c0
+        hs, cs, ys, tcs = {}, {}, {}, {}
+        hys = [None] * len(xw)
+        for t in p.order:
+            hw = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
+            g = torch.empty_like(hw)
+            _GATES(cp, hw.data_ptr(), xw[t].data_ptr(), g.data_ptr(), hw.numel())
+            y = (torch.sigmoid(g[:, :H]), torch.sigmoid(g[:, H:2 * H]), torch.tanh(g[:, 2 * H:3 * H]),
+                 torch.sigmoid(g[:, 3 * H:]))
+            cy = torch.empty_like(cx)
+            _LSTM_FWD(cp, y[0].data_ptr(), y[1].data_ptr(), y[2].data_ptr(), y[3].data_ptr(), cx.data_ptr(),
+                      cy.data_ptr(), n)
+            tc = torch.tanh(cy)
+            hy = torch.empty_like(cy)
+            _LSTM_OUT(cp, tc.data_ptr(), y[3].data_ptr(), hy.data_ptr(), n)
+            hs[t], cs[t], ys[t], tcs[t] = h, cx, y, tc
+            hys[t] = hy
+            h, cx = hy, cy
+        p.end(False)
+        _save(ctx, p, w, b, hs, h0)
+        ctx.cs, ctx.ys, ctx.tcs = cs, ys, tcs
+        ctx.need_c0 = ctx.needs_input_grad[2]
+        return tuple(hys) + (cx,)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        p = ctx.p
+        B, H = p.B, p.H
+        cs, ys, tcs = ctx.cs, ctx.ys, ctx.tcs
+        p.begin(True)
+
+        def step(t, ext, rec, dcn):
+            y = ys[t]
+            dg = torch.empty(B, 4 * H)
+            dc = torch.empty(B, H)
+            _LSTM_BWD(p.cp, _ptr(ext), _ptr(rec), _ptr(dcn), y[0].data_ptr(), y[1].data_ptr(), y[2].data_ptr(),
+                      y[3].data_ptr(), cs[t].data_ptr(), tcs[t].data_ptr(), dg.data_ptr(), dc.data_ptr(), B, H)
+            return dg, dg, dc
+        with p.emu._quiet():
+            dxw, dh, dc, pend = _backward_loop(ctx, p, grads, step, _dense(grads[-1]))
+        p.end(True)
+        _free(ctx)
+        ctx.cs = ctx.ys = ctx.tcs = None
+        return (None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None,
+                pend[0], pend[1]) + tuple(dxw)
+
+
+class _GRULayer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p, h0, h0b, w, b, *xw):
+        B, H = p.B, p.H
+        n = B * H
+        cp = p.cp
+        wt = w.t()
+        p.begin(False)
+        h = h0
+        hs, sv = {}, {}
+        hys = [None] * len(xw)
+        for t in p.order:
+            hw = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
+            g = torch.empty_like(hw)
+            x = xw[t]
+            _GATES(cp, hw.data_ptr(), x.data_ptr(), g.data_ptr(), hw.numel())
+            yr, yz = torch.sigmoid(g[:, :H]), torch.sigmoid(g[:, H:2 * H])
+            hn = torch.empty_like(h)
+            npre = torch.empty_like(h)
+            _GRU_FWD(cp, yr.data_ptr(), yz.data_ptr(), hw.data_ptr(), x.data_ptr(), hn.data_ptr(), npre.data_ptr(),
+                     B, H)
+            nt = torch.tanh(npre)
+            d = torch.empty_like(h)
+            hy = torch.empty_like(h)
+            _GRU_OUT(cp, nt.data_ptr(), h.data_ptr(), yz.data_ptr(), d.data_ptr(), hy.data_ptr(), n)
+            hs[t], sv[t] = h, (hw, yr, yz, d, nt)
+            hys[t] = hy
+            h = hy
+        p.end(False)
+        _save(ctx, p, w, b, hs, h0)
+        ctx.sv = sv
+        ctx.need_h0b = ctx.needs_input_grad[2]
+        return tuple(hys)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        p = ctx.p
+        B, H = p.B, p.H
+        sv = ctx.sv
+        p.begin(True)
+
+        def step(t, ext, rec, gdn):
+            hw, yr, yz, d, nt = sv[t]
+            dhw = torch.empty(B, 3 * H)
+            dxw = torch.empty(B, 3 * H)
+            gd = torch.empty(B, H)
+            _GRU_BWD(p.cp, _ptr(ext), _ptr(gdn), _ptr(rec), yr.data_ptr(), yz.data_ptr(), hw.data_ptr(),
+                     d.data_ptr(), nt.data_ptr(), dhw.data_ptr(), dxw.data_ptr(), gd.data_ptr(), B, H)
+            return dhw, dxw, gd
+        with p.emu._quiet():
+            dxw, dh, gd, pend = _backward_loop(ctx, p, grads, step, None)
+        p.end(True)
+        _free(ctx)
+        ctx.sv = None
+        return (None, dh if ctx.need_h0 else None, gd if ctx.need_h0b else None,
+                pend[0], pend[1]) + tuple(dxw)
+
+
+def _save(ctx, p, w, b, hs, h0):
+    ctx.set_materialize_grads(False)
+    ctx.p, ctx.w, ctx.b, ctx.hs = p, w, b, hs
+    ctx.need_h0 = ctx.needs_input_grad[1]
+    ctx.need_w = ctx.needs_input_grad[3]
+    ctx.need_b = b is not None and ctx.needs_input_grad[4]
+    emu = p.emu
+    pol = emu.policy
+    ctx.wbuf = _weight_buf(emu, p.wparam, pol.weight) if ctx.need_w else None
+    ctx.bbuf = _weight_buf(emu, p.bparam, pol.bias) if ctx.need_b else None
+
+
+def _free(ctx):
+    ctx.hs = ctx.w = ctx.b = ctx.wbuf = ctx.bbuf = None
+
+
+def _wname(emu, p, site, bias):
+    """The name of parameter p's gradient share at GEMM site (as _handlers._gemm names it)."""
+    own = _join(site, "bias" if bias else "weight")
+    tied = own in emu._param_sites.get(id(p), ()) and own != emu._param_names.get(id(p))
+    return own if tied else emu._param_names.get(id(p)) or own
+
+
+def layer(emu, kind, x, hid, w, path, sfx, reverse):
+    """One layer in one direction over the rows xw of the input GEMM (a tuple
+    of T (B, G*H) tensors): (its T outputs, the final hidden state) as
+    _rnn._layer returns them."""
+    w_ih, w_hh, b_ih, b_hh = w
+    xw = x
+    T = len(xw)
+    h0 = hid[0] if kind == "lstm" else hid
+    order = list(range(T - 1, -1, -1)) if reverse else list(range(T))
+    site = _join(path, "hh" + sfx)
+    with emu._quiet():
+        B, H = h0.shape
+        # the op-by-op first step's registrations and uses, in its order
+        hu = _grad.use(h0)
+        wc = emu._cast_weight(w_hh, site, False)
+        bc = emu._cast_weight(b_hh, site, True) if b_hh is not None else None
+        # the steps after the first take the cached copy again: through a use
+        # node (its gradient buffer sums their shares) or as it is (autograd
+        # sums them in float32); asked of the cache itself
+        hit = emu._casts.get((id(w_hh), emu.policy.weight))
+        plain = hit is not None and emu._cast_weight(w_hh, site, False) is hit[1]
+        emu._register_site(site, (h0, wc) + ((bc,) if bc is not None else ()), ())
+        wnames = (_wname(emu, w_hh, site, False), _wname(emu, b_hh, site, True) if b_hh is not None else None)
+        ops = _rnn_fused.LSTM_OPS if kind == "lstm" else _rnn_fused.GRU_OPS
+        _rnn_fused._sites(emu, path, sfx, ops)
+        key = (kind, path, sfx, B, H, T, reverse, wnames)
+        plans = emu.__dict__.setdefault("_rnn_layer_plans", {})
+        p = plans.get(key)
+        if p is None:
+            p = plans[key] = _Plan(emu, kind, path, sfx, wnames, B, H, order)
+        p.wparam, p.bparam, p.plain = w_hh, b_hh, int(plain)
+        if kind == "lstm":
+            second = _grad.use(hid[1])
+        else:
+            second = _grad.use(h0)
+        xs = tuple(_grad.use(t) for t in xw)
+        fn = _LSTMLayer if kind == "lstm" else _GRULayer
+        outs = fn.apply(p, hu, second, wc, bc, *xs)
+        act = emu.policy.act
+        for o in outs:
+            setattr(o, _FMT, act)
+        _count(emu, kind, T, B, H, w_hh.shape[1])
+        hys = list(outs[:T])
+        last = order[-1]
+        hys[last] = _grad.source(hys[last], emu._grad_fmt(act))
+        if kind == "lstm":
+            return hys, (hys[last], outs[T])
+        return hys, hys[last]
+
+
+def _count(emu, kind, T, B, H, K):
+    """The coverage rows of the op-by-op steps' calls: T hidden GEMMs and T pointwise parts."""
+    rows = emu._cov.rows
+    G = 4 if kind == "lstm" else 3
+    r = rows.get(F.linear)
+    if r is None:
+        r = rows[F.linear] = ["gemm", 0, 0, 0]
+    r[1] += T
+    r[2] += T * B * G * H
+    r[3] += T * B * G * H * K
+    for _ in range(T):
+        _rnn_fused._count(emu, _rnn_fused._LSTM_CALLS if kind == "lstm" else _rnn_fused._GRU_CALLS, B * H)
