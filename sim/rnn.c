@@ -52,25 +52,39 @@ static void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b, const
     }
 }
 
-/* The sigmoid rule r(r(g * r(1 - y)) * y), or (tanh) r(g * r(1 - r(y * y))),
- * of n values; t: n floats of scratch. */
-static void rule(amp_rnn_ctx *c, int tanh_rule, const float *g, const float *y, float *out, float *t, size_t n)
+/* The backward rules of G gates at once (planar: gate k in [k*n, k*n+n)):
+ * the sigmoid rule r(r(g * r(1 - y)) * y), and for gate tk (-1: none) the
+ * tanh rule r(g * r(1 - r(y * y))), each with its three roundings in one call
+ * for all gates (a rounding of an element does not depend on the others).
+ * t, u: G*n floats of scratch each. */
+static void rules(amp_rnn_ctx *c, size_t G, int tk, const float *g, const float *y, float *out, float *t, float *u,
+                  size_t n)
 {
-    if (tanh_rule) {
-        for (size_t i = 0; i < n; i++) t[i] = y[i] * y[i];
-        rnd(c, AMP_RNN_RULE, -1, t, n);
-        for (size_t i = 0; i < n; i++) t[i] = 1.0f - t[i];
-        rnd(c, AMP_RNN_RULE, -1, t, n);
-        for (size_t i = 0; i < n; i++) out[i] = g[i] * t[i];
-        rnd(c, AMP_RNN_RULE, -1, out, n);
-        return;
+    size_t m = G * n;
+    for (size_t k = 0; k < G; k++) {
+        size_t a = k * n;
+        if ((int)k == tk)
+            for (size_t i = a; i < a + n; i++) t[i] = y[i] * y[i];
+        else
+            for (size_t i = a; i < a + n; i++) t[i] = 1.0f - y[i];
     }
-    for (size_t i = 0; i < n; i++) t[i] = 1.0f - y[i];
-    rnd(c, AMP_RNN_RULE, -1, t, n);
-    for (size_t i = 0; i < n; i++) out[i] = g[i] * t[i];
-    rnd(c, AMP_RNN_RULE, -1, out, n);
-    for (size_t i = 0; i < n; i++) out[i] = out[i] * y[i];
-    rnd(c, AMP_RNN_RULE, -1, out, n);
+    rnd(c, AMP_RNN_RULE, -1, t, m);
+    for (size_t k = 0; k < G; k++) {
+        size_t a = k * n;
+        if ((int)k == tk)
+            for (size_t i = a; i < a + n; i++) u[i] = 1.0f - t[i];
+        else
+            for (size_t i = a; i < a + n; i++) u[i] = g[i] * t[i];
+    }
+    rnd(c, AMP_RNN_RULE, -1, u, m);
+    for (size_t k = 0; k < G; k++) {
+        size_t a = k * n;
+        if ((int)k == tk)
+            for (size_t i = a; i < a + n; i++) out[i] = g[i] * u[i];
+        else
+            for (size_t i = a; i < a + n; i++) out[i] = u[i] * y[i];
+    }
+    rnd(c, AMP_RNN_RULE, -1, out, m);
 }
 
 /* Column chunk k (H wide) of a B x (G*H) array: copied out, or in. */
@@ -121,8 +135,10 @@ void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const floa
 {
     const int G0 = AMP_LSTM_GRAD;
     size_t n = B * H;
-    float *dh = c->tmp, *d_o = dh + n, *dtc = d_o + n, *dcy = dtc + n, *gig = dcy + n, *gfc = gig + n;
-    float *d_i = gfc + n, *d_g = d_i + n, *d_f = d_g + n, *t = d_f + n, *r = t + n, *u = r + n;
+    /* planar blocks of four gates: their gradients gs, outputs ys, rule results */
+    float *dh = c->tmp, *dtc = dh + n, *dcy = dtc + n, *gig = dcy + n, *gfc = gig + n;
+    float *gs = gfc + n, *ys = gs + 4 * n, *r = ys + 4 * n, *t = r + 4 * n, *u = t + 4 * n;
+    float *d_i = gs, *d_f = gs + n, *d_g = gs + 2 * n, *d_o = gs + 3 * n;
     int has_dh = ext || rec;
     if (has_dh) {
         fold(c, AMP_RNN_BUF, ext, rec, NULL, dh, t, n);
@@ -130,19 +146,21 @@ void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const floa
         for (size_t k = 0; k < n; k++) d_o[k] = dh[k] * tc[k];
         for (size_t k = 0; k < n; k++) dtc[k] = dh[k] * o[k];
         rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_CTANH, dtc, n);
-        rule(c, 1, dtc, tc, u, t, n);                     /* the gradient of c through tanh */
+        rules(c, 1, 0, dtc, tc, r, t, u, n);             /* the gradient of c through tanh */
         if (dcn)
-            fold(c, AMP_RNN_BUF, dcn, u, NULL, dcy, t, n);
+            fold(c, AMP_RNN_BUF, dcn, r, NULL, dcy, t, n);
         else
-            memcpy(dcy, u, n * sizeof *dcy);
+            memcpy(dcy, r, n * sizeof *dcy);
     } else {
         memcpy(dcy, dcn, n * sizeof *dcy);
+        memset(d_o, 0, n * sizeof *d_o);
     }
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_C, dcy, n);
     memcpy(gig, dcy, n * sizeof *gig);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_IG, gig, n);
-    memcpy(gfc, dcy, n * sizeof *gfc);
-    rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_FC, gfc, n);
+    memcpy(gfc, gig, n * sizeof *gfc);        /* (one value under two names: rounded again for fc's statistics) */
+    if (c->stats && c->stats[G0 + AMP_LSTM_FC])
+        rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_FC, gfc, n);
     for (size_t k = 0; k < n; k++) d_i[k] = gig[k] * g[k];
     for (size_t k = 0; k < n; k++) d_g[k] = gig[k] * i[k];
     for (size_t k = 0; k < n; k++) d_f[k] = gfc[k] * cx[k];
@@ -153,14 +171,14 @@ void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const floa
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_CELL, d_g, n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_FORGET, d_f, n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_IN, d_i, n);
-    const float *gs[4] = {d_i, d_f, d_g, d_o}, *ys[4] = {i, f, g, o};
-    for (size_t k = 0; k < 4; k++) {
-        if (k == 3 && !has_dh)
-            memset(r, 0, n * sizeof *r);        /* no gradient reached the output gate */
-        else
-            rule(c, k == 2, gs[k], ys[k], r, t, n);
-        chunk_put(dg, 4, k, r, B, H);
-    }
+    memcpy(ys, i, n * sizeof *ys);
+    memcpy(ys + n, f, n * sizeof *ys);
+    memcpy(ys + 2 * n, g, n * sizeof *ys);
+    memcpy(ys + 3 * n, o, n * sizeof *ys);
+    rules(c, 4, 2, gs, ys, r, t, u, n);
+    if (!has_dh)
+        memset(r + 3 * n, 0, n * sizeof *r);     /* no gradient reached the output gate */
+    for (size_t k = 0; k < 4; k++) chunk_put(dg, 4, k, r + k * n, B, H);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_GATES, dg, 4 * n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_HH, dg, 4 * n);
 }
@@ -198,8 +216,10 @@ void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float
 {
     const int G0 = AMP_GRU_GRAD;
     size_t n = B * H;
-    float *dh = c->tmp, *gdz = dh + n, *d_z = gdz + n, *gn = d_z + n, *gnp = gn + n, *ghn = gnp + n;
-    float *dhn = ghn + n, *d_r = dhn + n, *t = d_r + n, *u = t + n, *hn = u + n;
+    float *dh = c->tmp, *gdz = dh + n, *gn = gdz + n, *gnp = gn + n, *ghn = gnp + n, *dhn = ghn + n;
+    float *hn = dhn + n, *gs = hn + n, *ys = gs + 2 * n, *q = ys + 2 * n, *t = q + 2 * n, *u = t + 2 * n;
+    float *p = u + 2 * n;     /* 3n floats */
+    float *d_r = gs, *d_z = gs + n;
     fold(c, AMP_RNN_BUF, ext, gdn, rec, dh, t, n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_H, dh, n);
     memcpy(gdz, dh, n * sizeof *gdz);
@@ -211,7 +231,7 @@ void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float
     for (size_t k = 0; k < n; k++) u[k] = -gd[k];
     fold(c, AMP_RNN_BUF, dh, u, NULL, gn, t, n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_NEW, gn, n);
-    rule(c, 1, gn, nt, gnp, t, n);
+    rules(c, 1, 0, gn, nt, gnp, t, u, n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_NPRE, gnp, n);
     memcpy(ghn, gnp, n * sizeof *ghn);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_HNR, ghn, n);
@@ -221,26 +241,22 @@ void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_UPDATE, d_z, n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_RESET, d_r, n);
     /* dhw holds the gates' gradient [rule(r), rule(z), 0] for now */
-    rule(c, 0, d_r, r, u, t, n);
-    chunk_put(dhw, 3, 0, u, B, H);
-    rule(c, 0, d_z, z, u, t, n);
-    chunk_put(dhw, 3, 1, u, B, H);
+    memcpy(ys, r, n * sizeof *ys);
+    memcpy(ys + n, z, n * sizeof *ys);
+    rules(c, 2, -1, gs, ys, q, t, u, n);
+    chunk_put(dhw, 3, 0, q, B, H);
+    chunk_put(dhw, 3, 1, q + n, B, H);
     memset(u, 0, n * sizeof *u);
     chunk_put(dhw, 3, 2, u, B, H);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_GATES, dhw, 3 * n);
     /* hw's and xw's gradients: the buffer sums of [0, 0, x] (the chunk) and the gates' */
-    float *p = hn + n;      /* 3n floats */
+    memcpy(dxw, dhw, 3 * n * sizeof *dxw);
     for (size_t s = 0; s < 2; s++) {
         float *out = s ? dxw : dhw;
         memset(p, 0, 3 * n * sizeof *p);
         chunk_put(p, 3, 2, s ? gnp : dhn, B, H);
         rnd(c, AMP_RNN_BUF, -1, p, 3 * n);
-        if (s == 0) {
-            memcpy(dxw, dhw, 3 * n * sizeof *dxw);       /* keep the gates' gradient for xw */
-            for (size_t k = 0; k < 3 * n; k++) dhw[k] = p[k] + dhw[k];
-        } else {
-            for (size_t k = 0; k < 3 * n; k++) out[k] = p[k] + out[k];
-        }
+        for (size_t k = 0; k < 3 * n; k++) out[k] = p[k] + out[k];
         rnd(c, AMP_RNN_BUF, -1, out, 3 * n);
     }
     rnd(c, AMP_RNN_GRAD, AMP_GRU_HH + G0, dhw, 3 * n);

@@ -119,11 +119,12 @@ def _layer(kind, x, hid, w, n, sfx, reverse):
     """One layer in one direction over x (T, B, I): (output (T, B, H), final hidden)."""
     w_ih, w_hh, b_ih, b_hh = w
     n.label = "ih" + sfx
-    xw = F.linear(x, w_ih, b_ih).unbind(0)
+    xw = F.linear(x, w_ih, b_ih)
     if n.emu is not None and _rnn_layer.applies(n.emu, kind, xw, hid, w_hh, b_hh):
         outs, hid = _rnn_layer.layer(n.emu, kind, xw, hid, w, n.path, sfx, reverse)
         n.label = "output" + sfx
         return torch.stack(outs, 0), hid
+    xw = xw.unbind(0)
     steps = len(xw)
     outs = [None] * steps
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):

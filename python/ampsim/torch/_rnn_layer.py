@@ -97,7 +97,9 @@ def _usable(emu, kind, xw, hid, w_hh, b_hh):
         return False
     if not isinstance(w_hh, torch.nn.Parameter) or not (b_hh is None or isinstance(b_hh, torch.nn.Parameter)):
         return False
-    ts = list(xw) + (list(hid) if kind == "lstm" else [hid])
+    ts = list(hid) if kind == "lstm" else [hid]
+    if not (xw.dim() == 3 and xw.is_contiguous() and xw.dtype == torch.float32 and _fmt_of(xw) == pol.act):
+        return False
     return all(t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous() and t.dim() == 2
                and _fmt_of(t) == pol.act for t in ts)
 
@@ -252,8 +254,9 @@ def _backward_loop(ctx, p, grads, step, carry):
 
 class _LSTMLayer(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, p, h0, c0, w, b, *xw):
+    def forward(ctx, p, h0, c0, w, b, xw):
         B, H = p.B, p.H
+        xw = xw.unbind(0)
         n = B * H
         cp = p.cp
         wt = w.t()
@@ -265,8 +268,8 @@ class _LSTMLayer(torch.autograd.Function):
             hw = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
             g = torch.empty_like(hw)
             _GATES(cp, hw.data_ptr(), xw[t].data_ptr(), g.data_ptr(), hw.numel())
-            y = (torch.sigmoid(g[:, :H]), torch.sigmoid(g[:, H:2 * H]), torch.tanh(g[:, 2 * H:3 * H]),
-                 torch.sigmoid(g[:, 3 * H:]))
+            gi, gf, gg, go = g.unsafe_chunk(4, 1)
+            y = (torch.sigmoid(gi), torch.sigmoid(gf), torch.tanh(gg), torch.sigmoid(go))
             cy = torch.empty_like(cx)
             _LSTM_FWD(cp, y[0].data_ptr(), y[1].data_ptr(), y[2].data_ptr(), y[3].data_ptr(), cx.data_ptr(),
                       cy.data_ptr(), n)
@@ -301,14 +304,14 @@ class _LSTMLayer(torch.autograd.Function):
         p.end(True)
         _free(ctx)
         ctx.cs = ctx.ys = ctx.tcs = None
-        return (None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None,
-                pend[0], pend[1]) + tuple(dxw)
+        return None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None, pend[0], pend[1], torch.stack(dxw)
 
 
 class _GRULayer(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, p, h0, h0b, w, b, *xw):
+    def forward(ctx, p, h0, h0b, w, b, xw):
         B, H = p.B, p.H
+        xw = xw.unbind(0)
         n = B * H
         cp = p.cp
         wt = w.t()
@@ -321,7 +324,8 @@ class _GRULayer(torch.autograd.Function):
             g = torch.empty_like(hw)
             x = xw[t]
             _GATES(cp, hw.data_ptr(), x.data_ptr(), g.data_ptr(), hw.numel())
-            yr, yz = torch.sigmoid(g[:, :H]), torch.sigmoid(g[:, H:2 * H])
+            gr, gz, _ = g.unsafe_chunk(3, 1)
+            yr, yz = torch.sigmoid(gr), torch.sigmoid(gz)
             hn = torch.empty_like(h)
             npre = torch.empty_like(h)
             _GRU_FWD(cp, yr.data_ptr(), yz.data_ptr(), hw.data_ptr(), x.data_ptr(), hn.data_ptr(), npre.data_ptr(),
@@ -359,8 +363,7 @@ class _GRULayer(torch.autograd.Function):
         p.end(True)
         _free(ctx)
         ctx.sv = None
-        return (None, dh if ctx.need_h0 else None, gd if ctx.need_h0b else None,
-                pend[0], pend[1]) + tuple(dxw)
+        return None, dh if ctx.need_h0 else None, gd if ctx.need_h0b else None, pend[0], pend[1], torch.stack(dxw)
 
 
 def _save(ctx, p, w, b, hs, h0):
@@ -386,18 +389,16 @@ def _wname(emu, p, site, bias):
     return own if tied else emu._param_names.get(id(p)) or own
 
 
-def layer(emu, kind, x, hid, w, path, sfx, reverse):
-    """One layer in one direction over the rows xw of the input GEMM (a tuple
-    of T (B, G*H) tensors): (its T outputs, the final hidden state) as
-    _rnn._layer returns them."""
+def layer(emu, kind, xw, hid, w, path, sfx, reverse):
+    """One layer in one direction over xw, the input GEMM's output (T, B, G*H):
+    (its T outputs, the final hidden state) as _rnn._layer returns them."""
     w_ih, w_hh, b_ih, b_hh = w
-    xw = x
-    T = len(xw)
     h0 = hid[0] if kind == "lstm" else hid
-    order = list(range(T - 1, -1, -1)) if reverse else list(range(T))
     site = _join(path, "hh" + sfx)
     with emu._quiet():
         B, H = h0.shape
+        T = xw.shape[0]
+        order = list(range(T - 1, -1, -1)) if reverse else list(range(T))
         # the op-by-op first step's registrations and uses, in its order
         hu = _grad.use(h0)
         wc = emu._cast_weight(w_hh, site, False)
@@ -421,9 +422,10 @@ def layer(emu, kind, x, hid, w, path, sfx, reverse):
             second = _grad.use(hid[1])
         else:
             second = _grad.use(h0)
-        xs = tuple(_grad.use(t) for t in xw)
+        # (the op-by-op path's xw.unbind(0), a view, with a gradient source per row)
+        emu._cov.add(torch.Tensor.unbind, "view")
         fn = _LSTMLayer if kind == "lstm" else _GRULayer
-        outs = fn.apply(p, hu, second, wc, bc, *xs)
+        outs = fn.apply(p, hu, second, wc, bc, _grad.use(xw))
         act = emu.policy.act
         for o in outs:
             setattr(o, _FMT, act)
