@@ -193,63 +193,55 @@ def _acc_from(buf, like):
     return g.clone().contiguous(), 1
 
 
-def _shares_bwd(p, ctx, dw, db, cnt, accs):
-    """Round the pending shares of a step (and add them into the sums when accs)."""
-    ids = (_rnn_fused_W[p.kind], _rnn_fused_W[p.kind] + 1)
-    _SHARES(p.cp, _ptr(dw), 0 if dw is None else dw.numel(), ids[0], _ptr(db), 0 if db is None else db.numel(),
-            ids[1], _ptr(accs[0]) if accs else None, _ptr(accs[1]) if accs else None, ctypes.addressof(cnt),
-            p.plain)
-
-
 # the weight-share sites: AMP_LSTM_W = 22, AMP_GRU_W = 20 (sim/amp_rnn.h)
-_rnn_fused_W = {"lstm": 22, "gru": 20}
-
-
-def _gemm_bwd(p, ctx, g, h, w, need_h):
-    """The hidden GEMM's products for its rounded output gradient g: the
-    weight's and the bias's shares (unrounded) and h's gradient, as
-    autograd's addmm backward forms them (mat2 = W^T, column-major)."""
-    dw = torch.mm(g.t(), h) if ctx.need_w else None
-    db = g.sum(0) if ctx.need_b else None
-    dh = torch.mm(g, w) if need_h else None
-    return dw, db, dh
+_SITE_W = {"lstm": 22, "gru": 20}
 
 
 def _backward_loop(ctx, p, grads, step, carry):
     """The steps' backward, last first; step(t, ext, rec, carry) runs the
     kernel of step t (ext: its output's gradient from outside, rec: the next
-    step's GEMM's contribution to it, carry: what the next step passed on)
-    and returns (the GEMM output's gradient, xw's gradient, carry)."""
+    step's GEMM's contribution to it, carry: what the next step passed on,
+    writing xw's gradient) and returns (the GEMM output's
+    gradient, carry). After each step the hidden GEMM's products, as
+    autograd's addmm backward forms them (mat2 = W^T column-major:
+    dW = g^T h, dh = g W, the bias's sum over rows); the shares are rounded
+    (and summed) by the kernel call that follows."""
     w = ctx.w
+    need_w, need_b = ctx.need_w, ctx.need_b
     n_t = len(p.order)
     cnt = (_I * 2)()
-    accs = None
-    if ctx.need_w and n_t > 1:
+    pc = ctypes.addressof(cnt)
+    acw = acb = None
+    if need_w and n_t > 1:
         aw, cnt[0] = _acc_from(None if p.plain else ctx.wbuf, w)
-        ab, cnt[1] = _acc_from(None if p.plain else ctx.bbuf, ctx.b) if ctx.need_b else (None, 0)
-        accs = (aw, ab)
-    dxw = [None] * n_t
-    pend = None
-    dh = None
-    for i, t in enumerate(reversed(p.order)):
-        if pend is not None:
-            _shares_bwd(p, ctx, pend[0], pend[1], cnt, accs)
-        g, gx, carry = step(t, _dense(grads[t]), dh, carry)
-        dxw[t] = gx
-        first = i == n_t - 1
-        dw, db, dh = _gemm_bwd(p, ctx, g, ctx.hs[t], w, not first or ctx.need_h0)
-        pend = (dw, db)
-    if ctx.need_w or ctx.need_b:
-        _shares_bwd(p, ctx, pend[0], pend[1], cnt, None)
-    if accs is not None and p.plain:
+        ab, cnt[1] = _acc_from(None if p.plain else ctx.bbuf, ctx.b) if need_b else (None, 0)
+        acw, acb = aw.data_ptr(), _ptr(ab)
+    sw, cp, plain = _SITE_W[p.kind], p.cp, p.plain
+    nw, nb = w.numel(), ctx.b.numel() if need_b else 0
+    dw = db = dh = None
+    hs = ctx.hs
+    last = p.order[0]
+    for t in reversed(p.order):
+        if dw is not None or db is not None:
+            _SHARES(cp, _ptr(dw), nw, sw, _ptr(db), nb, sw + 1, acw, acb, pc, plain)
+        ext = grads[t]
+        if ext is not None and not ext.is_contiguous():
+            ext = ext.contiguous()
+        g, carry = step(t, ext, dh, carry)
+        dw = torch.mm(g.t(), hs[t]) if need_w else None
+        db = g.sum(0) if need_b else None
+        dh = torch.mm(g, w) if t != last or ctx.need_h0 else None
+    if dw is not None or db is not None:
+        _SHARES(cp, _ptr(dw), nw, sw, _ptr(db), nb, sw + 1, None, None, pc, plain)
+    if acw is not None and plain:
         # autograd's float32 sum of the steps' shares (the first step's last)
-        pend = tuple(None if s is None else a + s if a is not None and cnt[k] else s
-                     for k, (a, s) in enumerate(zip(accs, pend)))
-    elif accs is not None:
-        for buf, acc, k in ((ctx.wbuf, accs[0], 0), (ctx.bbuf, accs[1], 1)):
+        dw = aw + dw
+        db = ab + db if ab is not None else db
+    elif acw is not None:
+        for buf, acc, k in ((ctx.wbuf, aw, 0), (ctx.bbuf, ab, 1)):
             if buf is not None and acc is not None and cnt[k]:
                 buf.g, buf.raw = acc, cnt[k] == 1
-    return dxw, dh, carry, pend
+    return dh, carry, dw, db
 
 
 class _LSTMLayer(torch.autograd.Function):
@@ -291,20 +283,23 @@ class _LSTMLayer(torch.autograd.Function):
         B, H = p.B, p.H
         cs, ys, tcs = ctx.cs, ctx.ys, ctx.tcs
         p.begin(True)
-
-        def step(t, ext, rec, dcn):
-            y = ys[t]
-            dg = torch.empty(B, 4 * H)
-            dc = torch.empty(B, H)
-            _LSTM_BWD(p.cp, _ptr(ext), _ptr(rec), _ptr(dcn), y[0].data_ptr(), y[1].data_ptr(), y[2].data_ptr(),
-                      y[3].data_ptr(), cs[t].data_ptr(), tcs[t].data_ptr(), dg.data_ptr(), dc.data_ptr(), B, H)
-            return dg, dg, dc
         with p.emu._quiet():
-            dxw, dh, dc, pend = _backward_loop(ctx, p, grads, step, _dense(grads[-1]))
+            gx = torch.empty(len(p.order), B, 4 * H)
+            dgs = gx.unbind(0)
+            dcs = torch.empty(len(p.order), B, H).unbind(0)
+
+            def step(t, ext, rec, dcn):
+                y = ys[t]
+                dg, dc = dgs[t], dcs[t]
+                _LSTM_BWD(p.cp, _ptr(ext), _ptr(rec), _ptr(dcn), y[0].data_ptr(), y[1].data_ptr(), y[2].data_ptr(),
+                          y[3].data_ptr(), cs[t].data_ptr(), tcs[t].data_ptr(), dg.data_ptr(), dc.data_ptr(), B, H)
+                return dg, dc
+            dcT = grads[-1]
+            dh, dc, dw, db = _backward_loop(ctx, p, grads, step, dcT if dcT is None else dcT.contiguous())
         p.end(True)
         _free(ctx)
         ctx.cs = ctx.ys = ctx.tcs = None
-        return None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None, pend[0], pend[1], torch.stack(dxw)
+        return None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None, dw, db, gx
 
 
 class _GRULayer(torch.autograd.Function):
@@ -349,21 +344,23 @@ class _GRULayer(torch.autograd.Function):
         B, H = p.B, p.H
         sv = ctx.sv
         p.begin(True)
-
-        def step(t, ext, rec, gdn):
-            hw, yr, yz, d, nt = sv[t]
-            dhw = torch.empty(B, 3 * H)
-            dxw = torch.empty(B, 3 * H)
-            gd = torch.empty(B, H)
-            _GRU_BWD(p.cp, _ptr(ext), _ptr(gdn), _ptr(rec), yr.data_ptr(), yz.data_ptr(), hw.data_ptr(),
-                     d.data_ptr(), nt.data_ptr(), dhw.data_ptr(), dxw.data_ptr(), gd.data_ptr(), B, H)
-            return dhw, dxw, gd
         with p.emu._quiet():
-            dxw, dh, gd, pend = _backward_loop(ctx, p, grads, step, None)
+            gx = torch.empty(len(p.order), B, 3 * H)
+            dxws = gx.unbind(0)
+            dhws = torch.empty(len(p.order), B, 3 * H).unbind(0)
+            gds = torch.empty(len(p.order), B, H).unbind(0)
+
+            def step(t, ext, rec, gdn):
+                hw, yr, yz, d, nt = sv[t]
+                dhw, gd = dhws[t], gds[t]
+                _GRU_BWD(p.cp, _ptr(ext), _ptr(gdn), _ptr(rec), yr.data_ptr(), yz.data_ptr(), hw.data_ptr(),
+                         d.data_ptr(), nt.data_ptr(), dhw.data_ptr(), dxws[t].data_ptr(), gd.data_ptr(), B, H)
+                return dhw, gd
+            dh, gd, dw, db = _backward_loop(ctx, p, grads, step, None)
         p.end(True)
         _free(ctx)
         ctx.sv = None
-        return None, dh if ctx.need_h0 else None, gd if ctx.need_h0b else None, pend[0], pend[1], torch.stack(dxw)
+        return None, dh if ctx.need_h0 else None, gd if ctx.need_h0b else None, dw, db, gx
 
 
 def _save(ctx, p, w, b, hs, h0):
