@@ -100,11 +100,10 @@ AMP_API void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, con
 
 /* A step's weight-gradient shares: dw (nw values, may be NULL) rounded at
  * site sw, db (nb, may be NULL) at site sb; when accw is not NULL each is then
- * added into its sum (accw, accb): plain, in float32 (autograd's sum of a
- * tensor's gradients), or else as the gradient buffer adds (count[0],
+ * added into its sum (accw, accb) as the gradient buffer adds (count[0],
  * count[1]: the contributions already in each sum, counted up; the first is
  * copied). */
 AMP_API void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
-                            float *accw, float *accb, int *count, int plain);
+                            float *accw, float *accb, int *count);
 
 #endif

@@ -263,7 +263,7 @@ void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float
 }
 
 void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
-                    float *accw, float *accb, int *count, int plain)
+                    float *accw, float *accb, int *count)
 {
     if (dw)
         rnd(c, AMP_RNN_WGRAD, sw, dw, nw);
@@ -281,8 +281,7 @@ void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, siz
         } else {
             /* (the sum and the share are in the format: their own roundings change nothing) */
             for (size_t k = 0; k < m; k++) acc[k] = acc[k] + x[k];
-            if (!plain)
-                rnd(c, AMP_RNN_WBUF, -1, acc, m);
+            rnd(c, AMP_RNN_WBUF, -1, acc, m);
         }
     }
 }

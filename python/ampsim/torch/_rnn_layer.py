@@ -59,7 +59,7 @@ _LSTM_BWD = _lib._fn("amp_lstm_bwd", None, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _V
 _GRU_FWD = _lib._fn("amp_gru_fwd", None, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _SZ, _SZ)
 _GRU_OUT = _lib._fn("amp_gru_fwd_out", None, _VP, _VP, _VP, _VP, _VP, _VP, _SZ)
 _GRU_BWD = _lib._fn("amp_gru_bwd", None, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _SZ, _SZ)
-_SHARES = _lib._fn("amp_rnn_shares", None, _VP, _VP, _SZ, _I, _VP, _SZ, _I, _VP, _VP, _VP, _I)
+_SHARES = _lib._fn("amp_rnn_shares", None, _VP, _VP, _SZ, _I, _VP, _SZ, _I, _VP, _VP, _VP)
 
 _fo_cache = {}
 
@@ -201,29 +201,33 @@ def _backward_loop(ctx, p, grads, step, carry):
     """The steps' backward, last first; step(t, ext, rec, carry) runs the
     kernel of step t (ext: its output's gradient from outside, rec: the next
     step's GEMM's contribution to it, carry: what the next step passed on,
-    writing xw's gradient) and returns (the GEMM output's
-    gradient, carry). After each step the hidden GEMM's products, as
-    autograd's addmm backward forms them (mat2 = W^T column-major:
-    dW = g^T h, dh = g W, the bias's sum over rows); the shares are rounded
-    (and summed) by the kernel call that follows."""
+    writing xw's gradient) and returns (the GEMM output's gradient, carry).
+    After each step the hidden GEMM's products, as autograd's addmm backward
+    forms them (mat2 = W^T column-major: dW = g^T h, dh = g W, the bias's
+    sum over rows); the shares are rounded by the kernel call that follows.
+    Returns (h0's gradient, the last carry, the weight copies' gradients)."""
     w = ctx.w
     need_w, need_b = ctx.need_w, ctx.need_b
     n_t = len(p.order)
     cnt = (_I * 2)()
     pc = ctypes.addressof(cnt)
     acw = acb = None
-    if need_w and n_t > 1:
-        aw, cnt[0] = _acc_from(None if p.plain else ctx.wbuf, w)
-        ab, cnt[1] = _acc_from(None if p.plain else ctx.bbuf, ctx.b) if need_b else (None, 0)
+    if not p.plain and need_w and n_t > 1:
+        # the copies' buffers: every step's share but the first is added as it comes
+        aw, cnt[0] = _acc_from(ctx.wbuf, w)
+        ab, cnt[1] = _acc_from(ctx.bbuf, ctx.b) if need_b else (None, 0)
         acw, acb = aw.data_ptr(), _ptr(ab)
-    sw, cp, plain = _SITE_W[p.kind], p.cp, p.plain
+    sw, cp = _SITE_W[p.kind], p.cp
     nw, nb = w.numel(), ctx.b.numel() if need_b else 0
     dw = db = dh = None
+    ws, bs = [], []
     hs = ctx.hs
     last = p.order[0]
     for t in reversed(p.order):
         if dw is not None or db is not None:
-            _SHARES(cp, _ptr(dw), nw, sw, _ptr(db), nb, sw + 1, acw, acb, pc, plain)
+            _SHARES(cp, _ptr(dw), nw, sw, _ptr(db), nb, sw + 1, acw, acb, pc)
+            ws.append(dw)
+            bs.append(db)
         ext = grads[t]
         if ext is not None and not ext.is_contiguous():
             ext = ext.contiguous()
@@ -232,24 +236,27 @@ def _backward_loop(ctx, p, grads, step, carry):
         db = g.sum(0) if need_b else None
         dh = torch.mm(g, w) if t != last or ctx.need_h0 else None
     if dw is not None or db is not None:
-        _SHARES(cp, _ptr(dw), nw, sw, _ptr(db), nb, sw + 1, None, None, pc, plain)
-    if acw is not None and plain:
-        # autograd's float32 sum of the steps' shares (the first step's last)
-        dw = aw + dw
-        db = ab + db if ab is not None else db
-    elif acw is not None:
+        _SHARES(cp, _ptr(dw), nw, sw, _ptr(db), nb, sw + 1, None, None, pc)
+    ws.append(dw)
+    bs.append(db)
+    if acw is not None:
         for buf, acc, k in ((ctx.wbuf, aw, 0), (ctx.bbuf, ab, 1)):
             if buf is not None and acc is not None and cnt[k]:
                 buf.g, buf.raw = acc, cnt[k] == 1
-    return dh, carry, dw, db
+    if not p.plain:
+        ws, bs = ws[-1:], bs[-1:]       # (the first step's share: the copy's first use)
+    elif len(ws) < p.k:                 # (no shares: neither copy needs a gradient)
+        ws = bs = [None] * p.k
+    return dh, carry, tuple(ws) + (tuple(bs) if ctx.has_b else ())
 
 
 class _LSTMLayer(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, p, h0, c0, w, b, xw):
+    def forward(ctx, p, h0, c0, xw, *wb):
         B, H = p.B, p.H
+        w, b = wb[0], wb[p.k] if len(wb) > p.k else None
         xw = xw.unbind(0)
-        n = B * H
+        n, n4 = B * H, 4 * B * H
         cp = p.cp
         wt = w.t()
         p.begin(False)
@@ -257,9 +264,9 @@ class _LSTMLayer(torch.autograd.Function):
         hs, cs, ys, tcs = {}, {}, {}, {}
         hys = [None] * len(xw)
         for t in p.order:
-            hw = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
-            g = torch.empty_like(hw)
-            _GATES(cp, hw.data_ptr(), xw[t].data_ptr(), g.data_ptr(), hw.numel())
+            g = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
+            pg = g.data_ptr()
+            _GATES(cp, pg, xw[t].data_ptr(), pg, n4)        # (the gates over the GEMM's output)
             gi, gf, gg, go = g.unsafe_chunk(4, 1)
             y = (torch.sigmoid(gi), torch.sigmoid(gf), torch.tanh(gg), torch.sigmoid(go))
             cy = torch.empty_like(cx)
@@ -295,17 +302,18 @@ class _LSTMLayer(torch.autograd.Function):
                           y[3].data_ptr(), cs[t].data_ptr(), tcs[t].data_ptr(), dg.data_ptr(), dc.data_ptr(), B, H)
                 return dg, dc
             dcT = grads[-1]
-            dh, dc, dw, db = _backward_loop(ctx, p, grads, step, dcT if dcT is None else dcT.contiguous())
+            dh, dc, gw = _backward_loop(ctx, p, grads, step, dcT if dcT is None else dcT.contiguous())
         p.end(True)
         _free(ctx)
         ctx.cs = ctx.ys = ctx.tcs = None
-        return None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None, dw, db, gx
+        return (None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None, gx) + gw
 
 
 class _GRULayer(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, p, h0, h0b, w, b, xw):
+    def forward(ctx, p, h0, h0b, xw, *wb):
         B, H = p.B, p.H
+        w, b = wb[0], wb[p.k] if len(wb) > p.k else None
         xw = xw.unbind(0)
         n = B * H
         cp = p.cp
@@ -314,6 +322,8 @@ class _GRULayer(torch.autograd.Function):
         h = h0
         hs, sv = {}, {}
         hys = [None] * len(xw)
+        hn, npre = torch.empty(2, B, H).unbind(0)        # (scratch)
+        ds = torch.empty(len(xw), B, H).unbind(0)
         for t in p.order:
             hw = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
             g = torch.empty_like(hw)
@@ -321,12 +331,10 @@ class _GRULayer(torch.autograd.Function):
             _GATES(cp, hw.data_ptr(), x.data_ptr(), g.data_ptr(), hw.numel())
             gr, gz, _ = g.unsafe_chunk(3, 1)
             yr, yz = torch.sigmoid(gr), torch.sigmoid(gz)
-            hn = torch.empty_like(h)
-            npre = torch.empty_like(h)
             _GRU_FWD(cp, yr.data_ptr(), yz.data_ptr(), hw.data_ptr(), x.data_ptr(), hn.data_ptr(), npre.data_ptr(),
                      B, H)
             nt = torch.tanh(npre)
-            d = torch.empty_like(h)
+            d = ds[t]
             hy = torch.empty_like(h)
             _GRU_OUT(cp, nt.data_ptr(), h.data_ptr(), yz.data_ptr(), d.data_ptr(), hy.data_ptr(), n)
             hs[t], sv[t] = h, (hw, yr, yz, d, nt)
@@ -356,19 +364,20 @@ class _GRULayer(torch.autograd.Function):
                 _GRU_BWD(p.cp, _ptr(ext), _ptr(gdn), _ptr(rec), yr.data_ptr(), yz.data_ptr(), hw.data_ptr(),
                          d.data_ptr(), nt.data_ptr(), dhw.data_ptr(), dxws[t].data_ptr(), gd.data_ptr(), B, H)
                 return dhw, gd
-            dh, gd, dw, db = _backward_loop(ctx, p, grads, step, None)
+            dh, gd, gw = _backward_loop(ctx, p, grads, step, None)
         p.end(True)
         _free(ctx)
         ctx.sv = None
-        return None, dh if ctx.need_h0 else None, gd if ctx.need_h0b else None, dw, db, gx
+        return (None, dh if ctx.need_h0 else None, gd if ctx.need_h0b else None, gx) + gw
 
 
 def _save(ctx, p, w, b, hs, h0):
     ctx.set_materialize_grads(False)
     ctx.p, ctx.w, ctx.b, ctx.hs = p, w, b, hs
     ctx.need_h0 = ctx.needs_input_grad[1]
-    ctx.need_w = ctx.needs_input_grad[3]
-    ctx.need_b = b is not None and ctx.needs_input_grad[4]
+    ctx.need_w = ctx.needs_input_grad[4]
+    ctx.has_b = b is not None
+    ctx.need_b = b is not None and ctx.needs_input_grad[4 + p.k]
     emu = p.emu
     pol = emu.policy
     ctx.wbuf = _weight_buf(emu, p.wparam, pol.weight) if ctx.need_w else None
@@ -402,7 +411,9 @@ def layer(emu, kind, xw, hid, w, path, sfx, reverse):
         bc = emu._cast_weight(b_hh, site, True) if b_hh is not None else None
         # the steps after the first take the cached copy again: through a use
         # node (its gradient buffer sums their shares) or as it is (autograd
-        # sums them in float32); asked of the cache itself
+        # adds their shares to its gradient in float32, in the order they
+        # come: then the Function takes the copy once per step, and returns
+        # the shares in that order); asked of the cache itself
         hit = emu._casts.get((id(w_hh), emu.policy.weight))
         plain = hit is not None and emu._cast_weight(w_hh, site, False) is hit[1]
         emu._register_site(site, (h0, wc) + ((bc,) if bc is not None else ()), ())
@@ -414,7 +425,8 @@ def layer(emu, kind, xw, hid, w, path, sfx, reverse):
         p = plans.get(key)
         if p is None:
             p = plans[key] = _Plan(emu, kind, path, sfx, wnames, B, H, order)
-        p.wparam, p.bparam, p.plain = w_hh, b_hh, int(plain)
+        p.wparam, p.bparam, p.plain = w_hh, b_hh, plain
+        p.k = T if plain else 1
         if kind == "lstm":
             second = _grad.use(hid[1])
         else:
@@ -422,7 +434,8 @@ def layer(emu, kind, xw, hid, w, path, sfx, reverse):
         # (the op-by-op path's xw.unbind(0), a view, with a gradient source per row)
         emu._cov.add(torch.Tensor.unbind, "view")
         fn = _LSTMLayer if kind == "lstm" else _GRULayer
-        outs = fn.apply(p, hu, second, wc, bc, _grad.use(xw))
+        wb = (wc,) * p.k + ((bc,) * p.k if bc is not None else ())
+        outs = fn.apply(p, hu, second, _grad.use(xw), *wb)
         act = emu.policy.act
         for o in outs:
             setattr(o, _FMT, act)
