@@ -6,6 +6,15 @@
 
 #include <string.h>
 
+/* The kernels' loops: target clones vectorised over elements only (each
+ * element's operations and their order unchanged; -ffp-contract=off stays
+ * on, so every clone gives the same bits). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define RNN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define RNN_CLONES
+#endif
+
 /* x (n values) rounded in place into the slot's format; statistics and the
  * non-finite report at site (-1: an unnamed rounding, neither). */
 static void rnd(amp_rnn_ctx *c, int slot, int site, float *x, size_t n)
@@ -28,9 +37,17 @@ static void rnd(amp_rnn_ctx *c, int slot, int site, float *x, size_t n)
     }
 }
 
+/* x, a result already in the slot's format whose non-finite values an earlier
+ * site reported, rounded again at site: only for its statistics. */
+static void again(amp_rnn_ctx *c, int slot, int site, float *x, size_t n)
+{
+    if (c->stats && c->stats[site])
+        rnd(c, slot, site, x, n);
+}
+
 /* out = the gradient buffer's sum of the present contributions a, b, e (in
  * that order): the first kept as it came; each later one r(r(sum) + r(x)). */
-static void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b, const float *e, float *out, float *t,
+static inline void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b, const float *e, float *out, float *t,
                  size_t n)
 {
     const float *xs[3] = {a, b, e};
@@ -47,7 +64,9 @@ static void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b, const
             rnd(c, slot, -1, out, n);
         memcpy(t, x, n * sizeof *t);
         rnd(c, slot, -1, t, n);
-        for (size_t i = 0; i < n; i++) out[i] = out[i] + t[i];
+        /* (the new contribution first: PyTorch's add kernel forms a + b as
+         * b * 1 + a, so of two NaNs the later contribution's is kept) */
+        for (size_t i = 0; i < n; i++) out[i] = t[i] + out[i];
         rnd(c, slot, -1, out, n);
     }
 }
@@ -57,7 +76,7 @@ static void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b, const
  * tanh rule r(g * r(1 - r(y * y))), each with its three roundings in one call
  * for all gates (a rounding of an element does not depend on the others).
  * t, u: G*n floats of scratch each. */
-static void rules(amp_rnn_ctx *c, size_t G, int tk, const float *g, const float *y, float *out, float *t, float *u,
+static inline void rules(amp_rnn_ctx *c, size_t G, int tk, const float *g, const float *y, float *out, float *t, float *u,
                   size_t n)
 {
     size_t m = G * n;
@@ -88,17 +107,17 @@ static void rules(amp_rnn_ctx *c, size_t G, int tk, const float *g, const float 
 }
 
 /* Column chunk k (H wide) of a B x (G*H) array: copied out, or in. */
-static void chunk_get(const float *a, size_t G, size_t k, float *out, size_t B, size_t H)
+static inline void chunk_get(const float *a, size_t G, size_t k, float *out, size_t B, size_t H)
 {
     for (size_t b = 0; b < B; b++) memcpy(out + b * H, a + b * G * H + k * H, H * sizeof *out);
 }
 
-static void chunk_put(float *a, size_t G, size_t k, const float *x, size_t B, size_t H)
+static inline void chunk_put(float *a, size_t G, size_t k, const float *x, size_t B, size_t H)
 {
     for (size_t b = 0; b < B; b++) memcpy(a + b * G * H + k * H, x + b * H, H * sizeof *a);
 }
 
-void amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n)
+RNN_CLONES void amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n)
 {
     rnd(c, AMP_RNN_ACT, 0, hw, n);
     for (size_t i = 0; i < n; i++) g[i] = hw[i] + xw[i];
@@ -106,7 +125,7 @@ void amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t 
 }
 
 /* ---- LSTM ------------------------------------------------------------------------------ */
-void amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, const float *cx, float *cy,
+RNN_CLONES void amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, const float *cx, float *cy,
                   size_t n)
 {
     float *fc = c->tmp, *ig = c->tmp + n;
@@ -122,14 +141,14 @@ void amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, co
     rnd(c, AMP_RNN_ACT, AMP_LSTM_C, cy, n);
 }
 
-void amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o, float *hy, size_t n)
+RNN_CLONES void amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o, float *hy, size_t n)
 {
     rnd(c, AMP_RNN_ACT, AMP_LSTM_CTANH, t, n);
     for (size_t i = 0; i < n; i++) hy[i] = o[i] * t[i];
     rnd(c, AMP_RNN_ACT, AMP_LSTM_H, hy, n);
 }
 
-void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const float *dcn,
+RNN_CLONES void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const float *dcn,
                   const float *i, const float *f, const float *g, const float *o, const float *cx,
                   const float *tc, float *dg, float *dc, size_t B, size_t H)
 {
@@ -156,11 +175,11 @@ void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const floa
         memset(d_o, 0, n * sizeof *d_o);
     }
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_C, dcy, n);
+    /* (c's gradient under the names of its two operands' ops) */
     memcpy(gig, dcy, n * sizeof *gig);
-    rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_IG, gig, n);
-    memcpy(gfc, gig, n * sizeof *gfc);        /* (one value under two names: rounded again for fc's statistics) */
-    if (c->stats && c->stats[G0 + AMP_LSTM_FC])
-        rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_FC, gfc, n);
+    again(c, AMP_RNN_GRAD, G0 + AMP_LSTM_IG, gig, n);
+    memcpy(gfc, gig, n * sizeof *gfc);
+    again(c, AMP_RNN_GRAD, G0 + AMP_LSTM_FC, gfc, n);
     for (size_t k = 0; k < n; k++) d_i[k] = gig[k] * g[k];
     for (size_t k = 0; k < n; k++) d_g[k] = gig[k] * i[k];
     for (size_t k = 0; k < n; k++) d_f[k] = gfc[k] * cx[k];
@@ -180,11 +199,11 @@ void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const floa
         memset(r + 3 * n, 0, n * sizeof *r);     /* no gradient reached the output gate */
     for (size_t k = 0; k < 4; k++) chunk_put(dg, 4, k, r + k * n, B, H);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_GATES, dg, 4 * n);
-    rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_HH, dg, 4 * n);
+    again(c, AMP_RNN_GRAD, G0 + AMP_LSTM_HH, dg, 4 * n);
 }
 
 /* ---- GRU -------------------------------------------------------------------------------- */
-void amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const float *xw, float *hn,
+RNN_CLONES void amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const float *xw, float *hn,
                  float *npre, size_t B, size_t H)
 {
     size_t n = B * H;
@@ -198,7 +217,7 @@ void amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const fl
     rnd(c, AMP_RNN_ACT, AMP_GRU_NPRE, npre, n);
 }
 
-void amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, float *d, float *hy, size_t n)
+RNN_CLONES void amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, float *d, float *hy, size_t n)
 {
     float *dz = c->tmp;
     rnd(c, AMP_RNN_ACT, AMP_GRU_NEW, t, n);
@@ -210,7 +229,7 @@ void amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, f
     rnd(c, AMP_RNN_ACT, AMP_GRU_H, hy, n);
 }
 
-void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float *rec, const float *r,
+RNN_CLONES void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float *rec, const float *r,
                  const float *z, const float *hw, const float *d, const float *nt, float *dhw, float *dxw,
                  float *gd, size_t B, size_t H)
 {
@@ -223,7 +242,7 @@ void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float
     fold(c, AMP_RNN_BUF, ext, gdn, rec, dh, t, n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_H, dh, n);
     memcpy(gdz, dh, n * sizeof *gdz);
-    rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_HZ, gdz, n);
+    again(c, AMP_RNN_GRAD, G0 + AMP_GRU_HZ, gdz, n);
     for (size_t k = 0; k < n; k++) gd[k] = gdz[k] * z[k];
     for (size_t k = 0; k < n; k++) d_z[k] = gdz[k] * d[k];
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_HMN, gd, n);
@@ -234,7 +253,7 @@ void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float
     rules(c, 1, 0, gn, nt, gnp, t, u, n);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_NPRE, gnp, n);
     memcpy(ghn, gnp, n * sizeof *ghn);
-    rnd(c, AMP_RNN_GRAD, G0 + AMP_GRU_HNR, ghn, n);
+    again(c, AMP_RNN_GRAD, G0 + AMP_GRU_HNR, ghn, n);
     chunk_get(hw, 3, 2, hn, B, H);
     for (size_t k = 0; k < n; k++) dhn[k] = ghn[k] * r[k];
     for (size_t k = 0; k < n; k++) d_r[k] = ghn[k] * hn[k];
@@ -262,7 +281,7 @@ void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float
     rnd(c, AMP_RNN_GRAD, AMP_GRU_HH + G0, dhw, 3 * n);
 }
 
-void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
+RNN_CLONES void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
                     float *accw, float *accb, int *count)
 {
     if (dw)

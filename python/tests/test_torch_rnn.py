@@ -44,7 +44,9 @@ class CellLoop(nn.Module if HAVE_TORCH else object):
 
 class LM(nn.Module if HAVE_TORCH else object):
     """form: "" (output and h_n + c_n used), "twice" (the module called on
-    two inputs in one forward), "hn" (h_n alone), "time" (batch_first=False)."""
+    two inputs in one forward), "hn" (h_n alone), "time" (batch_first=False),
+    "big" (hidden weights that overflow the hidden GEMM: non-finite values
+    forward and backward)."""
 
     def __init__(self, cell, layers, bidirectional, hidden, form=""):
         super().__init__()
@@ -56,6 +58,9 @@ class LM(nn.Module if HAVE_TORCH else object):
             cls = nn.LSTM if cell == "lstm" else nn.GRU
             self.rnn = cls(7, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=form != "time")
         self.out = nn.Linear(hidden * (2 if bidirectional and form != "hn" else 1), 11)
+        if form == "big":
+            with torch.no_grad():
+                self.rnn.weight_hh_l0.mul_(2e4)
 
     def forward(self, idx):
         x = self.emb(idx)
@@ -155,7 +160,7 @@ class TestFusedSteps(unittest.TestCase):
             for i, (p, q) in enumerate(zip(x, y)):
                 self.assertTrue(torch.equal(bits(p), bits(q)),
                                 "%s: step %d parameter %d gradient differs" % (what, s, i))
-        for f in ("tensors.csv", "coverage.csv", "hist.csv", "events.jsonl"):
+        for f in ("tensors.csv", "coverage.csv", "hist.csv", "events.csv", "metrics.csv", "summary.json"):
             if os.path.exists(os.path.join(a, f)):
                 self.assertEqual(read(a, f), read(b, f), "%s: %s differs" % (what, f))
         sfx = "_l0" if layers else ""
@@ -171,6 +176,7 @@ class TestFusedSteps(unittest.TestCase):
         self.check("lstm", 1, False, 32, "bf16-amp", form="time")
         self.check("lstm", 2, False, 4, "fp16-amp", form="twice")
         self.check("lstm", 1, True, 6, "bf16-amp", form="hn")
+        self.check("lstm", 1, False, 8, "fp16-amp", form="big")
         self.check("lstm", 0, False, 3, "fp16-amp")        # nn.LSTMCell
 
     def test_gru(self):
@@ -181,6 +187,7 @@ class TestFusedSteps(unittest.TestCase):
         self.check("gru", 2, True, 16, "fp16-amp", form="time")
         self.check("gru", 1, False, 4, "bf16-amp", form="twice")
         self.check("gru", 2, False, 6, "fp16-amp", form="hn")
+        self.check("gru", 2, False, 8, "fp16-amp", form="big")
         self.check("gru", 0, False, 5, "fp8-hybrid")       # nn.GRUCell
 
     def test_weight_buffer(self):
