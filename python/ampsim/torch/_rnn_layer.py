@@ -261,26 +261,26 @@ class _LSTMLayer(torch.autograd.Function):
         wt = w.t()
         p.begin(False)
         h, cx = h0, c0
-        hs, cs, ys, tcs = {}, {}, {}, {}
-        hys = [None] * len(xw)
+        T = len(xw)
+        hs, sv, hys = [None] * T, [None] * T, [None] * T
+        sig, tanh, empty = torch.sigmoid, torch.tanh, torch.empty_like
         for t in p.order:
             g = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
             pg = g.data_ptr()
             _GATES(cp, pg, xw[t].data_ptr(), pg, n4)        # (the gates over the GEMM's output)
-            gi, gf, gg, go = g.unsafe_chunk(4, 1)
-            y = (torch.sigmoid(gi), torch.sigmoid(gf), torch.tanh(gg), torch.sigmoid(go))
-            cy = torch.empty_like(cx)
-            _LSTM_FWD(cp, y[0].data_ptr(), y[1].data_ptr(), y[2].data_ptr(), y[3].data_ptr(), cx.data_ptr(),
-                      cy.data_ptr(), n)
-            tc = torch.tanh(cy)
-            hy = torch.empty_like(cy)
-            _LSTM_OUT(cp, tc.data_ptr(), y[3].data_ptr(), hy.data_ptr(), n)
-            hs[t], cs[t], ys[t], tcs[t] = h, cx, y, tc
-            hys[t] = hy
+            yi, yf, yg, yo = g.unsafe_chunk(4, 1)
+            yi, yf, yg, yo = sig(yi), sig(yf), tanh(yg), sig(yo)
+            cy = empty(cx)
+            po = yo.data_ptr()
+            _LSTM_FWD(cp, yi.data_ptr(), yf.data_ptr(), yg.data_ptr(), po, cx.data_ptr(), cy.data_ptr(), n)
+            tc = tanh(cy)
+            hy = empty(cy)
+            _LSTM_OUT(cp, tc.data_ptr(), po, hy.data_ptr(), n)
+            hs[t], sv[t], hys[t] = h, (cx, yi, yf, yg, yo, tc), hy
             h, cx = hy, cy
         p.end(False)
         _save(ctx, p, w, b, hs, h0)
-        ctx.cs, ctx.ys, ctx.tcs = cs, ys, tcs
+        ctx.sv = sv
         ctx.need_c0 = ctx.needs_input_grad[2]
         return tuple(hys) + (cx,)
 
@@ -288,7 +288,7 @@ class _LSTMLayer(torch.autograd.Function):
     def backward(ctx, *grads):
         p = ctx.p
         B, H = p.B, p.H
-        cs, ys, tcs = ctx.cs, ctx.ys, ctx.tcs
+        sv = ctx.sv
         p.begin(True)
         with p.emu._quiet():
             gx = torch.empty(len(p.order), B, 4 * H)
@@ -296,16 +296,16 @@ class _LSTMLayer(torch.autograd.Function):
             dcs = torch.empty(len(p.order), B, H).unbind(0)
 
             def step(t, ext, rec, dcn):
-                y = ys[t]
+                cx, yi, yf, yg, yo, tc = sv[t]
                 dg, dc = dgs[t], dcs[t]
-                _LSTM_BWD(p.cp, _ptr(ext), _ptr(rec), _ptr(dcn), y[0].data_ptr(), y[1].data_ptr(), y[2].data_ptr(),
-                          y[3].data_ptr(), cs[t].data_ptr(), tcs[t].data_ptr(), dg.data_ptr(), dc.data_ptr(), B, H)
+                _LSTM_BWD(p.cp, _ptr(ext), _ptr(rec), _ptr(dcn), yi.data_ptr(), yf.data_ptr(), yg.data_ptr(),
+                          yo.data_ptr(), cx.data_ptr(), tc.data_ptr(), dg.data_ptr(), dc.data_ptr(), B, H)
                 return dg, dc
             dcT = grads[-1]
             dh, dc, gw = _backward_loop(ctx, p, grads, step, dcT if dcT is None else dcT.contiguous())
         p.end(True)
         _free(ctx)
-        ctx.cs = ctx.ys = ctx.tcs = None
+        ctx.sv = None
         return (None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None, gx) + gw
 
 
@@ -315,30 +315,31 @@ class _GRULayer(torch.autograd.Function):
         B, H = p.B, p.H
         w, b = wb[0], wb[p.k] if len(wb) > p.k else None
         xw = xw.unbind(0)
-        n = B * H
+        n, n3 = B * H, 3 * B * H
         cp = p.cp
         wt = w.t()
         p.begin(False)
         h = h0
-        hs, sv = {}, {}
-        hys = [None] * len(xw)
+        T = len(xw)
+        hs, sv, hys = [None] * T, [None] * T, [None] * T
         hn, npre = torch.empty(2, B, H).unbind(0)        # (scratch)
-        ds = torch.empty(len(xw), B, H).unbind(0)
+        phn, pnp = hn.data_ptr(), npre.data_ptr()
+        ds = torch.empty(T, B, H).unbind(0)
+        sig, tanh, empty = torch.sigmoid, torch.tanh, torch.empty_like
         for t in p.order:
             hw = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
-            g = torch.empty_like(hw)
-            x = xw[t]
-            _GATES(cp, hw.data_ptr(), x.data_ptr(), g.data_ptr(), hw.numel())
+            g = empty(hw)
+            phw, px = hw.data_ptr(), xw[t].data_ptr()
+            _GATES(cp, phw, px, g.data_ptr(), n3)
             gr, gz, _ = g.unsafe_chunk(3, 1)
-            yr, yz = torch.sigmoid(gr), torch.sigmoid(gz)
-            _GRU_FWD(cp, yr.data_ptr(), yz.data_ptr(), hw.data_ptr(), x.data_ptr(), hn.data_ptr(), npre.data_ptr(),
-                     B, H)
-            nt = torch.tanh(npre)
+            yr, yz = sig(gr), sig(gz)
+            pz = yz.data_ptr()
+            _GRU_FWD(cp, yr.data_ptr(), pz, phw, px, phn, pnp, B, H)
+            nt = tanh(npre)
             d = ds[t]
-            hy = torch.empty_like(h)
-            _GRU_OUT(cp, nt.data_ptr(), h.data_ptr(), yz.data_ptr(), d.data_ptr(), hy.data_ptr(), n)
-            hs[t], sv[t] = h, (hw, yr, yz, d, nt)
-            hys[t] = hy
+            hy = empty(h)
+            _GRU_OUT(cp, nt.data_ptr(), h.data_ptr(), pz, d.data_ptr(), hy.data_ptr(), n)
+            hs[t], sv[t], hys[t] = h, (hw, yr, yz, d, nt), hy
             h = hy
         p.end(False)
         _save(ctx, p, w, b, hs, h0)
@@ -458,5 +459,4 @@ def _count(emu, kind, T, B, H, K):
     r[1] += T
     r[2] += T * B * G * H
     r[3] += T * B * G * H * K
-    for _ in range(T):
-        _rnn_fused._count(emu, _rnn_fused._LSTM_CALLS if kind == "lstm" else _rnn_fused._GRU_CALLS, B * H)
+    _rnn_fused._count(emu, _rnn_fused._LSTM_CALLS if kind == "lstm" else _rnn_fused._GRU_CALLS, B * H, T)
