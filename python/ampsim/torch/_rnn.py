@@ -7,7 +7,10 @@ all time steps in one GEMM, then per step the hidden GEMM, the gate
 nonlinearities and the state update), so that under the fp32 policy the run
 is bit-identical to PyTorch. The ops run under the emulation's mode: the
 GEMMs round their operands, the gates are rounded into the activation format,
-the weights are cast once per step (the cast cache).
+the weights are cast once per step (the cast cache). Where the policy allows,
+a whole LSTM or GRU layer (one direction) runs as one autograd Function over
+C kernels (_rnn_layer.py), else each step's pointwise part as one
+(_rnn_fused.py); both give the same bits as the ops below.
 
 Names, under the module path, per layer and direction (sfx = ``_l0``,
 ``_l0_reverse``; none for a cell): ``ih<sfx>`` (input GEMM), ``hh<sfx>``

@@ -1,6 +1,7 @@
 """The pointwise part of an LSTM or GRU step as one autograd Function.
 
-Used for the steps of an emulated nn.LSTM / nn.GRU (_rnn.py) when the
+Used for the steps of an emulated nn.LSTM / nn.GRU and their cells
+(_rnn.py; the layers that _rnn_layer.py does not run whole) when the
 policy's activation format is narrow, its pointwise ops run in FP32 and are
 rounded once (not a torch_cpu policy, which runs them on real 16-bit
 tensors; not a policy that forces elementwise ops to FP32) and every operand
