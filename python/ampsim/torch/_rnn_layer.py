@@ -250,19 +250,22 @@ def _backward_loop(ctx, p, grads, step, carry):
     return dh, carry, tuple(ws) + (tuple(bs) if ctx.has_b else ())
 
 
+def _start(p, xw, wb):
+    """A forward's operands (W, b, W^T, the rows of xw) and its lists of
+    inputs, saved tensors and outputs per step; statistics begin."""
+    w, b = wb[0], wb[p.k] if len(wb) > p.k else None
+    p.begin(False)
+    T = xw.shape[0]
+    return (w, b, w.t(), xw.unbind(0)) + tuple([None] * T for _ in range(3))
+
+
 class _LSTMLayer(torch.autograd.Function):
     @staticmethod
     def forward(ctx, p, h0, c0, xw, *wb):
-        B, H = p.B, p.H
-        w, b = wb[0], wb[p.k] if len(wb) > p.k else None
-        xw = xw.unbind(0)
+        B, H, cp = p.B, p.H, p.cp
         n, n4 = B * H, 4 * B * H
-        cp = p.cp
-        wt = w.t()
-        p.begin(False)
+        w, b, wt, xw, hs, sv, hys = _start(p, xw, wb)
         h, cx = h0, c0
-        T = len(xw)
-        hs, sv, hys = [None] * T, [None] * T, [None] * T
         sig, tanh, empty = torch.sigmoid, torch.tanh, torch.empty_like
         for t in p.order:
             g = torch.addmm(b, h, wt) if b is not None else torch.mm(h, wt)
@@ -286,42 +289,34 @@ class _LSTMLayer(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        p = ctx.p
-        B, H = p.B, p.H
-        sv = ctx.sv
-        p.begin(True)
-        with p.emu._quiet():
-            gx = torch.empty(len(p.order), B, 4 * H)
-            dgs = gx.unbind(0)
-            dcs = torch.empty(len(p.order), B, H).unbind(0)
-
-            def step(t, ext, rec, dcn):
-                cx, yi, yf, yg, yo, tc = sv[t]
-                dg, dc = dgs[t], dcs[t]
-                _LSTM_BWD(p.cp, _ptr(ext), _ptr(rec), _ptr(dcn), yi.data_ptr(), yf.data_ptr(), yg.data_ptr(),
-                          yo.data_ptr(), cx.data_ptr(), tc.data_ptr(), dg.data_ptr(), dc.data_ptr(), B, H)
-                return dg, dc
-            dcT = grads[-1]
-            dh, dc, gw = _backward_loop(ctx, p, grads, step, dcT if dcT is None else dcT.contiguous())
-        p.end(True)
-        _free(ctx)
-        ctx.sv = None
+        dh, dc, gx, gw = _backward(ctx, grads, _lstm_steps, grads[-1])
         return (None, dh if ctx.need_h0 else None, dc if ctx.need_c0 else None, gx) + gw
+
+
+def _lstm_steps(p, sv):
+    """(xw's gradient, the step function of _backward_loop) of an LSTM layer."""
+    B, H, cp = p.B, p.H, p.cp
+    gx = torch.empty(len(p.order), B, 4 * H)
+    dgs = gx.unbind(0)
+    dcs = torch.empty(len(p.order), B, H).unbind(0)
+
+    def step(t, ext, rec, dcn):
+        cx, yi, yf, yg, yo, tc = sv[t]
+        dg, dc = dgs[t], dcs[t]
+        _LSTM_BWD(cp, _ptr(ext), _ptr(rec), _ptr(dcn), yi.data_ptr(), yf.data_ptr(), yg.data_ptr(), yo.data_ptr(),
+                  cx.data_ptr(), tc.data_ptr(), dg.data_ptr(), dc.data_ptr(), B, H)
+        return dg, dc
+    return gx, step
 
 
 class _GRULayer(torch.autograd.Function):
     @staticmethod
     def forward(ctx, p, h0, h0b, xw, *wb):
-        B, H = p.B, p.H
-        w, b = wb[0], wb[p.k] if len(wb) > p.k else None
-        xw = xw.unbind(0)
+        B, H, cp = p.B, p.H, p.cp
         n, n3 = B * H, 3 * B * H
-        cp = p.cp
-        wt = w.t()
-        p.begin(False)
-        h = h0
+        w, b, wt, xw, hs, sv, hys = _start(p, xw, wb)
         T = len(xw)
-        hs, sv, hys = [None] * T, [None] * T, [None] * T
+        h = h0
         hn, npre = torch.empty(2, B, H).unbind(0)        # (scratch)
         phn, pnp = hn.data_ptr(), npre.data_ptr()
         ds = torch.empty(T, B, H).unbind(0)
@@ -349,27 +344,39 @@ class _GRULayer(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        p = ctx.p
-        B, H = p.B, p.H
-        sv = ctx.sv
-        p.begin(True)
-        with p.emu._quiet():
-            gx = torch.empty(len(p.order), B, 3 * H)
-            dxws = gx.unbind(0)
-            dhws = torch.empty(len(p.order), B, 3 * H).unbind(0)
-            gds = torch.empty(len(p.order), B, H).unbind(0)
-
-            def step(t, ext, rec, gdn):
-                hw, yr, yz, d, nt = sv[t]
-                dhw, gd = dhws[t], gds[t]
-                _GRU_BWD(p.cp, _ptr(ext), _ptr(gdn), _ptr(rec), yr.data_ptr(), yz.data_ptr(), hw.data_ptr(),
-                         d.data_ptr(), nt.data_ptr(), dhw.data_ptr(), dxws[t].data_ptr(), gd.data_ptr(), B, H)
-                return dhw, gd
-            dh, gd, gw = _backward_loop(ctx, p, grads, step, None)
-        p.end(True)
-        _free(ctx)
-        ctx.sv = None
+        dh, gd, gx, gw = _backward(ctx, grads, _gru_steps, None)
         return (None, dh if ctx.need_h0 else None, gd if ctx.need_h0b else None, gx) + gw
+
+
+def _gru_steps(p, sv):
+    """(xw's gradient, the step function of _backward_loop) of a GRU layer."""
+    B, H, cp = p.B, p.H, p.cp
+    gx = torch.empty(len(p.order), B, 3 * H)
+    dxws = gx.unbind(0)
+    dhws = torch.empty(len(p.order), B, 3 * H).unbind(0)
+    gds = torch.empty(len(p.order), B, H).unbind(0)
+
+    def step(t, ext, rec, gdn):
+        hw, yr, yz, d, nt = sv[t]
+        dhw, gd = dhws[t], gds[t]
+        _GRU_BWD(cp, _ptr(ext), _ptr(gdn), _ptr(rec), yr.data_ptr(), yz.data_ptr(), hw.data_ptr(), d.data_ptr(),
+                 nt.data_ptr(), dhw.data_ptr(), dxws[t].data_ptr(), gd.data_ptr(), B, H)
+        return dhw, gd
+    return gx, step
+
+
+def _backward(ctx, grads, steps, carry):
+    """A layer's backward: (h0's gradient, the first step's carry, xw's
+    gradient, the weight copies' gradients); steps(p, saved) gives xw's
+    gradient and the step function, carry is the last step's (c_n's gradient)."""
+    p = ctx.p
+    p.begin(True)
+    with p.emu._quiet():
+        gx, step = steps(p, ctx.sv)
+        dh, carry, gw = _backward_loop(ctx, p, grads, step, _dense(carry))
+    p.end(True)
+    _free(ctx)
+    return dh, carry, gx, gw
 
 
 def _save(ctx, p, w, b, hs, h0):
@@ -386,7 +393,7 @@ def _save(ctx, p, w, b, hs, h0):
 
 
 def _free(ctx):
-    ctx.hs = ctx.w = ctx.b = ctx.wbuf = ctx.bbuf = None
+    ctx.hs = ctx.sv = ctx.w = ctx.b = ctx.wbuf = ctx.bbuf = None
 
 
 def _wname(emu, p, site, bias):
