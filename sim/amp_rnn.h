@@ -14,7 +14,9 @@
  * columns k*H .. k*H+H-1). A rounding "at site s" merges the statistics of
  * that one rounding (one amp_stats per call, as a separate rounding of the
  * whole array gives them) into ctx->stats[s] when that pointer is not NULL,
- * and notes the first named rounding with a non-finite result. */
+ * and notes the first named rounding with a non-finite result. Each kernel
+ * returns c->status: AMP_OK, or the first failure of a rounding (bad
+ * options) since the caller last cleared it. */
 #ifndef AMP_RNN_H
 #define AMP_RNN_H
 
@@ -54,47 +56,47 @@ typedef struct amp_rnn_ctx {
     const amp_round_opts *opts[AMP_RNN_SLOTS];
     amp_stats *const *stats;   /* per site: statistics merged into, or NULL; the array may be NULL */
     amp_stats *scratch;        /* an initialised amp_stats the kernels reuse */
-    float *tmp;                /* scratch of 16 * B * H floats */
+    float *tmp;                /* scratch of 32 * B * H floats */
     int nf_site;               /* in/out: the first site with a non-finite result (-1: none yet) */
     uint64_t nf_count;         /* its count of non-finite results */
-    int status;                /* in/out: the first failure (AMP_OK: none) */
+    amp_status status;         /* in/out: the first failure (AMP_OK: none) */
 } amp_rnn_ctx;
 
 /* Forward, both cells: hw = r(hw) at site 0 (the hidden GEMM's output), then
  * g = r(hw + xw) at site 1; n = B*G*H. */
-AMP_API void amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n);
+AMP_API amp_status amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n);
 
 /* LSTM forward: y[0..3] (sigmoid, sigmoid, tanh, sigmoid of the gate chunks,
  * contiguous) rounded in place at the gate sites; cy = r(r(f*cx) + r(i*g)). */
-AMP_API void amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, const float *cx, float *cy,
+AMP_API amp_status amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, const float *cx, float *cy,
                           size_t n);
 /* LSTM forward, after tanh(cy): t = r(t) in place (c_tanh), hy = r(o * t). */
-AMP_API void amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o, float *hy, size_t n);
+AMP_API amp_status amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o, float *hy, size_t n);
 /* LSTM backward of one step. dh is the sum of the contributions ext and rec
  * (either may be NULL: not both when dcn is NULL) as ampsim.torch's gradient
  * buffer adds them; dcn the cell state's gradient from the next step (NULL:
  * none). i, f, g, o: the rounded gates; cx: the cell state in; tc: r(tanh(cy)).
  * Out: dg (B x 4H) the gates' gradient, rounded at the gates site and then at
  * the hidden GEMM's; dc the gradient of cx (unrounded). */
-AMP_API void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const float *dcn,
+AMP_API amp_status amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const float *dcn,
                           const float *i, const float *f, const float *g, const float *o, const float *cx,
                           const float *tc, float *dg, float *dc, size_t B, size_t H);
 
 /* GRU forward, after the sigmoids: yr, yz rounded in place (reset, update);
  * hn = r(h_n * r), npre = r(i_n + hn), h_n and i_n the third chunks of the
  * rounded hw and of xw (B x 3H). */
-AMP_API void amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const float *xw, float *hn,
+AMP_API amp_status amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const float *xw, float *hn,
                          float *npre, size_t B, size_t H);
 /* GRU forward, after tanh(npre): t = r(t) in place (new_gate), d = r(h - t),
  * hy = r(r(d * z) + t). */
-AMP_API void amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, float *d, float *hy,
+AMP_API amp_status amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, float *d, float *hy,
                              size_t n);
 /* GRU backward of one step: dh the buffer sum of ext, gdn, rec (in that
  * order; any may be NULL, not all); r, z the rounded gates, hw the rounded
  * hidden GEMM output (B x 3H), d and nt the saved h - n and r(tanh). Out:
  * dhw (B x 3H, rounded at the hidden GEMM's site), dxw (B x 3H), gd (the
  * gradient of h through h - n, rounded). */
-AMP_API void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float *rec, const float *r,
+AMP_API amp_status amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float *rec, const float *r,
                          const float *z, const float *hw, const float *d, const float *nt, float *dhw, float *dxw,
                          float *gd, size_t B, size_t H);
 
@@ -103,7 +105,7 @@ AMP_API void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, con
  * added into its sum (accw, accb) as the gradient buffer adds (count[0],
  * count[1]: the contributions already in each sum, counted up; the first is
  * copied). */
-AMP_API void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
+AMP_API amp_status amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
                             float *accw, float *accb, int *count);
 
 #endif

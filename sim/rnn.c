@@ -117,15 +117,16 @@ static inline void chunk_put(float *a, size_t G, size_t k, const float *x, size_
     for (size_t b = 0; b < B; b++) memcpy(a + b * G * H + k * H, x + b * H, H * sizeof *a);
 }
 
-RNN_CLONES void amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n)
+RNN_CLONES amp_status amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n)
 {
     rnd(c, AMP_RNN_ACT, 0, hw, n);
     for (size_t i = 0; i < n; i++) g[i] = hw[i] + xw[i];
     rnd(c, AMP_RNN_ACT, 1, g, n);
+    return c->status;
 }
 
 /* ---- LSTM ------------------------------------------------------------------------------ */
-RNN_CLONES void amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, const float *cx, float *cy,
+RNN_CLONES amp_status amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, const float *cx, float *cy,
                   size_t n)
 {
     float *fc = c->tmp, *ig = c->tmp + n;
@@ -139,16 +140,18 @@ RNN_CLONES void amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, fl
     rnd(c, AMP_RNN_ACT, AMP_LSTM_IG, ig, n);
     for (size_t i = 0; i < n; i++) cy[i] = fc[i] + ig[i];
     rnd(c, AMP_RNN_ACT, AMP_LSTM_C, cy, n);
+    return c->status;
 }
 
-RNN_CLONES void amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o, float *hy, size_t n)
+RNN_CLONES amp_status amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o, float *hy, size_t n)
 {
     rnd(c, AMP_RNN_ACT, AMP_LSTM_CTANH, t, n);
     for (size_t i = 0; i < n; i++) hy[i] = o[i] * t[i];
     rnd(c, AMP_RNN_ACT, AMP_LSTM_H, hy, n);
+    return c->status;
 }
 
-RNN_CLONES void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const float *dcn,
+RNN_CLONES amp_status amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const float *dcn,
                   const float *i, const float *f, const float *g, const float *o, const float *cx,
                   const float *tc, float *dg, float *dc, size_t B, size_t H)
 {
@@ -200,10 +203,11 @@ RNN_CLONES void amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec,
     for (size_t k = 0; k < 4; k++) chunk_put(dg, 4, k, r + k * n, B, H);
     rnd(c, AMP_RNN_GRAD, G0 + AMP_LSTM_GATES, dg, 4 * n);
     again(c, AMP_RNN_GRAD, G0 + AMP_LSTM_HH, dg, 4 * n);
+    return c->status;
 }
 
 /* ---- GRU -------------------------------------------------------------------------------- */
-RNN_CLONES void amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const float *xw, float *hn,
+RNN_CLONES amp_status amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const float *xw, float *hn,
                  float *npre, size_t B, size_t H)
 {
     size_t n = B * H;
@@ -215,9 +219,10 @@ RNN_CLONES void amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *h
     for (size_t b = 0; b < B; b++)
         for (size_t j = 0; j < H; j++) npre[b * H + j] = xw[b * 3 * H + 2 * H + j] + hn[b * H + j];
     rnd(c, AMP_RNN_ACT, AMP_GRU_NPRE, npre, n);
+    return c->status;
 }
 
-RNN_CLONES void amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, float *d, float *hy, size_t n)
+RNN_CLONES amp_status amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, float *d, float *hy, size_t n)
 {
     float *dz = c->tmp;
     rnd(c, AMP_RNN_ACT, AMP_GRU_NEW, t, n);
@@ -227,9 +232,10 @@ RNN_CLONES void amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const 
     rnd(c, AMP_RNN_ACT, AMP_GRU_HZ, dz, n);
     for (size_t i = 0; i < n; i++) hy[i] = dz[i] + t[i];
     rnd(c, AMP_RNN_ACT, AMP_GRU_H, hy, n);
+    return c->status;
 }
 
-RNN_CLONES void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float *rec, const float *r,
+RNN_CLONES amp_status amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float *rec, const float *r,
                  const float *z, const float *hw, const float *d, const float *nt, float *dhw, float *dxw,
                  float *gd, size_t B, size_t H)
 {
@@ -279,9 +285,10 @@ RNN_CLONES void amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, 
         rnd(c, AMP_RNN_BUF, -1, out, 3 * n);
     }
     rnd(c, AMP_RNN_GRAD, AMP_GRU_HH + G0, dhw, 3 * n);
+    return c->status;
 }
 
-RNN_CLONES void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
+RNN_CLONES amp_status amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
                     float *accw, float *accb, int *count)
 {
     if (dw)
@@ -289,7 +296,7 @@ RNN_CLONES void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, flo
     if (db)
         rnd(c, AMP_RNN_WGRAD, sb, db, nb);
     if (!accw)
-        return;
+        return c->status;
     for (int s = 0; s < 2; s++) {
         float *x = s ? db : dw, *acc = s ? accb : accw;
         size_t m = s ? nb : nw;
@@ -303,4 +310,5 @@ RNN_CLONES void amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, flo
             rnd(c, AMP_RNN_WBUF, -1, acc, m);
         }
     }
+    return c->status;
 }

@@ -19,10 +19,14 @@ What the op-by-op path does across steps, and how it is kept:
   output stack (and, for the GRU, the next step's h - n): its gradient is
   the gradient buffer's sum of those contributions in autograd's order
   (stack, h - n, GEMM; _grad.py), formed by the C kernels;
-- the weight copies of W_hh and b_hh are used by every step: each step's
-  share is rounded at the weight's name and added into the copy's buffer
-  (later steps first), the first step's share is returned to autograd as
-  the first use's contribution, so the buffer ends as op by op;
+- the weight copies of W_hh and b_hh are used by every step, each step's
+  share rounded at the weight's name. The cast cache hands the later steps
+  the copy itself (autograd then adds the shares in float32 as they come,
+  later steps first): the Function takes the copy once per step and returns
+  the shares in that order. Should it hand them out through use nodes (the
+  copy's buffer sums the shares in format), the shares of the later steps
+  are added into the buffer by the kernels and the first step's is returned
+  as the first use's contribution. Either way the sum is op by op's;
 - the last step's h is a gradient source (the output stack and h_n use it);
   h0 and c0, the input rows and the weight copies pass through _grad.use
   in the op-by-op order.
@@ -127,8 +131,7 @@ class _Plan:
         self.scratch = _lib.AmpStats()
         _lib.lib.amp_stats_init(ctypes.byref(self.scratch))
         c.scratch = ctypes.addressof(self.scratch)
-        G = 4 if kind == "lstm" else 3
-        self.tmp = torch.empty(16 * B * H * max(G, 1))
+        self.tmp = torch.empty(32 * B * H)
         c.tmp = self.tmp.data_ptr()
         self.cp = ctypes.addressof(c)
         self.runs = None
