@@ -46,7 +46,8 @@ class LM(nn.Module if HAVE_TORCH else object):
     """form: "" (output and h_n + c_n used), "twice" (the module called on
     two inputs in one forward), "hn" (h_n alone), "time" (batch_first=False),
     "big" (hidden weights that overflow the hidden GEMM: non-finite values
-    forward and backward)."""
+    forward and backward), "hx" (a learned initial state, so h0 and c0 get
+    gradients), "eval" (a second forward, without gradients, in each step)."""
 
     def __init__(self, cell, layers, bidirectional, hidden, form=""):
         super().__init__()
@@ -61,12 +62,17 @@ class LM(nn.Module if HAVE_TORCH else object):
         if form == "big":
             with torch.no_grad():
                 self.rnn.weight_hh_l0.mul_(2e4)
+        if form == "hx":
+            self.h0 = nn.Parameter(torch.randn(layers * (2 if bidirectional else 1), 1, hidden))
 
     def forward(self, idx):
         x = self.emb(idx)
         if self.form == "time":
             y, hn = self.rnn(x.transpose(0, 1))
             y = y.transpose(0, 1)
+        elif self.form == "hx":
+            h0 = self.h0.expand(-1, idx.shape[0], -1).contiguous()
+            y, hn = self.rnn(x, (h0, 0.5 * h0) if isinstance(self.rnn, nn.LSTM) else h0)
         else:
             y, hn = self.rnn(x)
         if self.form == "twice":
@@ -98,6 +104,9 @@ def train(cell, layers, bidir, hidden, policy, path, out, form=""):
                 z, hn = m(idx)
                 loss = F.cross_entropy(z.flatten(0, 1), idx.roll(1, 1).flatten()) + 0.1 * hn.square().mean()
                 opt.zero_grad()
+                if form == "eval":      # (after the training forward: the step's weight casts require grad)
+                    with torch.no_grad():
+                        m(idx.flip(0))
                 if sc is not None:
                     sc.scale(loss).backward()
                     grads.append([p.grad.clone() for p in m.parameters()])
@@ -177,6 +186,8 @@ class TestFusedSteps(unittest.TestCase):
         self.check("lstm", 2, False, 4, "fp16-amp", form="twice")
         self.check("lstm", 1, True, 6, "bf16-amp", form="hn")
         self.check("lstm", 1, False, 8, "fp16-amp", form="big")
+        self.check("lstm", 2, True, 4, "fp16-amp", form="hx")
+        self.check("lstm", 1, False, 4, "bf16-amp", form="eval")
         self.check("lstm", 0, False, 3, "fp16-amp")        # nn.LSTMCell
 
     def test_gru(self):
@@ -188,6 +199,8 @@ class TestFusedSteps(unittest.TestCase):
         self.check("gru", 1, False, 4, "bf16-amp", form="twice")
         self.check("gru", 2, False, 6, "fp16-amp", form="hn")
         self.check("gru", 2, False, 8, "fp16-amp", form="big")
+        self.check("gru", 2, True, 4, "bf16-amp", form="hx")
+        self.check("gru", 1, False, 4, "fp16-amp", form="eval")
         self.check("gru", 0, False, 5, "fp8-hybrid")       # nn.GRUCell
 
     def test_weight_buffer(self):
