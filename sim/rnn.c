@@ -47,8 +47,8 @@ static void again(amp_rnn_ctx *c, int slot, int site, float *x, size_t n)
 
 /* out = the gradient buffer's sum of the present contributions a, b, e (in
  * that order): the first kept as it came; each later one r(r(sum) + r(x)). */
-static inline void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b, const float *e, float *out, float *t,
-                 size_t n)
+static inline void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b, const float *e, float *out,
+                        float *t, size_t n)
 {
     const float *xs[3] = {a, b, e};
     int k = 0;
@@ -76,8 +76,8 @@ static inline void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b
  * tanh rule r(g * r(1 - r(y * y))), each with its three roundings in one call
  * for all gates (a rounding of an element does not depend on the others).
  * t, u: G*n floats of scratch each. */
-static inline void rules(amp_rnn_ctx *c, size_t G, int tk, const float *g, const float *y, float *out, float *t, float *u,
-                  size_t n)
+static inline void rules(amp_rnn_ctx *c, size_t G, int tk, const float *g, const float *y, float *out, float *t,
+                         float *u, size_t n)
 {
     size_t m = G * n;
     for (size_t k = 0; k < G; k++) {
@@ -117,7 +117,8 @@ static inline void chunk_put(float *a, size_t G, size_t k, const float *x, size_
     for (size_t b = 0; b < B; b++) memcpy(a + b * G * H + k * H, x + b * H, H * sizeof *a);
 }
 
-RNN_CLONES amp_status amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n)
+RNN_CLONES
+amp_status amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n)
 {
     rnd(c, AMP_RNN_ACT, 0, hw, n);
     for (size_t i = 0; i < n; i++) g[i] = hw[i] + xw[i];
@@ -126,8 +127,9 @@ RNN_CLONES amp_status amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, 
 }
 
 /* ---- LSTM ------------------------------------------------------------------------------ */
-RNN_CLONES amp_status amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, const float *cx, float *cy,
-                  size_t n)
+RNN_CLONES
+amp_status amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *yo, const float *cx, float *cy,
+                        size_t n)
 {
     float *fc = c->tmp, *ig = c->tmp + n;
     rnd(c, AMP_RNN_ACT, AMP_LSTM_IN, yi, n);
@@ -143,7 +145,8 @@ RNN_CLONES amp_status amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *
     return c->status;
 }
 
-RNN_CLONES amp_status amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o, float *hy, size_t n)
+RNN_CLONES
+amp_status amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o, float *hy, size_t n)
 {
     rnd(c, AMP_RNN_ACT, AMP_LSTM_CTANH, t, n);
     for (size_t i = 0; i < n; i++) hy[i] = o[i] * t[i];
@@ -151,9 +154,10 @@ RNN_CLONES amp_status amp_lstm_fwd_out(amp_rnn_ctx *c, float *t, const float *o,
     return c->status;
 }
 
-RNN_CLONES amp_status amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const float *dcn,
-                  const float *i, const float *f, const float *g, const float *o, const float *cx,
-                  const float *tc, float *dg, float *dc, size_t B, size_t H)
+RNN_CLONES
+amp_status amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float *rec, const float *dcn, const float *i,
+                        const float *f, const float *g, const float *o, const float *cx, const float *tc, float *dg,
+                        float *dc, size_t B, size_t H)
 {
     const int G0 = AMP_LSTM_GRAD;
     size_t n = B * H;
@@ -207,8 +211,9 @@ RNN_CLONES amp_status amp_lstm_bwd(amp_rnn_ctx *c, const float *ext, const float
 }
 
 /* ---- GRU -------------------------------------------------------------------------------- */
-RNN_CLONES amp_status amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const float *xw, float *hn,
-                 float *npre, size_t B, size_t H)
+RNN_CLONES
+amp_status amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, const float *xw, float *hn,
+                       float *npre, size_t B, size_t H)
 {
     size_t n = B * H;
     rnd(c, AMP_RNN_ACT, AMP_GRU_RESET, yr, n);
@@ -222,7 +227,8 @@ RNN_CLONES amp_status amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const fl
     return c->status;
 }
 
-RNN_CLONES amp_status amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, float *d, float *hy, size_t n)
+RNN_CLONES
+amp_status amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float *z, float *d, float *hy, size_t n)
 {
     float *dz = c->tmp;
     rnd(c, AMP_RNN_ACT, AMP_GRU_NEW, t, n);
@@ -235,9 +241,10 @@ RNN_CLONES amp_status amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, 
     return c->status;
 }
 
-RNN_CLONES amp_status amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float *rec, const float *r,
-                 const float *z, const float *hw, const float *d, const float *nt, float *dhw, float *dxw,
-                 float *gd, size_t B, size_t H)
+RNN_CLONES
+amp_status amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const float *rec, const float *r,
+                       const float *z, const float *hw, const float *d, const float *nt, float *dhw, float *dxw,
+                       float *gd, size_t B, size_t H)
 {
     const int G0 = AMP_GRU_GRAD;
     size_t n = B * H;
@@ -288,8 +295,9 @@ RNN_CLONES amp_status amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float 
     return c->status;
 }
 
-RNN_CLONES amp_status amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb,
-                    float *accw, float *accb, int *count)
+RNN_CLONES
+amp_status amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *db, size_t nb, int sb, float *accw,
+                          float *accb, int *count)
 {
     if (dw)
         rnd(c, AMP_RNN_WGRAD, sw, dw, nw);
