@@ -54,7 +54,8 @@ enum {
 typedef struct amp_rnn_ctx {
     const amp_format *fmt[AMP_RNN_SLOTS];
     const amp_round_opts *opts[AMP_RNN_SLOTS];
-    amp_stats *const *stats;   /* per site: statistics merged into, or NULL; the array may be NULL */
+    amp_stats *const *stats;   /* per site: statistics merged into (an all-zero amp_stats: none yet,
+                                * taken as initialised), or NULL; the array may be NULL */
     amp_stats *scratch;        /* an initialised amp_stats the kernels reuse */
     float *tmp;                /* scratch of 32 * B * H floats */
     int nf_site;               /* in/out: the first site with a non-finite result (-1: none yet) */

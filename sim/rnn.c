@@ -25,7 +25,10 @@ static void rnd(amp_rnn_ctx *c, int slot, int site, float *x, size_t n)
     if (run) {
         amp_stats_reset(c->scratch);
         st = amp_round_f32_nonfinite(c->fmt[slot], c->opts[slot], x, x, n, c->scratch, &nf);
-        amp_stats_merge(run, c->scratch);
+        if (run->n == 0 && run->amin_nonzero == 0.0)
+            *run = *c->scratch;           /* an all-zero one: the first statistics of the site */
+        else
+            amp_stats_merge(run, c->scratch);
     } else {
         st = amp_round_f32_nonfinite(c->fmt[slot], c->opts[slot], x, x, n, NULL, site >= 0 ? &nf : NULL);
     }

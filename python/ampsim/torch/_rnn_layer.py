@@ -146,17 +146,16 @@ class _Plan:
             return
         lo, hi = (self.nfwd, len(self.names)) if backward else (0, self.nfwd)
         arr = (_VP * len(self.names))()
+        block = (_lib.AmpStats * (hi - lo))()       # (all zero: the kernels take them as initialised)
         runs = []
         for k in range(lo, hi):
             name = self.names[k]
             if name is None:
                 continue
+            st = block[k - lo]
             prev = emu._stats.get(name)
             if prev is not None:
-                st = _lib.AmpStats.from_buffer_copy(prev[2]._s)
-            else:
-                st = _lib.AmpStats()
-                _lib.lib.amp_stats_init(ctypes.byref(st))
+                ctypes.pointer(st)[0] = prev[2]._s
             arr[k] = ctypes.addressof(st)
             runs.append((k, st, prev is not None))
         self.arr, self.runs = arr, runs
