@@ -4,6 +4,7 @@
 #include "amp_base.h"
 #include "amp_rnn.h"
 
+#include <math.h>
 #include <string.h>
 
 /* The kernels' loops: target clones vectorised over elements only (each
@@ -14,6 +15,14 @@
 #else
 #define RNN_CLONES
 #endif
+
+/* a + b as PyTorch's add kernel forms it (b * 1 + a): of two NaN operands
+ * b's is kept, sign bit included (the compiler may order the operands of a
+ * plain + either way, and x86 keeps the first NaN). Any other value is a + b. */
+static inline float add(float a, float b)
+{
+    return isnan(b) ? b : a + b;
+}
 
 /* x (n values) rounded in place into the slot's format; statistics and the
  * non-finite report at site (-1: an unnamed rounding, neither). */
@@ -67,9 +76,7 @@ static inline void fold(amp_rnn_ctx *c, int slot, const float *a, const float *b
             rnd(c, slot, -1, out, n);
         memcpy(t, x, n * sizeof *t);
         rnd(c, slot, -1, t, n);
-        /* (the new contribution first: PyTorch's add kernel forms a + b as
-         * b * 1 + a, so of two NaNs the later contribution's is kept) */
-        for (size_t i = 0; i < n; i++) out[i] = t[i] + out[i];
+        for (size_t i = 0; i < n; i++) out[i] = add(out[i], t[i]);
         rnd(c, slot, -1, out, n);
     }
 }
@@ -124,7 +131,7 @@ RNN_CLONES
 amp_status amp_rnn_gates(amp_rnn_ctx *c, float *hw, const float *xw, float *g, size_t n)
 {
     rnd(c, AMP_RNN_ACT, 0, hw, n);
-    for (size_t i = 0; i < n; i++) g[i] = hw[i] + xw[i];
+    for (size_t i = 0; i < n; i++) g[i] = add(hw[i], xw[i]);
     rnd(c, AMP_RNN_ACT, 1, g, n);
     return c->status;
 }
@@ -143,7 +150,7 @@ amp_status amp_lstm_fwd(amp_rnn_ctx *c, float *yi, float *yf, float *yg, float *
     rnd(c, AMP_RNN_ACT, AMP_LSTM_FC, fc, n);
     for (size_t i = 0; i < n; i++) ig[i] = yi[i] * yg[i];
     rnd(c, AMP_RNN_ACT, AMP_LSTM_IG, ig, n);
-    for (size_t i = 0; i < n; i++) cy[i] = fc[i] + ig[i];
+    for (size_t i = 0; i < n; i++) cy[i] = add(fc[i], ig[i]);
     rnd(c, AMP_RNN_ACT, AMP_LSTM_C, cy, n);
     return c->status;
 }
@@ -225,7 +232,7 @@ amp_status amp_gru_fwd(amp_rnn_ctx *c, float *yr, float *yz, const float *hw, co
         for (size_t j = 0; j < H; j++) hn[b * H + j] = hw[b * 3 * H + 2 * H + j] * yr[b * H + j];
     rnd(c, AMP_RNN_ACT, AMP_GRU_HNR, hn, n);
     for (size_t b = 0; b < B; b++)
-        for (size_t j = 0; j < H; j++) npre[b * H + j] = xw[b * 3 * H + 2 * H + j] + hn[b * H + j];
+        for (size_t j = 0; j < H; j++) npre[b * H + j] = add(xw[b * 3 * H + 2 * H + j], hn[b * H + j]);
     rnd(c, AMP_RNN_ACT, AMP_GRU_NPRE, npre, n);
     return c->status;
 }
@@ -239,7 +246,7 @@ amp_status amp_gru_fwd_out(amp_rnn_ctx *c, float *t, const float *h, const float
     rnd(c, AMP_RNN_ACT, AMP_GRU_HMN, d, n);
     for (size_t i = 0; i < n; i++) dz[i] = d[i] * z[i];
     rnd(c, AMP_RNN_ACT, AMP_GRU_HZ, dz, n);
-    for (size_t i = 0; i < n; i++) hy[i] = dz[i] + t[i];
+    for (size_t i = 0; i < n; i++) hy[i] = add(dz[i], t[i]);
     rnd(c, AMP_RNN_ACT, AMP_GRU_H, hy, n);
     return c->status;
 }
@@ -291,7 +298,7 @@ amp_status amp_gru_bwd(amp_rnn_ctx *c, const float *ext, const float *gdn, const
         memset(p, 0, 3 * n * sizeof *p);
         chunk_put(p, 3, 2, s ? gnp : dhn, B, H);
         rnd(c, AMP_RNN_BUF, -1, p, 3 * n);
-        for (size_t k = 0; k < 3 * n; k++) out[k] = p[k] + out[k];
+        for (size_t k = 0; k < 3 * n; k++) out[k] = add(p[k], out[k]);
         rnd(c, AMP_RNN_BUF, -1, out, 3 * n);
     }
     rnd(c, AMP_RNN_GRAD, AMP_GRU_HH + G0, dhw, 3 * n);
@@ -317,7 +324,7 @@ amp_status amp_rnn_shares(amp_rnn_ctx *c, float *dw, size_t nw, int sw, float *d
             memcpy(acc, x, m * sizeof *acc);
         } else {
             /* (the sum and the share are in the format: their own roundings change nothing) */
-            for (size_t k = 0; k < m; k++) acc[k] = acc[k] + x[k];
+            for (size_t k = 0; k < m; k++) acc[k] = add(acc[k], x[k]);
             rnd(c, AMP_RNN_WBUF, -1, acc, m);
         }
     }

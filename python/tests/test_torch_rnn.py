@@ -17,12 +17,12 @@ if HAVE_TORCH:
     import ampsim.torch as at
     from ampsim.torch import _emulate, _grad, _rnn_fused, _rnn_layer
 
-POLICIES = ("fp32", "fp16-amp", "bf16-amp", "bf16-amp-cpu", "fp8-hybrid")
+POLICIES = ("fp32", "fp16-amp", "bf16-amp", "bf16-amp-cpu", "fp8-hybrid", "fp16-pure", "bf16-pure")
 # policies whose steps run fused (elsewhere the op-by-op path runs)
-FUSED = ("fp16-amp", "bf16-amp", "fp8-hybrid")
+FUSED = ("fp16-amp", "bf16-amp", "fp8-hybrid", "fp16-pure", "bf16-pure")
 # policies whose nn.LSTM / nn.GRU layers run as one Function (fp8-hybrid:
 # FP8 GEMM operands; its steps run fused one by one)
-LAYER = ("fp16-amp", "bf16-amp")
+LAYER = ("fp16-amp", "bf16-amp", "fp16-pure", "bf16-pure")
 
 
 class CellLoop(nn.Module if HAVE_TORCH else object):
@@ -97,6 +97,8 @@ def train(cell, layers, bidir, hidden, policy, path, out, form=""):
     _rnn_fused.ENABLED, _rnn_layer.ENABLED = path != "op", path == "layer"
     try:
         with at.emulate(m, policy, out=out, log_every=1, hist_every=1) as emu:
+            if policy.endswith("-pure"):
+                opt = emu.optimizer(opt)
             sc = at.GradScaler("torch") if policy.startswith("fp16") else None
             for s in range(2):
                 g = torch.Generator().manual_seed(s)
@@ -116,7 +118,8 @@ def train(cell, layers, bidir, hidden, policy, path, out, form=""):
                     loss.backward()
                     grads.append([p.grad.clone() for p in m.parameters()])
                     opt.step()
-                    emu.step(loss=loss)
+                    if not policy.endswith("-pure"):        # (the wrapped optimizer ends the step)
+                        emu.step(loss=loss)
                 losses.append(loss.detach().clone())
     finally:
         _rnn_fused.ENABLED, _rnn_layer.ENABLED = prev
