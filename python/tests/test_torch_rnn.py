@@ -47,7 +47,8 @@ class LM(nn.Module if HAVE_TORCH else object):
     two inputs in one forward), "hn" (h_n alone), "time" (batch_first=False),
     "big" (hidden weights that overflow the hidden GEMM: non-finite values
     forward and backward), "hx" (a learned initial state, so h0 and c0 get
-    gradients), "eval" (a second forward, without gradients, in each step)."""
+    gradients), "eval" (a second forward, without gradients, in each step),
+    "nobias" (bias=False), "drop" (dropout between the layers)."""
 
     def __init__(self, cell, layers, bidirectional, hidden, form=""):
         super().__init__()
@@ -57,7 +58,8 @@ class LM(nn.Module if HAVE_TORCH else object):
             self.rnn = CellLoop(nn.LSTMCell if cell == "lstm" else nn.GRUCell, hidden)
         else:
             cls = nn.LSTM if cell == "lstm" else nn.GRU
-            self.rnn = cls(7, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=form != "time")
+            self.rnn = cls(7, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=form != "time",
+                           bias=form != "nobias", dropout=0.3 if form == "drop" else 0.0)
         self.out = nn.Linear(hidden * (2 if bidirectional and form != "hn" else 1), 11)
         if form == "big":
             with torch.no_grad():
@@ -191,6 +193,8 @@ class TestFusedSteps(unittest.TestCase):
         self.check("lstm", 1, False, 8, "fp16-amp", form="big")
         self.check("lstm", 2, True, 4, "fp16-amp", form="hx")
         self.check("lstm", 1, False, 4, "bf16-amp", form="eval")
+        self.check("lstm", 2, True, 6, "fp16-amp", form="nobias")
+        self.check("lstm", 3, False, 5, "bf16-amp", form="drop")
         self.check("lstm", 0, False, 3, "fp16-amp")        # nn.LSTMCell
 
     def test_gru(self):
@@ -204,6 +208,8 @@ class TestFusedSteps(unittest.TestCase):
         self.check("gru", 2, False, 8, "fp16-amp", form="big")
         self.check("gru", 2, True, 4, "bf16-amp", form="hx")
         self.check("gru", 1, False, 4, "fp16-amp", form="eval")
+        self.check("gru", 2, True, 6, "bf16-amp", form="nobias")
+        self.check("gru", 3, False, 5, "fp16-amp", form="drop")
         self.check("gru", 0, False, 5, "fp8-hybrid")       # nn.GRUCell
 
     def test_weight_buffer(self):
