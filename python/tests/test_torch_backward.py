@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # (kind, shape): odd widths, 3 and 5 heads, odd contexts
 CASES = [("mlp", {}), ("mlp", dict(d_in=29, width=61, depth=2, n_out=7, B=24)),
          ("block", {}), ("block", dict(C=30, heads=5, T=11, B=3)),
-         ("cnn", {}), ("ops", dict(B=33)), ("gpt", dict(vocab=61, C=30, heads=5, layers=2, T=13, B=3))]
+         ("cnn", {}), ("ops", dict(B=33)), ("shared", {}), ("shared", dict(width=45, repeat=5, B=19)), ("gpt", dict(vocab=61, C=30, heads=5, layers=2, T=13, B=3))]
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
@@ -101,6 +101,26 @@ class TestStep0AgainstAutocast(unittest.TestCase):
             grads[mode] = (h.grad.float(), seen[0])
         self.assertTrue(torch.equal(grads["emulate"][0], grads["autocast"][0]))
         self.assertTrue(torch.equal(grads["emulate"][1], grads["autocast"][1]))
+
+
+    def test_a_forward_under_no_grad_before_the_training_forward(self):
+        """A forward under torch.no_grad (an evaluation) earlier in the same
+        step leaves the training forward's gradients as they are without it:
+        the weight copy cast under no_grad is not reused where the gradient is
+        needed."""
+        for pol in ("bf16-amp", "fp16-amp", "bf16-amp-cpu"):
+            grads = []
+            for evaluate_first in (False, True):
+                m, loss_fn = backward_case("shared")
+                with at.emulate(m, pol):
+                    if evaluate_first:
+                        with torch.no_grad():
+                            loss_fn(m)
+                    loss_fn(m).backward()
+                grads.append([p.grad for p in m.parameters()])
+            for a, b in zip(*grads):
+                self.assertIsNotNone(b, pol)
+                self.assertTrue(torch.equal(a, b), pol)
 
 
 class Hand(nn.Module if HAVE_TORCH else object):

@@ -232,12 +232,31 @@ class OpsNet(nn.Module):
         return self.c(z) + v[:, :self.c.out_features]
 
 
+class SharedNet(nn.Module):
+    """One hidden Linear applied `repeat` times (weight sharing, as in ALBERT or
+    a recurrent cell called in a loop): the step's cast copy of its weight has
+    several uses, whose gradient shares autocast sums in the low format."""
+
+    def __init__(self, d_in=23, width=31, n_out=11, repeat=3):
+        super().__init__()
+        self.a = nn.Linear(d_in, width)
+        self.h = nn.Linear(width, width)
+        self.o = nn.Linear(width, n_out)
+        self.repeat = repeat
+
+    def forward(self, x):
+        h = F.relu(self.a(x))
+        for _ in range(self.repeat):
+            h = F.relu(self.h(h))
+        return self.o(h)
+
+
 def backward_case(kind, seed=0, **shape):
     """(model, loss_fn) of the backward-fidelity tests: kind "mlp" (ResMLP),
     "block" (BlockNet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
     cross-entropy of one fixed batch. shape: the model's keyword arguments
     plus batch (B) and, for "block" and "gpt" (TinyGPT), context (T); kind
-    "ops" is OpsNet."""
+    "ops" is OpsNet, "shared" SharedNet."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed + 1)
     shape = dict(shape)
@@ -264,6 +283,10 @@ def backward_case(kind, seed=0, **shape):
         m = OpsNet(**shape)
         x = torch.randn(B, m.a.in_features, generator=g)
         y = torch.randint(0, m.c.out_features, (B,), generator=g)
+    elif kind == "shared":
+        m = SharedNet(**shape)
+        x = torch.randn(B, m.a.in_features, generator=g)
+        y = torch.randint(0, m.o.out_features, (B,), generator=g)
     elif kind == "cnn":
         m = BNCNN(**shape)
         x = torch.randn(B, m.conv1.in_channels, 16, 16, generator=g)

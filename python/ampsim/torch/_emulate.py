@@ -414,8 +414,11 @@ class emulate(_OpHandlers, _Checks):
         fmt = pol.bias if is_bias else pol.weight
         key = (id(p), fmt)
         hit = self._casts.get(key)
-        if hit is not None and hit[0] == p._version:
-            return hit[1]
+        # (a copy made under no_grad serves no later forward that needs the
+        # weight's gradient: that one casts again)
+        if hit is not None and hit[0] == p._version and (
+                hit[1].requires_grad or not (p.requires_grad and torch.is_grad_enabled())):
+            return _grad.use(hit[1])
         name = self._param_names.get(id(p)) or _join(site, "bias" if is_bias else "weight")
         if hit is None and not self._stats_due() and fmt == "fp32" and pol.weight_grad == "fp32":
             w = p

@@ -21,12 +21,13 @@ What the op-by-op path does across steps, and how it is kept:
   (stack, h - n, GEMM; _grad.py), formed by the C kernels;
 - the weight copies of W_hh and b_hh are used by every step, each step's
   share rounded at the weight's name. The cast cache hands the later steps
-  the copy itself (autograd then adds the shares in float32 as they come,
-  later steps first): the Function takes the copy once per step and returns
-  the shares in that order. Should it hand them out through use nodes (the
-  copy's buffer sums the shares in format), the shares of the later steps
-  are added into the buffer by the kernels and the first step's is returned
-  as the first use's contribution. Either way the sum is op by op's;
+  the copy through use nodes, so the copy's buffer sums the shares in format
+  (autocast's sum of a cached copy's uses): the shares of the later steps are
+  added into the buffer by the kernels, and the first step's is returned as
+  the first use's contribution. Under no_grad (no use nodes) it hands out the
+  copy itself, and autograd would add the shares in float32 as they come,
+  later steps first: the Function then takes the copy once per step and
+  returns the shares in that order. Either way the sum is op by op's;
 - the last step's h is a gradient source (the output stack and h_n use it);
   h0 and c0, the input rows and the weight copies pass through _grad.use
   in the op-by-op order.
@@ -214,7 +215,7 @@ def _backward_loop(ctx, p, grads, step, carry):
     cnt = (_I * 2)()
     pc = ctypes.addressof(cnt)
     acw = acb = None
-    if not p.plain and need_w and n_t > 1:
+    if not ctx.plain and need_w and n_t > 1:
         # the copies' buffers: every step's share but the first is added as it comes
         aw, cnt[0] = _acc_from(ctx.wbuf, w)
         ab, cnt[1] = _acc_from(ctx.bbuf, ctx.b) if need_b else (None, 0)
@@ -245,10 +246,10 @@ def _backward_loop(ctx, p, grads, step, carry):
         for buf, acc, k in ((ctx.wbuf, aw, 0), (ctx.bbuf, ab, 1)):
             if buf is not None and acc is not None and cnt[k]:
                 buf.g, buf.raw = acc, cnt[k] == 1
-    if not p.plain:
+    if not ctx.plain:
         ws, bs = ws[-1:], bs[-1:]       # (the first step's share: the copy's first use)
-    elif len(ws) < p.k:                 # (no shares: neither copy needs a gradient)
-        ws = bs = [None] * p.k
+    elif len(ws) < ctx.k:               # (no shares: neither copy needs a gradient)
+        ws = bs = [None] * ctx.k
     return dh, carry, tuple(ws) + (tuple(bs) if ctx.has_b else ())
 
 
@@ -387,6 +388,9 @@ def _save(ctx, p, w, b, hs, h0):
     ctx.need_h0 = ctx.needs_input_grad[1]
     ctx.need_w = ctx.needs_input_grad[4]
     ctx.has_b = b is not None
+    # (the plan is shared by later calls, which may take the weight copies
+    # the other way (under no_grad): the forward's way is kept here)
+    ctx.plain, ctx.k = p.plain, p.k
     ctx.need_b = b is not None and ctx.needs_input_grad[4 + p.k]
     emu = p.emu
     pol = emu.policy
