@@ -27,7 +27,7 @@ STEPS = 25
 CASES = [("mlp", {}), ("mlp", dict(d_in=29, width=61, depth=2, n_out=7, B=24)),
          ("mlp", dict(d_in=50, width=97, depth=4, n_out=13, B=9)),
          ("block", {}), ("block", dict(C=30, heads=5, T=11, B=3)),
-         ("block", dict(C=51, heads=3, T=7, B=5)), ("cnn", {}),
+         ("block", dict(C=51, heads=3, T=7, B=5)), ("cnn", {}), ("shared", dict(width=40, repeat=4, B=21)),
          ("gpt", dict(vocab=61, C=30, heads=5, layers=2, T=13, B=3)),
          ("gpt", dict(vocab=96, C=36, heads=3, layers=3, T=9, B=4))]
 OPTS = [("sgd", 0.05), ("adamw", 3e-3)]
