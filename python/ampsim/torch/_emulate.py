@@ -29,7 +29,7 @@ call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _coverage, _grad, _rt
+from . import _coverage, _fastmode, _grad, _rt
 from . import _scope
 from . import _whatif
 from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
@@ -218,10 +218,12 @@ class emulate(_OpHandlers, _Checks):
         """Hooks and the function mode on; this emulation is the active one."""
         self._scope.install()
         self._stack = []
+        _fastmode.install()
         try:
             self._mode = _Mode(self)
             self._mode.__enter__()
         except BaseException:
+            _fastmode.uninstall()
             self._scope.remove()
             self._mode = None
             raise
@@ -253,6 +255,8 @@ class emulate(_OpHandlers, _Checks):
             if self._mode is not None:
                 self._mode.__exit__(et, ev, tb)
         finally:
+            if self._mode is not None:
+                _fastmode.uninstall()
             self._mode = None
             self._scope.remove()
             if self in _ACTIVE:

@@ -147,8 +147,26 @@ def _use_any(a):
     return a
 
 
+def _has_buf(a):
+    if isinstance(a, torch.Tensor):
+        return hasattr(a, BUF_ATTR)
+    return type(a) in (list, tuple) and any(hasattr(b, BUF_ATTR) for b in a)
+
+
 def uses(args, kwargs):
-    """args and kwargs of an op call with each source output behind a use node."""
+    """args and kwargs of an op call with each source output behind a use node
+    (args and kwargs themselves when none is one, or grad mode is off)."""
+    if not torch.is_grad_enabled():
+        return args, kwargs
+    for a in args:
+        if _has_buf(a):
+            break
+    else:
+        for a in kwargs.values():
+            if _has_buf(a):
+                break
+        else:
+            return args, kwargs
     return tuple(_use_any(a) for a in args), {k: _use_any(v) for k, v in kwargs.items()}
 
 
@@ -197,11 +215,14 @@ def _set_grad(t):
     return fn
 
 
+HOOKED = (torch.Tensor.retain_grad, torch.Tensor.register_hook)
+
+
 def tensor_hook(func, args, kwargs):
     """Tensor.retain_grad() and Tensor.register_hook(fn) on a source's output
     (whose gradient autograd never forms; the buffer holds it): kept as
     watchers of the buffer. Returns (True, result) when handled."""
-    if func not in (torch.Tensor.retain_grad, torch.Tensor.register_hook) or not args:
+    if func not in HOOKED or not args:
         return False, None
     t = args[0]
     buf = getattr(t, BUF_ATTR, None)
@@ -215,7 +236,7 @@ def tensor_hook(func, args, kwargs):
     return True, _Handle(buf, hook)
 
 
-_WIDEN = {torch.Tensor.float, torch.Tensor.to, torch.Tensor.type}
+WIDEN = {torch.Tensor.float, torch.Tensor.to, torch.Tensor.type}
 
 
 def widened(func, args, out):
@@ -223,6 +244,6 @@ def widened(func, args, out):
     low-precision tensor: PyTorch returns the float32 tensor itself, but under
     autocast it is a cast to FP32 (a new tensor, whose gradient the cast's
     backward rounds into x's format). Returns the FP32-format alias (or out)."""
-    if func in _WIDEN and args and out is args[0] and getattr(out, _FMT, "fp32") != "fp32":
+    if func in WIDEN and args and out is args[0] and getattr(out, _FMT, "fp32") != "fp32":
         return out.view_as(out)
     return out

@@ -16,18 +16,51 @@ _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
 
 
 # ---- the function mode --------------------------------------------------------------
+_BACKWARD = torch.Tensor.backward
+_GRAD_ON = torch.is_grad_enabled
+_RECS = {}          # function -> (op, class, plain): _record's answer, cached
+
+
+def _record(func):
+    """(OPS entry, CLASSES entry, plain) of a torch function; plain: 1 for a
+    classified FP32 or no_float function with nothing to do but call it (its
+    uses of source outputs taken as uses, _grad.py), 2 for such a tensor
+    attribute (__get__, __set__: not a use), 0 otherwise."""
+    op, cls = _ops.OPS.get(func), _ops.CLASSES.get(func)
+    plain = 0
+    if op is None and cls in ("fp32", "no_float") and func is not _BACKWARD and func not in _grad.HOOKED \
+            and func not in _grad.WIDEN:
+        plain = 2 if getattr(func, "__name__", None) in ("__get__", "__set__") else 1
+    rec = _RECS[func] = (op, cls, plain)
+    return rec
+
+
 class _Mode(TorchFunctionMode):
     def __init__(self, emu):
         super().__init__()
         self.emu = emu
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        if kwargs is None:
+            kwargs = {}
         emu = self.emu
         # the scope (_scope.py): foreign modules and tensors pass through
         if emu._quiet_depth or emu._scope.skip(args, kwargs):
             return func(*args, **kwargs)
-        if emu._stack:
+        rec = _RECS.get(func) or _record(func)
+        stack = emu._stack
+        if rec[2]:
+            # a classified FP32 or no_float function: called as it is, counted
+            count = stack or (not emu._bwd_done and _GRAD_ON())
+            if rec[2] == 1:
+                args, kwargs = _grad.uses(args, kwargs)
+            out = func(*args, **kwargs)
+            if count:
+                emu._cov.add(func, rec[1], out if rec[1] != "no_float" else None)
+            if not stack:
+                emu._scope.mark(out)
+            return out
+        if stack:
             return self._dispatch(emu, func, args, kwargs)
         out = self._dispatch(emu, func, args, kwargs)
         emu._scope.mark(out)
