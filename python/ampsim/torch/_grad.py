@@ -66,6 +66,21 @@ class _Buffer:
         g, self.g, self.raw = self.g, None, False
         return g
 
+    def through(self, g):
+        """The source's backward: g (the first use's contribution, and any
+        the mode did not see; None when there is none) added, the sum taken
+        and shown to the watchers (None when no use delivered a gradient)."""
+        if g is not None:
+            self.add(g)
+        out = self.take()
+        if out is not None and self.watchers:
+            r = _round(out, self.fmt)
+            for fn in self.watchers:
+                new = fn(r)             # a hook may return a replacement, as autograd's do
+                if new is not None:
+                    r = out = new
+        return out
+
 
 def _round(x, fmt):
     if fmt == "fp32":
@@ -82,17 +97,7 @@ class _SourceFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        buf = ctx.buf
-        if g is not None:                       # the first use (and any the mode did not see)
-            buf.add(g)
-        out = buf.take()
-        if out is not None and buf.watchers:
-            r = _round(out, buf.fmt)
-            for fn in buf.watchers:
-                new = fn(r)             # a hook may return a replacement, as autograd's do
-                if new is not None:
-                    r = out = new
-        return out, None
+        return ctx.buf.through(g), None
 
 
 class _UseFn(_SourceFn):
@@ -105,13 +110,44 @@ class _UseFn(_SourceFn):
         return None, None
 
 
+#: backward node classes of the Functions that serve as their output's source
+#: (_functions.py: the op's own node holds the buffer, begin() takes it)
+MERGED = set()
+
+
+def prepare(ctx, y):
+    """In the forward of a MERGED Function with output y: no buffer yet, and
+    gradients left unmaterialized (begin() does it)."""
+    ctx.set_materialize_grads(False)
+    ctx.buf, ctx.shape = None, y.shape
+
+
+def begin(ctx, g):
+    """The gradient a MERGED Function's backward starts from: its buffer's sum
+    when its output is a source (as a source node would hand it on), else g;
+    zeros where there is none, as autograd materializes a Function's missing
+    gradient."""
+    if ctx.buf is not None:
+        g = ctx.buf.through(g)
+    if g is None:
+        g = torch.zeros(ctx.shape)
+    return g
+
+
 def source(y, gfmt):
     """y (an op's float32 output in a low-precision format, requiring grad)
     behind a source node whose gradient is summed in gfmt; y itself when
-    there is nothing to do."""
+    there is nothing to do, or when y's own node (a MERGED Function's) takes
+    the source's part."""
     if not isinstance(y, torch.Tensor) or not y.requires_grad or gfmt == "fp32":
         return y
     buf = _Buffer(gfmt)
+    node = y.grad_fn
+    if type(node) in MERGED and node.buf is None:
+        node.buf = buf
+        buf.node = node
+        setattr(y, BUF_ATTR, buf)
+        return y
     s = _SourceFn.apply(y, buf)
     buf.node = s.grad_fn
     setattr(s, BUF_ATTR, buf)
