@@ -28,6 +28,7 @@ _NEEDED = ("_pop_torch_function_stack", "_push_on_torch_function_stack", "_len_t
 _OK = _ORIG is not None and all(hasattr(_C, n) for n in _NEEDED)
 _lock = threading.Lock()
 _users = 0
+_CHECKED = set()        # mode classes whose __torch_function__ is a normal method
 
 if _OK:
     _pop = _C._pop_torch_function_stack
@@ -45,9 +46,11 @@ if _OK:
                 # (_pop_mode: no mode left clears the C-level one; a mode
                 # under it dispatches through this helper again)
                 _set(self if _len() else None)
-                if old.__torch_function__.__self__ is type(old):
-                    raise RuntimeError("TorchFunctionMode's torch_function function should be a normal method "
-                                       "not a class method")
+                if type(old) not in _CHECKED:
+                    if old.__torch_function__.__self__ is type(old):
+                        raise RuntimeError("TorchFunctionMode's torch_function function should be a normal "
+                                           "method not a class method")
+                    _CHECKED.add(type(old))
                 return old.__torch_function__(func, types, args, kwargs)
             finally:
                 # (_push_mode: a push onto an empty stack sets the helper)

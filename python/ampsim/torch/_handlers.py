@@ -9,6 +9,7 @@ from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
+from ._scope import TAINT_ATTR as _TAINT
 from ._scope import join as _join
 from ._scope import tensors_in as _tensors_in
 
@@ -49,16 +50,30 @@ class _Mode(TorchFunctionMode):
             return func(*args, **kwargs)
         rec = _RECS.get(func) or _record(func)
         stack = emu._stack
-        if rec[2]:
+        plain = rec[2]
+        if plain:
             # a classified FP32 or no_float function: called as it is, counted
+            # (Coverage.add and Scope.mark written out: the most frequent calls)
             count = stack or (not emu._bwd_done and _GRAD_ON())
-            if rec[2] == 1:
+            if plain == 1:
                 args, kwargs = _grad.uses(args, kwargs)
             out = func(*args, **kwargs)
             if count:
-                emu._cov.add(func, rec[1], out if rec[1] != "no_float" else None)
+                row = emu._cov.rows.get(func)
+                if row is None:
+                    row = emu._cov.rows[func] = [rec[1], 0, 0, 0]
+                row[1] += 1
+                if rec[1] != "no_float" and isinstance(out, torch.Tensor) and out.is_floating_point():
+                    row[2] += out.numel()
             if not stack:
-                emu._scope.mark(out)
+                scope = emu._scope
+                if scope.fixed and isinstance(out, torch.Tensor):
+                    try:
+                        setattr(out, _TAINT, scope.token)
+                    except (AttributeError, RuntimeError):
+                        pass
+                else:
+                    scope.mark(out)
             return out
         if stack:
             return self._dispatch(emu, func, args, kwargs)
