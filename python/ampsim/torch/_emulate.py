@@ -42,8 +42,9 @@ from .._scaler import format_scale
 try:        # the function-mode stack (torch.overrides' helpers; absent: the mode stays on)
     from torch.overrides import _get_current_function_mode as _cur_mode
     from torch.overrides import _pop_mode, _push_mode
+    from torch._C import _len_torch_function_stack as _stack_len
 except ImportError:
-    _cur_mode = _pop_mode = _push_mode = None
+    _cur_mode = _pop_mode = _push_mode = _stack_len = None
 
 
 class emulate(_OpHandlers, _Checks):
@@ -299,7 +300,8 @@ class emulate(_OpHandlers, _Checks):
             emu = self.emu
             emu._quiet_depth += 1
             self.popped = None
-            if _cur_mode is not None and emu._mode is not None and _cur_mode() is emu._mode:
+            # (inside the mode's handlers the stack is empty: nothing to take off)
+            if _cur_mode is not None and emu._mode is not None and _stack_len() and _cur_mode() is emu._mode:
                 self.popped = _pop_mode()
 
         def __exit__(self, *a):

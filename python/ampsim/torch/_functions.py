@@ -69,13 +69,17 @@ class _GemmFn(torch.autograd.Function):
         # torch_cpu policies: the GEMM itself on real low-precision tensors
         # (oneDNN's bf16 kernels, forward and backward, as under CPU autocast)
         dt = _lowp.gemm_dtype(emu)
-        with torch.enable_grad():
+        prev = torch.is_grad_enabled()          # (torch.enable_grad(), without its context object)
+        torch._C._set_grad_enabled(True)
+        try:
             for i, t in enumerate(casts):
                 leaf = t.detach() if dt is None else t.detach().to(dt)
                 leaves.append(leaf.requires_grad_(ctx.needs_input_grad[4 + i]))
             out = call(*leaves)
             if dt is not None:
                 out = out.float()
+        finally:
+            torch._C._set_grad_enabled(prev)
         ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
         ctx.fp8 = pol.fp8_scaling and not call.act_only
         ctx.out, ctx.leaves = out, leaves

@@ -175,35 +175,45 @@ def use(t):
     return u
 
 
-def _use_any(a):
-    if isinstance(a, torch.Tensor):
-        return use(a)
-    if type(a) in (list, tuple) and any(hasattr(b, BUF_ATTR) for b in a):
-        return type(a)(use(b) if isinstance(b, torch.Tensor) else b for b in a)
-    return a
-
-
-def _has_buf(a):
-    if isinstance(a, torch.Tensor):
-        return hasattr(a, BUF_ATTR)
-    return type(a) in (list, tuple) and any(hasattr(b, BUF_ATTR) for b in a)
+def _uses_in(seq):
+    """[(index, replacement)] for the items of seq that use() replaces, in
+    order (use() is called on every source output among them, once per
+    occurrence, as it marks the first use)."""
+    rep = None
+    for i, a in enumerate(seq):
+        if isinstance(a, torch.Tensor):
+            if hasattr(a, BUF_ATTR):
+                u = use(a)
+                if u is not a:
+                    if rep is None:
+                        rep = []
+                    rep.append((i, u))
+        elif type(a) in (list, tuple) and any(hasattr(b, BUF_ATTR) for b in a):
+            if rep is None:
+                rep = []
+            rep.append((i, type(a)(use(b) if isinstance(b, torch.Tensor) else b for b in a)))
+    return rep
 
 
 def uses(args, kwargs):
     """args and kwargs of an op call with each source output behind a use node
-    (args and kwargs themselves when none is one, or grad mode is off)."""
+    (args and kwargs themselves when none needs one, or grad mode is off)."""
     if not torch.is_grad_enabled():
         return args, kwargs
-    for a in args:
-        if _has_buf(a):
-            break
-    else:
-        for a in kwargs.values():
-            if _has_buf(a):
-                break
-        else:
-            return args, kwargs
-    return tuple(_use_any(a) for a in args), {k: _use_any(v) for k, v in kwargs.items()}
+    rep = _uses_in(args)
+    if rep is not None:
+        args = list(args)
+        for i, u in rep:
+            args[i] = u
+        args = tuple(args)
+    if kwargs:
+        keys = list(kwargs)
+        rep = _uses_in([kwargs[k] for k in keys])
+        if rep is not None:
+            kwargs = dict(kwargs)
+            for i, u in rep:
+                kwargs[keys[i]] = u
+    return args, kwargs
 
 
 def sources(out, gfmt_of):

@@ -214,26 +214,28 @@ class _OpHandlers:
         bias_pos, bias_kw = _ops.BIAS_ARG.get(name, (None, None))
         args = list(args)
         slots, ts = _rt.tensor_slots(args, kwargs)     # einsum(eq, [a, b]): a slot per tensor
-        kinds = ["bias" if s in (("a", bias_pos), ("k", bias_kw)) else "act" for s in slots]
-        where = self._where()
+        kinds = ["bias" if s == ("a", bias_pos) or s == ("k", bias_kw) else "act" for s in slots]
         wnames = [None] * len(ts)
-        for t, k in zip(ts, kinds):
-            if k == "act" and id(t) in self._root_inputs:
-                self._tid("input")          # the model input comes first, as in the C models
+        roots = self._root_inputs
+        if roots:
+            for t, k in zip(ts, kinds):
+                if k == "act" and id(t) in roots:
+                    self._tid("input")          # the model input comes first, as in the C models
         for i, t in enumerate(ts):
-            if t.device.type != "cpu":
+            if not t.is_cpu:
                 raise EmulationError("ampsim.torch: %s in %s: operand on %s; emulate runs on the CPU"
-                                     % (name, where, t.device))
+                                     % (name, self._where(), t.device))
             if t.dtype != torch.float32:
                 raise EmulationError("ampsim.torch: %s in %s: operand of dtype %s; emulate runs float32 "
-                                     "models (the policy sets the formats)" % (name, where, t.dtype))
+                                     "models (the policy sets the formats)" % (name, self._where(), t.dtype))
             pv = getattr(t, _PVIEW, None)
-            if isinstance(t, torch.nn.Parameter) or pv is not None:
+            if pv is not None or isinstance(t, torch.nn.Parameter):
                 p = t if pv is None else pv[0]
                 own = _join(site, "bias" if kinds[i] == "bias" else "weight")
                 # a tied weight's share is named after the GEMM that uses it, as in the C GPT
-                tied = own in self._param_sites.get(id(p), ()) and own != self._param_names.get(id(p))
-                wnames[i] = own if tied else self._param_names.get(id(p)) or own
+                pname = self._param_names.get(id(p))
+                tied = own != pname and own in self._param_sites.get(id(p), ())
+                wnames[i] = own if tied else pname or own
                 if pv is None:
                     ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
                 else:
@@ -247,11 +249,11 @@ class _OpHandlers:
         # kernels="ampsim": the C emulator's products (under torch_cpu policies
         # oneDNN's pair order, forward and backward; else the attention kernels'
         # double sums for products of two activations)
-        pairs = self.kernels == "ampsim" and _kernels.pairs_policy(pol)
-        form = None
-        if self.kernels == "ampsim" and not pairs and name in ("matmul", "bmm") and not kwargs and len(args) == 2 \
-                and kinds == ["act", "act"]:
-            form = _kernels.matmul_form(ts[0], ts[1])
+        pairs = form = None
+        if self.kernels == "ampsim":
+            pairs = _kernels.pairs_policy(pol)
+            if not pairs and name in ("matmul", "bmm") and not kwargs and len(args) == 2 and kinds == ["act", "act"]:
+                form = _kernels.matmul_form(ts[0], ts[1])
 
         def call(*xs):
             if form is not None:
@@ -263,7 +265,7 @@ class _OpHandlers:
         call.wnames = wnames
         # a product of activations only (attention) stays in the activation
         # formats under FP8 scaling, as in Transformer Engine's recipes
-        call.act_only = all(k == "act" for k in kinds)
+        call.act_only = "w" not in kinds and "b" not in kinds
 
         y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
         setattr(y, _FMT, pol.act)
