@@ -26,8 +26,12 @@ consumer's backward, in that same order; the first use's consumer runs last,
 so its contribution, which reaches the source directly, is added last.
 
 A lone contribution is kept as it came: the producer's backward rounds it
-(as before, with its statistics). Cost: one more autograd node per
-low-precision tensor, and one per use beyond the first (docs/torch.md).
+(as before, with its statistics). Where the producer is one of the
+emulation's own Functions (a rounding, a GEMM, a weight cast: MERGED), its
+node plays the source's part: it holds the buffer and its backward starts
+from the sum (begin()), so no node is added. Cost: one more autograd node
+per other low-precision tensor (views, decomposed modules' outputs), and one
+per use beyond the first (docs/torch.md).
 A use hidden from the function mode (a tensor handed to code that runs
 outside the emulation) reaches the source with the first use's and is added
 with it. ``torch.autograd.grad(loss, h)`` for an emulated tensor h sees no
