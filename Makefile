@@ -85,6 +85,8 @@ $(BUILD)/sim/layer_attention.o $(BUILD)/sim/layer_gelu.o $(BUILD)/sim/optim.o: F
 # The linear layer's bias gradient and copies: vectorised over columns only
 # (each column's double sum keeps its row order; -ffp-contract=off stays on).
 $(BUILD)/sim/layer_linear.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512
+# The LSTM/GRU step kernels: target clones vectorised over elements only.
+$(BUILD)/sim/rnn.o: FILE_CFLAGS = -O3 -mprefer-vector-width=512
 
 $(BUILD)/libampsim.a: $(LIB_OBJ)
 	@rm -f $@

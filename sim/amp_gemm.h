@@ -35,6 +35,11 @@ typedef struct amp_gemm_cfg {
 AMP_API amp_gemm_cfg amp_gemm_cfg_of(const amp_policy *p);
 AMP_API void amp_gemm(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* amp_gemm, returning how many of the M x N results in C are inf or NaN:
+ * counted tile by tile as the reproducible FP32 kernel finishes each tile
+ * (read back from L1), by a pass over C on the other paths. */
+AMP_API size_t amp_gemm_count(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K,
+                              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* The summation order of oneDNN's bf16 GEMM (AVX512_CORE, the vdpbf16ps
  * pairing) as PyTorch 1.13's CPU bf16 matmuls run it: per output element one
  * float32 sum from +0 over the pairs (k, k+1), k = 0, 2, 4, ..., adding the

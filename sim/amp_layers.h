@@ -43,6 +43,9 @@ AMP_API int amp_ctx_pairs(const amp_ctx *cx);
  * order of PyTorch's CPU bf16 GEMMs, oneDNN's) when amp_ctx_pairs, else amp_gemm. */
 AMP_API void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, float beta, float *C, int ldc);
+/* amp_ctx_gemm, returning how many results are inf or NaN (amp_gemm_count). */
+AMP_API size_t amp_ctx_gemm_count(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                                  const float *B, int ldb, float beta, float *C, int ldc);
 
 /* Linear: out[B,O] = act( in_op[B,I] @ w[O,I]^T + b[O] ), rounded once into out->fmt.
  * in_op is `in` when in->fmt is the forward operand format, else a registered
@@ -184,16 +187,20 @@ AMP_API void amp_layernorm_backward_torchcpu(float *dinp, float *dweight, float 
 
 /* ---- GELU, tanh approximation (GPT-2, llm.c; PyTorch approximate='tanh') --
  * out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), elementwise, n values,
- * in float32 arithmetic with tanhf (as PyTorch's float kernel does). */
+ * in float32 arithmetic, as x / (1 + e^-2u) with ampsim's own float32 e^t
+ * (sim/layer_gelu.c): |out - gelu(x)| <= 1e-6 |gelu(x)| + 1e-7; where tanh
+ * is within 2^-25 of +-1 it is taken as +-1 (PyTorch's float32 tanh rounds
+ * there too). The same bits on every SIMD path and thread count. */
 AMP_API void amp_gelu_forward(float *out, const float *inp, size_t n);
-/* dinp += gelu'(inp) * dout (float32 arithmetic). */
+/* The same, returning how many outputs are inf or NaN (counted as written). */
+AMP_API size_t amp_gelu_forward_counted(float *out, const float *inp, size_t n);
+/* dinp += gelu'(inp) * dout (float32 arithmetic; tanh evaluated again from
+ * inp, as PyTorch's backward does, so the forward keeps nothing). */
 AMP_API void amp_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
-/* The same two, the forward keeping th (n) = tanh(sqrt(2/pi) (x + 0.044715
- * x^3)) and the backward reading it instead of evaluating tanh again (the
- * same bits as amp_gelu_forward, amp_gelu_backward). th NULL: not kept, or
- * evaluated again. */
-AMP_API void amp_gelu_forward_th(float *out, float *th, const float *inp, size_t n);
-AMP_API void amp_gelu_backward_th(float *dinp, const float *inp, const float *th, const float *dout, size_t n);
+/* The same writing dinp = +0 + gelu'(inp) * dout (the bits amp_gelu_backward
+ * gives on a zeroed dinp, without the zeroing pass); returns how many of
+ * those values are inf or NaN. */
+AMP_API size_t amp_gelu_backward_set(float *dinp, const float *inp, const float *dout, size_t n);
 /* The same on values held in format f, with every arithmetic operation rounded
  * into f (RNE) and the constants sqrt(2/pi), 0.044715 (and 3 * 0.044715) taken
  * in f, in the order of PyTorch's GELU kernels: what its CPU kernels compute on
@@ -205,14 +212,13 @@ AMP_API void amp_gelu_forward_fmt(float *out, const float *inp, size_t n, const 
 AMP_API void amp_gelu_backward_fmt(float *dinp, const float *inp, const float *dout, size_t n, const amp_format *f);
 /* GELU as policy p computes it on tensor in (n values, into out before the
  * rounding into the output's format): amp_gelu_forward_fmt in in->fmt when
- * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward_th
- * keeping the tanh values in th (n floats; NULL: not kept). Returns 1 when
- * th was filled, else 0. Backward likewise in dout->fmt (when in has the
- * same format), else amp_gelu_backward_th with th (NULL where the forward
- * returned 0). */
-AMP_API int amp_gelu_policy_forward(const amp_policy *p, float *out, float *th, const amp_tensor *in);
-AMP_API void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const float *th, const amp_tensor *in,
-                                      const amp_tensor *dout);
+ * p->torch_cpu and in->fmt is narrower than FP32, else amp_gelu_forward.
+ * Backward: dinp (n, overwritten) = gelu'(in) * dout, likewise in dout->fmt
+ * (when in has the same format), else amp_gelu_backward_set. Both return how
+ * many values written are inf or NaN. */
+AMP_API size_t amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in);
+AMP_API size_t amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in,
+                                        const amp_tensor *dout);
 
 /* ---- general-shape forms (layer_attention.c) ------------------------------
  * Each output element computed as the attention kernels compute theirs, for
@@ -239,8 +245,9 @@ AMP_API void amp_bmm_f64(float *out, const float *a, const float *b, size_t P, s
                          int b_rows);
 
 /* ---- residual add ----------------------------------------------------------
- * out = a + b (n values, one float32 rounding); backward da += dout, db += dout. */
-AMP_API void amp_residual_forward(float *out, const float *a, const float *b, size_t n);
+ * out = a + b (n values, one float32 rounding; returns how many sums are inf
+ * or NaN); backward da += dout, db += dout. */
+AMP_API size_t amp_residual_forward(float *out, const float *a, const float *b, size_t n);
 AMP_API void amp_residual_backward(float *da, float *db, const float *dout, size_t n);
 
 /* ---- causal multi-head self-attention, from the fused qkv -----------------

@@ -130,6 +130,12 @@ AMP_API void amp_tensors_zero_grad(amp_tensors *r);
  * Statistics (of the scaled input) are added to t->stats when t's role is due.
  * Records the first non-finite output of the step. */
 AMP_API amp_status amp_tensor_round(amp_tensors *r, amp_tensor *t, const float *src);
+/* amp_tensor_round(r, t, t->data) for a kernel that wrote t's float32 values
+ * into t->data and counted how many are inf or NaN (nonfinite): where that
+ * rounding is the identity (FP32 without rounding flags, no block format, no
+ * statistics due, no layerwise rescaling) it only records the write and the
+ * count, without a pass over the data; else it is amp_tensor_round. */
+AMP_API amp_status amp_tensor_round_counted(amp_tensors *r, amp_tensor *t, size_t nonfinite);
 /* Backward accumulation: first write of the step is amp_tensor_round(src);
  * later writes round src into the format, add it to t in double and round
  * again (as autograd sums two low-precision gradients). */

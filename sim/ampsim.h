@@ -15,6 +15,7 @@
 #include "amp_tensor.h"
 #include "amp_policy.h"
 #include "amp_gemm.h"
+#include "amp_rnn.h"
 #include "amp_layers.h"
 #include "amp_nvfp4.h"
 #include "amp_data.h"

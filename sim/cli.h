@@ -32,6 +32,9 @@ int amp_cli_parse_double(const char *s, double *out);
 int amp_cli_is_help(const char *a);
 /* 1 if stderr is a terminal (progress output allowed). */
 int amp_cli_progress_ok(void);
+/* 1 (and one line on stderr, "ampsim CMD: DIR: ...") when the finished run in
+ * DIR ended with a non-finite loss (its summary.json); 0 otherwise. */
+int amp_cli_run_failed(const char *cmd, const char *dir);
 
 /* SIGINT/SIGTERM (sim/cli_signal.c): amp_cli_catch_signals installs a handler
  * that records the signal (a second one ends the process); commands poll

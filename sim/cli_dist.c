@@ -70,6 +70,15 @@ static int already_done(const char *dir, const char *name, char **argv)
     return same;
 }
 
+/* The exit status a kept run had: 1 when its loss ended not finite (the
+ * line train printed is printed again), else 0. */
+static int kept_status(const char *cmd, const char *dir, const char *name)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return amp_cli_run_failed(cmd, path);
+}
+
 /* Starts run i: removes a stale summary.json first (so a run killed midway
  * never looks finished), writes NAME.cmd, spawns with the log. -1 on error. */
 static pid_t start_run(const char *dir, const char *name, char **argv)
@@ -167,7 +176,7 @@ static int run_local(const char *cmd, const char *out, const amp_run_cfg *runs, 
         while (running < jobs && next < n) {
             int i = next++;
             if (!force && already_done(out, runs[i].name, argvs[i])) {
-                status[i] = 0;
+                status[i] = kept_status(cmd, out, runs[i].name);
                 finished++;
                 if (amp_cli_progress_ok()) fprintf(stderr, "ampsim %s: [%d/%d] %s already done\n", cmd, finished, n, runs[i].name);
                 continue;
@@ -264,7 +273,7 @@ static int mpi_root(const amp_mpi_plugin *mp, int size, const char *cmd, const c
         int busy = 0;
         /* the next run not already done, or -1 */
         while (next < n && !force && already_done(out, runs[next].name, argvs[next])) {
-            status[next] = 0;
+            status[next] = kept_status(cmd, out, runs[next].name);
             finished++;
             if (amp_cli_progress_ok()) fprintf(stderr, "ampsim %s: [%d/%d] %s already done\n", cmd, finished, n, runs[next].name);
             next++;

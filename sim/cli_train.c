@@ -1,37 +1,9 @@
 /* ampsim train: train a model in an emulated precision policy (docs/training.md, docs/design.md). */
 #include "cli.h"
-#include "amp_rundir.h"
-
-#include <cJSON.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
-/* A finished run whose loss ended not finite (summary.json final_loss_finite
- * false) is a failed run: one line naming the first non-finite step, tensor
- * and phase, and exit 1. 0 when the run ended finite (or has no summary). */
-static int nonfinite_exit(const char *dir)
-{
-    char *text = NULL;
-    if (amp_run_read_summary(dir, &text) || !text) { free(text); return 0; }
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cJSON *fin = j ? cJSON_GetObjectItemCaseSensitive(j, "final_loss_finite") : NULL;
-    int bad = fin && cJSON_IsFalse(fin);
-    if (bad) {
-        cJSON *nf = cJSON_GetObjectItemCaseSensitive(j, "first_nonfinite");
-        cJSON *st = nf ? cJSON_GetObjectItemCaseSensitive(nf, "step") : NULL;
-        cJSON *te = nf ? cJSON_GetObjectItemCaseSensitive(nf, "tensor") : NULL;
-        cJSON *ph = nf ? cJSON_GetObjectItemCaseSensitive(nf, "phase") : NULL;
-        if (cJSON_IsNumber(st) && cJSON_IsString(te) && cJSON_IsString(ph))
-            fprintf(stderr, "ampsim train: %s: the loss ended not finite; the first non-finite value was at step %.0f in %s (%s)\n",
-                    dir, st->valuedouble, te->valuestring, ph->valuestring);
-        else
-            fprintf(stderr, "ampsim train: %s: the loss ended not finite\n", dir);
-    }
-    cJSON_Delete(j);
-    return bad;
-}
 
 static void help(void)
 {
@@ -146,5 +118,5 @@ int amp_cli_train(int argc, char **argv)
     amp_status s = amp_train_run(&o);
     if (s == AMP_EINTR || (s && amp_cli_interrupted())) return amp_cli_interrupt_exit("train", s == AMP_EINTR ? amp_errmsg() : NULL);
     if (s) return amp_cli_fail(s);
-    return nonfinite_exit(o.out) ? 1 : 0;
+    return amp_cli_run_failed("train", o.out);
 }

@@ -1,5 +1,8 @@
 /* Helpers shared by the subcommands: errors, strict number parsing. */
 #include "cli.h"
+#include "amp_rundir.h"
+
+#include <cJSON.h>
 
 #include <errno.h>
 #include <math.h>
@@ -62,3 +65,30 @@ int amp_cli_parse_double(const char *s, double *out)
 int amp_cli_is_help(const char *a) { return a && (!strcmp(a, "--help") || !strcmp(a, "-h")); }
 
 int amp_cli_progress_ok(void) { return isatty(2); }
+
+/* A finished run whose loss ended not finite (summary.json final_loss_finite
+ * false) is a failed run: one line naming the first non-finite step, tensor
+ * and phase, and exit 1. 0 when the run ended finite (or has no summary). CMD names the
+ * command in the line. */
+int amp_cli_run_failed(const char *cmd, const char *dir)
+{
+    char *text = NULL;
+    if (amp_run_read_summary(dir, &text) || !text) { free(text); return 0; }
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cJSON *fin = j ? cJSON_GetObjectItemCaseSensitive(j, "final_loss_finite") : NULL;
+    int bad = fin && cJSON_IsFalse(fin);
+    if (bad) {
+        cJSON *nf = cJSON_GetObjectItemCaseSensitive(j, "first_nonfinite");
+        cJSON *st = nf ? cJSON_GetObjectItemCaseSensitive(nf, "step") : NULL;
+        cJSON *te = nf ? cJSON_GetObjectItemCaseSensitive(nf, "tensor") : NULL;
+        cJSON *ph = nf ? cJSON_GetObjectItemCaseSensitive(nf, "phase") : NULL;
+        if (cJSON_IsNumber(st) && cJSON_IsString(te) && cJSON_IsString(ph))
+            fprintf(stderr, "ampsim %s: %s: the loss ended not finite; the first non-finite value was at step %.0f in %s (%s)\n",
+                    cmd, dir, st->valuedouble, te->valuestring, ph->valuestring);
+        else
+            fprintf(stderr, "ampsim %s: %s: the loss ended not finite\n", cmd, dir);
+    }
+    cJSON_Delete(j);
+    return bad;
+}

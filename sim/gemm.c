@@ -112,11 +112,29 @@ const char *amp_gemm_path_name(amp_gemm_path p)
  * t + i ldt: the sum itself (beta 0) or fl(t + the sum) (beta 1, the
  * contract's c + s). K may come in blocks: ph & PH_FIRST starts the sums at
  * +0, else loads them from st (MR NR floats, [i][j]); ph & PH_LAST finishes
- * the tile into t, else stores the sums into st. */
+ * the tile into t, else stores the sums into st. With ph & PH_COUNT (and
+ * PH_LAST) it returns how many of the values it finished are inf or NaN
+ * (AVX-512: from the registers it stores), else 0. */
 #define PH_FIRST 1
 #define PH_LAST 2
-typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta, float *st,
-                        int ph);
+#define PH_COUNT 4
+typedef uint32_t (*tile_fn)(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta,
+                            float *st, int ph);
+
+/* How many of the m x n values at c (row stride ldc) are inf or NaN. */
+static uint32_t tile_nonfinite(const float *c, size_t ldc, int m, int n)
+{
+    uint32_t bad = 0;
+    for (int i = 0; i < m; i++) {
+        const float *ci = c + (size_t)i * ldc;
+        for (int j = 0; j < n; j++) {
+            uint32_t u;
+            memcpy(&u, &ci[j], sizeof u);
+            bad += (u & 0x7f800000u) == 0x7f800000u;
+        }
+    }
+    return bad;
+}
 
 /* The generic path: C, vectorised by the compiler over j where the clone has
  * FMA instructions (fmaf is one correctly rounded operation either way). */
@@ -126,8 +144,8 @@ typedef void (*tile_fn)(int K, const float *a, size_t as, const float *b, float 
 #define FMA_CLONES
 #endif
 
-FMA_CLONES static void tile_generic(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta,
-                                    float *st, int ph)
+FMA_CLONES static uint32_t tile_generic(int K, const float *a, size_t as, const float *b, float *t, size_t ldt,
+                                        int beta, float *st, int ph)
 {
     float s[MR][NR];
     if (ph & PH_FIRST) memset(s, 0, sizeof s);
@@ -141,16 +159,26 @@ FMA_CLONES static void tile_generic(int K, const float *a, size_t as, const floa
     }
     if (!(ph & PH_LAST)) {
         memcpy(st, s, sizeof s);
-        return;
+        return 0;
     }
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++) t[i * ldt + j] = beta ? t[i * ldt + j] + s[i][j] : s[i][j];
+    return ph & PH_COUNT ? tile_nonfinite(t, ldt, MR, NR) : 0;
 }
 
 /* AVX-512: the whole 8 x 32 tile, 16 accumulators (row i, half h). */
-__attribute__((target("avx512f"))) static void tile_avx512(int K, const float *a, size_t as, const float *b, float *t,
-                                                          size_t ldt, int beta, float *st, int ph)
+/* AVX-512: 1 in each lane of cnt where v is inf or NaN (all exponent bits set). */
+__attribute__((target("avx512f"))) static inline __m512i count16(__m512i cnt, __m512 v)
 {
+    const __m512i e = _mm512_set1_epi32(0x7f800000);
+    __mmask16 k = _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), e), e);
+    return _mm512_mask_add_epi32(cnt, k, cnt, _mm512_set1_epi32(1));
+}
+
+__attribute__((target("avx512f"))) static uint32_t tile_avx512(int K, const float *a, size_t as, const float *b,
+                                                              float *t, size_t ldt, int beta, float *st, int ph)
+{
+    __m512i cnt = _mm512_setzero_si512();
     __m512 c[MR][2];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
@@ -171,17 +199,21 @@ __attribute__((target("avx512f"))) static void tile_avx512(int K, const float *a
             if (!(ph & PH_LAST)) _mm512_storeu_ps(st + i * NR + 16 * h, c[i][h]);
             else {
                 float *ti = t + i * ldt + 16 * h;
-                _mm512_storeu_ps(ti, beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i][h]) : c[i][h]);
+                __m512 v = beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i][h]) : c[i][h];
+                _mm512_storeu_ps(ti, v);
+                if (ph & PH_COUNT) cnt = count16(cnt, v);
             }
         }
+    return ph & PH_COUNT ? (uint32_t)_mm512_reduce_add_epi32(cnt) : 0;
 }
 
 /* AVX-512 on a narrow panel (N <= 16, packed [K][16], st [i][16]): 8 x 16,
  * 8 accumulators, so that a narrow GEMM computes no more padding than 16 - N
  * columns. */
-__attribute__((target("avx512f"))) static void tile_avx512_16(int K, const float *a, size_t as, const float *b,
-                                                             float *t, size_t ldt, int beta, float *st, int ph)
+__attribute__((target("avx512f"))) static uint32_t tile_avx512_16(int K, const float *a, size_t as, const float *b,
+                                                                 float *t, size_t ldt, int beta, float *st, int ph)
 {
+    __m512i cnt = _mm512_setzero_si512();
     __m512 c[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) c[i] = ph & PH_FIRST ? _mm512_setzero_ps() : _mm512_loadu_ps(st + i * 16);
@@ -195,9 +227,12 @@ __attribute__((target("avx512f"))) static void tile_avx512_16(int K, const float
         if (!(ph & PH_LAST)) _mm512_storeu_ps(st + i * 16, c[i]);
         else {
             float *ti = t + i * ldt;
-            _mm512_storeu_ps(ti, beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i]) : c[i]);
+            __m512 v = beta ? _mm512_add_ps(_mm512_loadu_ps(ti), c[i]) : c[i];
+            _mm512_storeu_ps(ti, v);
+            if (ph & PH_COUNT) cnt = count16(cnt, v);
         }
     }
+    return ph & PH_COUNT ? (uint32_t)_mm512_reduce_add_epi32(cnt) : 0;
 }
 
 /* AVX2: the tile in four 4 x 16 quarters, 8 accumulators each. */
@@ -229,12 +264,13 @@ __attribute__((target("avx2,fma"))) static void quarter_avx2(int K, const float 
         }
 }
 
-static void tile_avx2(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta, float *st,
-                      int ph)
+static uint32_t tile_avx2(int K, const float *a, size_t as, const float *b, float *t, size_t ldt, int beta,
+                          float *st, int ph)
 {
     for (int i = 0; i < MR; i += 4)
         for (int j = 0; j < NR; j += 16)
             quarter_avx2(K, as ? a + i * as : a + i, as, b + j, t + i * ldt + j, ldt, beta, st ? st + i * NR + j : NULL, ph);
+    return (ph & PH_LAST) && (ph & PH_COUNT) ? tile_nonfinite(t, ldt, MR, NR) : 0;
 }
 
 /* ---- drivers ------------------------------------------------------------------- */
@@ -271,11 +307,14 @@ typedef struct repro_job {
     const float *a_tail;    /* the partial last row tile, packed (NULL: none) */
     const float *bp;        /* packed B' panels */
     float beta, *C;
+    int count;              /* count the inf and NaN outputs of each finished tile */
 } repro_job;
 
+
 /* Tile (it, p), k in [k0, k0 + kl), phase ph (st: its running sums when K is
- * blocked). A whole tile finishes straight into C, a partial one through t. */
-static void run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, float *st)
+ * blocked). A whole tile finishes straight into C, a partial one through t.
+ * Returns the count of inf and NaN outputs it finished (j->count), else 0. */
+static uint32_t run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, float *st)
 {
     int nr = j->nr;
     int mi = j->M - it * MR < MR ? j->M - it * MR : MR, nj = j->N - p * nr < nr ? j->N - p * nr : nr;
@@ -285,13 +324,11 @@ static void run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, 
     else if (as) a = j->a + (size_t)it * MR * as + k0;
     else a = j->a + ((size_t)it * j->K + k0) * MR;
     float *c = j->C + (size_t)it * MR * j->ldc + (size_t)p * nr;
-    if (mi == MR && nj == nr) {
-        j->fn(kl, a, as, b, c, (size_t)j->ldc, j->beta != 0.0f, st, ph);
-        return;
-    }
+    if (mi == MR && nj == nr)
+        return j->fn(kl, a, as, b, c, (size_t)j->ldc, j->beta != 0.0f, st, j->count ? ph | PH_COUNT : ph);
     float t[MR * NR];
     j->fn(kl, a, as, b, t, (size_t)nr, 0, st, ph);
-    if (!(ph & PH_LAST)) return;
+    if (!(ph & PH_LAST)) return 0;
     for (int i = 0; i < mi; i++) {
         float *ci = c + (size_t)i * j->ldc;
         if (j->beta != 0.0f)
@@ -299,72 +336,105 @@ static void run_tile(const repro_job *j, int p, int it, int k0, int kl, int ph, 
         else
             for (int jj = 0; jj < nj; jj++) ci[jj] = t[i * nr + jj];
     }
+    return j->count ? tile_nonfinite(c, (size_t)j->ldc, mi, nj) : 0;   /* (the padding is not counted) */
 }
 
 /* Tiles q in [q0, q1), q = panel * mt + row tile: panel-major, in groups of up
  * to GT row tiles of one panel; when K > KC the group goes through K in blocks
  * of KC (the block of the panel stays in L1 while the group passes over it),
  * each tile's running sums waiting in st between blocks. */
-static void run_tiles(const repro_job *j, long q0, long q1)
+static uint64_t run_tiles(const repro_job *j, long q0, long q1)
 {
     int K = j->K;
+    uint64_t bad = 0;
     float st[GT][MR * NR];
     for (long q = q0; q < q1;) {
         int p = (int)(q / j->mt), it0 = (int)(q % j->mt);
         long ng = q1 - q < GT ? q1 - q : GT;
         if (ng > j->mt - it0) ng = j->mt - it0;
         if (K <= KC)
-            for (int g = 0; g < ng; g++) run_tile(j, p, it0 + g, 0, K, PH_FIRST | PH_LAST, NULL);
+            for (int g = 0; g < ng; g++) bad += run_tile(j, p, it0 + g, 0, K, PH_FIRST | PH_LAST, NULL);
         else
             for (int k0 = 0; k0 < K; k0 += KC) {
                 int kl = K - k0 < KC ? K - k0 : KC;
                 int ph = (k0 == 0 ? PH_FIRST : 0) | (k0 + kl == K ? PH_LAST : 0);
-                for (int g = 0; g < ng; g++) run_tile(j, p, it0 + g, k0, kl, ph, st[g]);
+                for (int g = 0; g < ng; g++) bad += run_tile(j, p, it0 + g, k0, kl, ph, st[g]);
             }
         q += ng;
     }
+    return bad;
 }
 
-/* ap (mt - it0,K,MR) = A' in row tiles from tile it0 on, zero rows past M. */
+/* ap (mt - it0,K,MR) = A' in row tiles from tile it0 on, zero rows past M.
+ * Transposed A (k along its rows) is read in blocks of PK rows across all
+ * tiles, so that each block of rows is read from L1, not once per tile. */
+#define PK 16
 static void pack_a(int ta, const float *A, int lda, int M, int K, int it0, int mt, float *ap)
 {
-    for (int it = it0; it < mt; it++) {
-        float *dst = ap + (size_t)(it - it0) * K * MR;
-        int r0 = it * MR, mi = M - r0 < MR ? M - r0 : MR;
-        if (mi < MR) memset(dst, 0, (size_t)K * MR * sizeof *dst);
-        if (ta)
-            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, (size_t)mi * sizeof *dst);
-        else
+    for (int it = it0; it < mt; it++)
+        if (M - it * MR < MR) memset(ap + (size_t)(it - it0) * K * MR, 0, (size_t)K * MR * sizeof *ap);
+    if (ta)
+        for (int k0 = 0; k0 < K; k0 += PK) {
+            int k1 = k0 + PK < K ? k0 + PK : K;
+            for (int it = it0; it < mt; it++) {
+                float *dst = ap + (size_t)(it - it0) * K * MR;
+                int r0 = it * MR, mi = M - r0 < MR ? M - r0 : MR;
+                if (mi == MR)   /* a constant size: the copy is inlined, not a call per k */
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, MR * sizeof *dst);
+                else
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * MR, A + (size_t)k * lda + r0, (size_t)mi * sizeof *dst);
+            }
+        }
+    else
+        for (int it = it0; it < mt; it++) {
+            float *dst = ap + (size_t)(it - it0) * K * MR;
+            int r0 = it * MR, mi = M - r0 < MR ? M - r0 : MR;
             for (int i = 0; i < mi; i++) {
                 const float *src = A + (size_t)(r0 + i) * lda;
                 for (int k = 0; k < K; k++) dst[(size_t)k * MR + i] = src[k];
             }
-    }
+        }
 }
 
-/* bp (np,K,nr) = B' in panels of nr columns, zero past N; B is read along its rows. */
+/* bp (np,K,nr) = B' in panels of nr columns, zero past N; B is read along its
+ * rows (untransposed B in blocks of PK rows across all panels, as in pack_a). */
 static void pack_b(int tb, const float *B, int ldb, int N, int K, int np, int nr, float *bp)
 {
-    for (int p = 0; p < np; p++) {
-        int j0 = p * nr, nj = N - j0 < nr ? N - j0 : nr;
-        float *dst = bp + (size_t)p * K * nr;
-        if (nj < nr) memset(dst, 0, (size_t)K * nr * sizeof *dst);
-        if (!tb)
-            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, (size_t)nj * sizeof *dst);
-        else
+    for (int p = 0; p < np; p++)
+        if (N - p * nr < nr) memset(bp + (size_t)p * K * nr, 0, (size_t)K * nr * sizeof *bp);
+    if (!tb)
+        for (int k0 = 0; k0 < K; k0 += PK) {
+            int k1 = k0 + PK < K ? k0 + PK : K;
+            for (int p = 0; p < np; p++) {
+                int j0 = p * nr, nj = N - j0 < nr ? N - j0 : nr;
+                float *dst = bp + (size_t)p * K * nr;
+                if (nj == NR)   /* constant sizes: inlined copies */
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * NR, B + (size_t)k * ldb + j0, NR * sizeof *dst);
+                else if (nj == 16)
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, 16 * sizeof *dst);
+                else
+                    for (int k = k0; k < k1; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, (size_t)nj * sizeof *dst);
+            }
+        }
+    else
+        for (int p = 0; p < np; p++) {
+            int j0 = p * nr, nj = N - j0 < nr ? N - j0 : nr;
+            float *dst = bp + (size_t)p * K * nr;
             for (int k0 = 0; k0 < K; k0 += 64)      /* blocks of 64 k: the panel rows stay in L1 */
                 for (int jj = 0; jj < nj; jj++) {
                     const float *src = B + (size_t)(j0 + jj) * ldb;
                     int k1 = k0 + 64 < K ? k0 + 64 : K;
                     for (int k = k0; k < k1; k++) dst[(size_t)k * nr + jj] = src[k];
                 }
-    }
+        }
 }
 
 #define STACK_FLOATS 8192   /* packed operands of small GEMMs live on the stack */
 
-static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                       float beta, float *C, int ldc)
+/* Returns the count of inf and NaN values in C when count is set (taken tile
+ * by tile as the tiles finish), else 0. */
+static size_t gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                         float beta, float *C, int ldc, int count)
 {
     amp_gemm_path path = amp_gemm_path_active();
     int nr = path == AMP_GEMM_PATH_AVX512 && N <= 16 ? 16 : NR;
@@ -376,7 +446,7 @@ static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int 
     if (na + nb > STACK_FLOATS) buf = heap = malloc((na + nb) * sizeof *buf);
     if (!buf) {
         gemm_unpacked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
+        return count ? tile_nonfinite(C, (size_t)ldc, M, N) : 0;
     }
     if (ta) pack_a(ta, A, lda, M, K, 0, mt, buf);
     else if (part) pack_a(ta, A, lda, M, K, mt - 1, mt, buf);
@@ -384,18 +454,20 @@ static void gemm_repro(int ta, int tb, int M, int N, int K, const float *A, int 
     tile_fn fn = nr == 16 ? tile_avx512_16 : path == AMP_GEMM_PATH_AVX512 ? tile_avx512
                  : path == AMP_GEMM_PATH_AVX2 ? tile_avx2 : tile_generic;
     repro_job job = { fn, nr, M, N, K, mt, ldc, ta ? buf : A, ta ? 0 : (size_t)lda, !ta && part ? buf : NULL,
-                      buf + na, beta, C };
+                      buf + na, beta, C, count };
     long tiles = (long)mt * np;
     int nt = amp_get_threads();
-    if (nt <= 1 || (double)M * N * K < (double)(1 << 20) || tiles < 2) run_tiles(&job, 0, tiles);
+    uint64_t bad = 0;
+    if (nt <= 1 || (double)M * N * K < (double)(1 << 20) || tiles < 2) bad = run_tiles(&job, 0, tiles);
     else {
-        #pragma omp parallel num_threads(nt)
+        #pragma omp parallel num_threads(nt) reduction(+:bad)
         {
             int n = omp_get_num_threads(), t = omp_get_thread_num();
-            run_tiles(&job, tiles * t / n, tiles * (t + 1) / n);
+            bad += run_tiles(&job, tiles * t / n, tiles * (t + 1) / n);
         }
     }
     free(heap);
+    return (size_t)bad;
 }
 
 static void gemm_narrow(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K, const float *A, int lda,
@@ -431,11 +503,21 @@ void amp_gemm(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K, const 
         return;
     }
     if (g->kind == AMP_GEMM_REPRODUCIBLE) {
-        gemm_repro(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        gemm_repro(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 0);
         return;
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
+size_t amp_gemm_count(const amp_gemm_cfg *g, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return 0;
+    if (g->acc_fp32 && g->kind == AMP_GEMM_REPRODUCIBLE)
+        return gemm_repro(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 1);
+    amp_gemm(g, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    return tile_nonfinite(C, (size_t)ldc, M, N);
 }
 
 /* ---- amp_gemm_pairs: the order of PyTorch's CPU bf16 GEMMs ---------------- */

@@ -10,6 +10,7 @@
 #include "amp_format.h"
 #include "amp_layers.h"
 #include "amp_policy.h"
+#include "amp_round.h"
 #include "amp_tensor.h"
 
 #include <string.h>
@@ -42,22 +43,20 @@ static int per_op(const amp_policy *p, const amp_format *f)
     return p && p->torch_cpu && f->id != AMP_FMT_FP32 && f->bits < 32;
 }
 
-int amp_gelu_policy_forward(const amp_policy *p, float *out, float *th, const amp_tensor *in)
+size_t amp_gelu_policy_forward(const amp_policy *p, float *out, const amp_tensor *in)
 {
-    if (per_op(p, &in->fmt)) {
-        amp_gelu_forward_fmt(out, in->data, in->n, &in->fmt);
-        return 0;
-    }
-    amp_gelu_forward_th(out, th, in->data, in->n);
-    return th != NULL;
+    if (!per_op(p, &in->fmt)) return amp_gelu_forward_counted(out, in->data, in->n);
+    amp_gelu_forward_fmt(out, in->data, in->n, &in->fmt);
+    return amp_count_nonfinite(out, in->n);
 }
 
-void amp_gelu_policy_backward(const amp_policy *p, float *dinp, const float *th, const amp_tensor *in,
-                              const amp_tensor *dout)
+size_t amp_gelu_policy_backward(const amp_policy *p, float *dinp, const amp_tensor *in, const amp_tensor *dout)
 {
-    if (per_op(p, &dout->fmt) && in->fmt.id == dout->fmt.id)
-        amp_gelu_backward_fmt(dinp, in->data, dout->data, in->n, &dout->fmt);
-    else amp_gelu_backward_th(dinp, in->data, th, dout->data, in->n);
+    if (!per_op(p, &dout->fmt) || in->fmt.id != dout->fmt.id)
+        return amp_gelu_backward_set(dinp, in->data, dout->data, in->n);
+    memset(dinp, 0, in->n * sizeof *dinp);
+    amp_gelu_backward_fmt(dinp, in->data, dout->data, in->n, &dout->fmt);
+    return amp_count_nonfinite(dinp, in->n);
 }
 
 // out [n] = round_fmt(gelu(in))
@@ -67,7 +66,7 @@ amp_status amp_act_gelu_forward(amp_ctx *cx, amp_tensor *out, const amp_tensor *
     float *g;
     amp_status s = amp_ctx_scratch(cx, in->n, &g);
     if (s) return s;
-    amp_gelu_policy_forward(cx->pol, g, NULL, in);
+    amp_gelu_policy_forward(cx->pol, g, in);
     return amp_tensor_round(cx->reg, out, g);
 }
 
@@ -78,8 +77,7 @@ amp_status amp_act_gelu_backward(amp_ctx *cx, amp_tensor *din, const amp_tensor 
     float *g;
     amp_status s = amp_ctx_scratch(cx, din->n, &g);
     if (s) return s;
-    memset(g, 0, din->n * sizeof *g);
-    amp_gelu_policy_backward(cx->pol, g, NULL, in, dout);
+    amp_gelu_policy_backward(cx->pol, g, in, dout);
     cx->reg->src_gscale = dout->gscale;
     return amp_tensor_accum(cx->reg, din, g);
 }

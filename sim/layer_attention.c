@@ -30,7 +30,7 @@
 #define ATTN_CLONES
 #endif
 
-#define TB 8   /* t2 columns per block of dot products */
+#define TB 16  /* t2 columns per block of dot products */
 
 /* kt (n,Tp) = rows x[t] (t < T, n floats each, row stride ld) transposed,
  * zero past T (Tp = T rounded up to TB). Only moves values. */
@@ -41,33 +41,82 @@ static void pack_t(float *kt, const float *x, size_t ld, size_t n, size_t T, siz
         for (size_t i = 0; i < n; i++) kt[i * Tp + t] = x[t * ld + i];
 }
 
-/* out[j] = q . k_{t0+j} for j < TB, k read from kt (n,Tp) columns t0..t0+TB-1,
- * each in float32 with four partial sums from +0 (a fixed order):
+#define ATTN_INLINE static inline __attribute__((always_inline))   /* (inlined into the clones) */
+
+/* out_r[j] = q_r . k_{t0+j} for j < TB and each of R (1 or 2) rows q_r, k read
+ * from kt (n,Tp) columns t0..t0+TB-1, each in float32 with four partial sums
+ * from +0 (a fixed order):
  *   s[i mod 4] = fmaf(q_i, k_i, s[i mod 4]) for i < n - n mod 4, then
- *   s0 = fmaf(q_i, k_i, s0) for the rest, result (s0 + s1) + (s2 + s3). */
-static inline void dots_block(float *out, const float *q, const float *kt, size_t Tp, size_t t0, size_t n)
+ *   s0 = fmaf(q_i, k_i, s0) for the rest, result (s0 + s1) + (s2 + s3).
+ * Two rows share the loads of k and put twice the independent sums in flight. */
+ATTN_INLINE void dots_rows(int R, float *const *out, const float *const *q, const float *kt, size_t Tp, size_t t0,
+                           size_t n)
 {
-    float s0[TB] = { 0 }, s1[TB] = { 0 }, s2[TB] = { 0 }, s3[TB] = { 0 };
+    float s[2][4][TB] = { { { 0 } } };
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         const float *k0 = kt + i * Tp + t0, *k1 = k0 + Tp, *k2 = k1 + Tp, *k3 = k2 + Tp;
-        float q0 = q[i], q1 = q[i + 1], q2 = q[i + 2], q3 = q[i + 3];
-        for (size_t j = 0; j < TB; j++) {
-            s0[j] = fmaf(q0, k0[j], s0[j]);
-            s1[j] = fmaf(q1, k1[j], s1[j]);
-            s2[j] = fmaf(q2, k2[j], s2[j]);
-            s3[j] = fmaf(q3, k3[j], s3[j]);
+        for (int r = 0; r < R; r++) {
+            float q0 = q[r][i], q1 = q[r][i + 1], q2 = q[r][i + 2], q3 = q[r][i + 3];
+            for (size_t j = 0; j < TB; j++) {
+                s[r][0][j] = fmaf(q0, k0[j], s[r][0][j]);
+                s[r][1][j] = fmaf(q1, k1[j], s[r][1][j]);
+                s[r][2][j] = fmaf(q2, k2[j], s[r][2][j]);
+                s[r][3][j] = fmaf(q3, k3[j], s[r][3][j]);
+            }
         }
     }
     for (; i < n; i++) {
         const float *k0 = kt + i * Tp + t0;
-        float q0 = q[i];
-        for (size_t j = 0; j < TB; j++) s0[j] = fmaf(q0, k0[j], s0[j]);
+        for (int r = 0; r < R; r++)
+            for (size_t j = 0; j < TB; j++) s[r][0][j] = fmaf(q[r][i], k0[j], s[r][0][j]);
     }
-    for (size_t j = 0; j < TB; j++) out[j] = (s0[j] + s1[j]) + (s2[j] + s3[j]);
+    for (int r = 0; r < R; r++)
+        for (size_t j = 0; j < TB; j++) out[r][j] = (s[r][0][j] + s[r][1][j]) + (s[r][2][j] + s[r][3][j]);
 }
 
-/* Per-thread work space: hs floats and a transposed (hs,Tp) block. */
+ATTN_INLINE void dots_block(float *out, const float *q, const float *kt, size_t Tp, size_t t0, size_t n)
+{
+    dots_rows(1, &out, &q, kt, Tp, t0, n);
+}
+
+ATTN_INLINE void dots_block2(float *outa, float *outb, const float *qa, const float *qb, const float *kt, size_t Tp,
+                             size_t t0, size_t n)
+{
+    float *out[2] = { outa, outb };
+    const float *q[2] = { qa, qb };
+    dots_rows(2, out, q, kt, Tp, t0, n);
+}
+
+/* The causal dot products of one head: f(t, t2, q_t . k_t2) for t2 <= t < T,
+ * rows t of stride ld, k packed in kt (pack_t); two rows at a time. f: store
+ * (scale) or add into the packed matrix a. */
+#define CAUSAL_DOTS(q, ld, kt, Tp, T, n, STORE)                                                       \
+    do {                                                                                           \
+        float d_[TB], e_[TB];                                                                      \
+        size_t t_ = 0;                                                                             \
+        for (; t_ + 2 <= (T); t_ += 2) {                                                           \
+            for (size_t t0_ = 0; t0_ <= t_; t0_ += TB) {                                           \
+                dots_block2(d_, e_, (q) + t_ * (ld), (q) + (t_ + 1) * (ld), kt, Tp, t0_, n);       \
+                size_t na_ = t_ + 1 - t0_ < TB ? t_ + 1 - t0_ : TB, nb_ = t_ + 2 - t0_ < TB ? t_ + 2 - t0_ : TB; \
+                for (size_t j_ = 0; j_ < na_; j_++) STORE(t_, t0_ + j_, d_[j_]);                   \
+                for (size_t j_ = 0; j_ < nb_; j_++) STORE(t_ + 1, t0_ + j_, e_[j_]);               \
+            }                                                                                      \
+            if ((t_ + 1) % TB == 0) {   /* row t + 1 reaches into the next block */               \
+                dots_block(d_, (q) + (t_ + 1) * (ld), kt, Tp, t_ + 1, n);                          \
+                STORE(t_ + 1, t_ + 1, d_[0]);                                                      \
+            }                                                                                      \
+        }                                                                                          \
+        for (; t_ < (T); t_++)                                                                     \
+            for (size_t t0_ = 0; t0_ <= t_; t0_ += TB) {                                           \
+                dots_block(d_, (q) + t_ * (ld), kt, Tp, t0_, n);                                   \
+                size_t na_ = t_ + 1 - t0_ < TB ? t_ + 1 - t0_ : TB;                                \
+                for (size_t j_ = 0; j_ < na_; j_++) STORE(t_, t0_ + j_, d_[j_]);                   \
+            }                                                                                      \
+    } while (0)
+
+/* Per-thread work space: 2 hs floats, 2 T coefficients and a transposed
+ * (hs,Tp) block. */
 typedef struct attn_ws {
     float *acc;
     float *coef;                  /* T coefficients of one weighted sum */
@@ -78,8 +127,8 @@ typedef struct attn_ws {
 static void ws_alloc(attn_ws *w, size_t hs, size_t T)
 {
     w->Tp = (T + TB - 1) / TB * TB;
-    w->acc = malloc(hs * sizeof *w->acc);
-    w->coef = malloc(T * sizeof *w->coef);
+    w->acc = malloc(2 * hs * sizeof *w->acc);     /* two sums at a time (wsum2) */
+    w->coef = malloc(2 * (T ? T : 1) * sizeof *w->coef);
     w->kt = malloc(hs * w->Tp * sizeof *w->kt);
     AMP_ASSERT(w->acc != NULL && w->coef != NULL && w->kt != NULL);
 }
@@ -96,14 +145,10 @@ static void ws_free(attn_ws *w)
 ATTN_CLONES static void scores_head(float *a, const float *q, const float *k, size_t C3, size_t T, size_t hs, float scale,
                         attn_ws *w)
 {
-    float d[TB];
     pack_t(w->kt, k, C3, hs, T, w->Tp);
-    for (size_t t = 0; t < T; t++)
-        for (size_t t0 = 0; t0 <= t; t0 += TB) {
-            dots_block(d, q + t * C3, w->kt, w->Tp, t0, hs);
-            size_t nj = t + 1 - t0 < TB ? t + 1 - t0 : TB;
-            for (size_t j = 0; j < nj; j++) a[ROW(t) + t0 + j] = d[j] * scale;
-        }
+#define SCORE_STORE(t, t2, v) (a[ROW(t) + (t2)] = (v) * scale)
+    CAUSAL_DOTS(q, C3, w->kt, w->Tp, T, hs, SCORE_STORE);
+#undef SCORE_STORE
 }
 
 /* att (B,NH,T(T+1)/2) = (q . k) * scale, q and k from qkv (B,T,3C). */
@@ -131,8 +176,7 @@ void amp_attn_scores_forward(float *att, const float *qkv, float scale,
  * at a time held in registers over the whole sum (the order of each element
  * is the same). */
 #define WS_D 32
-static inline void wsum(float *acc, const float *coef, const float *x, size_t stride, size_t j0, size_t j1,
-                        size_t n)
+ATTN_INLINE void wsum(float *acc, const float *coef, const float *x, size_t stride, size_t j0, size_t j1, size_t n)
 {
     size_t d0 = 0;
     for (; d0 + WS_D <= n; d0 += WS_D) {
@@ -153,6 +197,48 @@ static inline void wsum(float *acc, const float *coef, const float *x, size_t st
     }
 }
 
+/* wsum for two sums at once, a over [ja0, ja1) with coefficients ca and b
+ * over [jb0, jb1) with cb, ranges that overlap (max(ja0, jb0) <= min(ja1,
+ * jb1)): each sum's terms in increasing j (its part before the common range,
+ * the common range, its part after), the same operations as wsum's, with
+ * twice the independent sums in flight. */
+ATTN_INLINE void wsum2(float *acca, float *accb, const float *ca, const float *cb, const float *x, size_t stride,
+                       size_t ja0, size_t ja1, size_t jb0, size_t jb1, size_t n)
+{
+    size_t lo = ja0 > jb0 ? ja0 : jb0, hi = ja1 < jb1 ? ja1 : jb1, d0 = 0;
+    if (lo > hi) {
+        wsum(acca, ca, x, stride, ja0, ja1, n);
+        wsum(accb, cb, x, stride, jb0, jb1, n);
+        return;
+    }
+#define WS_STEP(acc, c, j) do { const float *xj_ = x + (j) * stride + d0; float c_ = (c)[j]; \
+        for (size_t d = 0; d < WS_D; d++) acc[d] = fmaf(c_, xj_[d], acc[d]); } while (0)
+    for (; d0 + WS_D <= n; d0 += WS_D) {
+        float a[WS_D], b[WS_D];
+        for (size_t d = 0; d < WS_D; d++) a[d] = b[d] = 0.0f;
+        for (size_t j = ja0; j < lo; j++) WS_STEP(a, ca, j);
+        for (size_t j = jb0; j < lo; j++) WS_STEP(b, cb, j);
+        for (size_t j = lo; j < hi; j++) {
+            WS_STEP(a, ca, j);
+            WS_STEP(b, cb, j);
+        }
+        for (size_t j = hi; j < ja1; j++) WS_STEP(a, ca, j);
+        for (size_t j = hi; j < jb1; j++) WS_STEP(b, cb, j);
+        for (size_t d = 0; d < WS_D; d++) {
+            acca[d0 + d] = a[d];
+            accb[d0 + d] = b[d];
+        }
+    }
+#undef WS_STEP
+    if (d0 < n) {   /* the last n mod 32 elements, each sum as wsum does them */
+        float ta[WS_D], tb[WS_D];
+        wsum(ta, ca, x + d0, stride, ja0, ja1, n - d0);
+        wsum(tb, cb, x + d0, stride, jb0, jb1, n - d0);
+        memcpy(acca + d0, ta, (n - d0) * sizeof *ta);
+        memcpy(accb + d0, tb, (n - d0) * sizeof *tb);
+    }
+}
+
 /* y (n) += acc (n). */
 static void add_rounded(float *y, const float *acc, size_t n)
 {
@@ -163,14 +249,29 @@ static void add_rounded(float *y, const float *acc, size_t n)
 ATTN_CLONES static void scores_bwd_head(float *dbase, const float *da, const float *base, size_t C3, size_t C,
                                         size_t T, size_t hs, float scale, attn_ws *w)
 {
-    float *acc = w->acc, *coef = w->coef;
-    for (size_t t = 0; t < T; t++) {          /* dq */
-        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = da[ROW(t) + t2] * scale;
+    float *acc = w->acc, *acc2 = w->acc + hs, *coef = w->coef, *coef2 = w->coef + T;
+    size_t t = 0, t2 = 0;
+    for (; t + 2 <= T; t += 2) {              /* dq, rows t and t + 1 */
+        for (size_t j = 0; j <= t; j++) coef[j] = da[ROW(t) + j] * scale;
+        for (size_t j = 0; j <= t + 1; j++) coef2[j] = da[ROW(t + 1) + j] * scale;
+        wsum2(acc, acc2, coef, coef2, base + C, C3, 0, t + 1, 0, t + 2, hs);
+        add_rounded(dbase + t * C3, acc, hs);
+        add_rounded(dbase + (t + 1) * C3, acc2, hs);
+    }
+    for (; t < T; t++) {
+        for (size_t j = 0; j <= t; j++) coef[j] = da[ROW(t) + j] * scale;
         wsum(acc, coef, base + C, C3, 0, t + 1, hs);
         add_rounded(dbase + t * C3, acc, hs);
     }
-    for (size_t t2 = 0; t2 < T; t2++) {       /* dk */
-        for (size_t t = t2; t < T; t++) coef[t] = da[ROW(t) + t2] * scale;
+    for (; t2 + 2 <= T; t2 += 2) {            /* dk, columns t2 and t2 + 1 */
+        for (size_t j = t2; j < T; j++) coef[j] = da[ROW(j) + t2] * scale;
+        for (size_t j = t2 + 1; j < T; j++) coef2[j] = da[ROW(j) + t2 + 1] * scale;
+        wsum2(acc, acc2, coef, coef2, base, C3, t2, T, t2 + 1, T, hs);
+        add_rounded(dbase + t2 * C3 + C, acc, hs);
+        add_rounded(dbase + (t2 + 1) * C3 + C, acc2, hs);
+    }
+    for (; t2 < T; t2++) {
+        for (size_t j = t2; j < T; j++) coef[j] = da[ROW(j) + t2] * scale;
         wsum(acc, coef, base, C3, t2, T, hs);
         add_rounded(dbase + t2 * C3 + C, acc, hs);
     }
@@ -367,14 +468,12 @@ void amp_bmm_f64(float *out, const float *a, const float *b, size_t P, size_t M,
 
 /* One head of amp_attn_values_forward: o rows of stride C, p its packed prob. */
 ATTN_CLONES static void values_fwd_head(float *o, const float *p, const float *vb, size_t C3, size_t C, size_t T,
-                                        size_t hs, attn_ws *w)
+                                        size_t hs)
 {
-    float *acc = w->acc, *coef = w->coef;
-    for (size_t t = 0; t < T; t++) {
-        for (size_t t2 = 0; t2 <= t; t2++) coef[t2] = p[ROW(t) + t2];
-        wsum(acc, coef, vb, C3, 0, t + 1, hs);
-        memcpy(o + t * C, acc, hs * sizeof *o);
-    }
+    size_t t = 0;
+    for (; t + 2 <= T; t += 2)                /* rows t and t + 1: p's rows are the coefficients */
+        wsum2(o + t * C, o + (t + 1) * C, p + ROW(t), p + ROW(t + 1), vb, C3, 0, t + 1, 0, t + 2, hs);
+    if (t < T) wsum(o + t * C, p + ROW(t), vb, C3, 0, t + 1, hs);
 }
 
 /* out (B,T,C) [b,t,h*hs+d] = sum_{t2<=t} prob[b,h,t,t2] v[b,t2,h,d]
@@ -384,17 +483,10 @@ void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
 {
     AMP_ASSERT(NH > 0 && C % NH == 0);
     size_t hs = C / NH, C3 = 3 * C, L = amp_causal_len(T);
-    #pragma omp parallel if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
-    {
-        attn_ws w;
-        ws_alloc(&w, hs, T);
-        #pragma omp for schedule(static)
-        for (size_t bh = 0; bh < B * NH; bh++) {
-            size_t b = bh / NH, h = bh % NH;
-            values_fwd_head(out + b * T * C + h * hs, prob + bh * L, qkv + b * T * C3 + 2 * C + h * hs, C3, C, T, hs,
-                            &w);
-        }
-        ws_free(&w);
+    #pragma omp parallel for schedule(static) if (B * NH * L * hs >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (size_t bh = 0; bh < B * NH; bh++) {
+        size_t b = bh / NH, h = bh % NH;
+        values_fwd_head(out + b * T * C + h * hs, prob + bh * L, qkv + b * T * C3 + 2 * C + h * hs, C3, C, T, hs);
     }
 }
 
@@ -402,16 +494,20 @@ void amp_attn_values_forward(float *out, const float *prob, const float *qkv,
 ATTN_CLONES static void values_bwd_head(float *dp, float *dv, const float *go, const float *p, const float *v,
                                         size_t C3, size_t C, size_t T, size_t hs, attn_ws *w)
 {
-    float d[TB];
     pack_t(w->kt, v, C3, hs, T, w->Tp);
-    for (size_t t = 0; t < T; t++)
-        for (size_t t0 = 0; t0 <= t; t0 += TB) {
-            dots_block(d, go + t * C, w->kt, w->Tp, t0, hs);
-            size_t nj = t + 1 - t0 < TB ? t + 1 - t0 : TB;
-            for (size_t j = 0; j < nj; j++) dp[ROW(t) + t0 + j] += d[j];
-        }
-    float *acc = w->acc, *coef = w->coef;
-    for (size_t t2 = 0; t2 < T; t2++) {
+#define DP_ADD(t, t2, v) (dp[ROW(t) + (t2)] += (v))
+    CAUSAL_DOTS(go, C, w->kt, w->Tp, T, hs, DP_ADD);
+#undef DP_ADD
+    float *acc = w->acc, *acc2 = w->acc + hs, *coef = w->coef, *coef2 = w->coef + T;
+    size_t t2 = 0;
+    for (; t2 + 2 <= T; t2 += 2) {            /* columns t2 and t2 + 1 */
+        for (size_t t = t2; t < T; t++) coef[t] = p[ROW(t) + t2];
+        for (size_t t = t2 + 1; t < T; t++) coef2[t] = p[ROW(t) + t2 + 1];
+        wsum2(acc, acc2, coef, coef2, go, C, t2, T, t2 + 1, T, hs);
+        add_rounded(dv + t2 * C3, acc, hs);
+        add_rounded(dv + (t2 + 1) * C3, acc2, hs);
+    }
+    for (; t2 < T; t2++) {
         for (size_t t = t2; t < T; t++) coef[t] = p[ROW(t) + t2];
         wsum(acc, coef, go, C, t2, T, hs);
         add_rounded(dv + t2 * C3, acc, hs);

@@ -18,6 +18,7 @@
 #include "amp_round.h"
 #include "amp_tensor.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,44 @@ void amp_ctx_gemm(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const 
         amp_gemm(&cx->gemm, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
+/* acc [B,O] += b [O] on every row, in float32, returning how many results
+ * are inf or NaN (a 32-bit count a row, so that the loop vectorises). */
+static size_t add_bias_counted(float *acc, const float *b, int B, int O)
+{
+    size_t bad = 0;
+    #pragma omp parallel for schedule(static) reduction(+:bad) if ((size_t)B * O >= AMP_PAR_MIN) num_threads(amp_get_threads())
+    for (int r = 0; r < B; r++) {
+        float *row = acc + (size_t)r * O;
+        uint32_t c = 0;
+        for (int o = 0; o < O; o++) {
+            float v = row[o] + b[o];
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            row[o] = v;
+            c += (u & 0x7f800000u) == 0x7f800000u;
+        }
+        bad += c;
+    }
+    return bad;
+}
+
+size_t amp_ctx_gemm_count(const amp_ctx *cx, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (!amp_ctx_pairs(cx)) return amp_gemm_count(&cx->gemm, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    amp_gemm_pairs(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    size_t bad = 0;
+    for (int i = 0; i < M; i++) bad += amp_count_nonfinite(C + (size_t)i * ldc, (size_t)(N > 0 ? N : 0));
+    return bad;
+}
+
+/* t = the values a kernel wrote to w, with their inf/NaN count bad: recorded
+ * in place when w is t's own data (its first write), else accumulated. */
+static amp_status take(amp_ctx *cx, amp_tensor *t, float *w, size_t bad)
+{
+    return w == t->data ? amp_tensor_round_counted(cx->reg, t, bad) : amp_tensor_accum(cx->reg, t, w);
+}
+
 // out [B,O] = in_op [B,I] @ w [O,I]^T + b [O]
 amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
 {
@@ -90,8 +129,18 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
     if (l->out->fmt.id == AMP_FMT_FP32 && !l->out->rnd_flags)
         acc = l->out->data;                  /* the output rounding is the identity: no copy */
     else if ((s = amp_ctx_scratch(cx, (size_t)l->B * l->O, &acc))) return s;
+    if (l->b && acc == l->out->data && cx->gemm.acc_fp32 && cx->gemm.kind == AMP_GEMM_REPRODUCIBLE &&
+        !amp_ctx_pairs(cx)) {
+        /* the reproducible GEMM's beta = 1 ends each chain s with fl(c + s):
+         * with c = b that is fl(s + b), added here in the pass that counts */
+        amp_ctx_gemm(cx, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I, 0.0f, acc, l->O);
+        return amp_tensor_round_counted(cx->reg, l->out, add_bias_counted(acc, l->b->data, l->B, l->O));
+    }
     if (l->b)
         for (int r = 0; r < l->B; r++) memcpy(acc + (size_t)r * l->O, l->b->data, (size_t)l->O * sizeof(float));
+    if (!l->b && acc == l->out->data)
+        return amp_tensor_round_counted(cx->reg, l->out, amp_ctx_gemm_count(cx, 0, 1, l->B, l->O, l->I,
+                                        l->in_op->data, l->I, l->w->data, l->I, 0.0f, acc, l->O));
     amp_ctx_gemm(cx, 0, 1, l->B, l->O, l->I, l->in_op->data, l->I, l->w->data, l->I,
              l->b ? 1.0f : 0.0f, acc, l->O);
     return amp_tensor_round(cx->reg, l->out, acc);
@@ -100,21 +149,31 @@ amp_status amp_linear_forward(amp_ctx *cx, amp_linear *l)
 /* db [O] = float(sum_r g[r,o]) with the sum in double over r ascending:
  * row by row into double sums of 256 columns at a time (the same order per
  * element; column blocks go to the threads). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define LIN_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define LIN_CLONES
+#endif
+enum { CB = 256 };
+
+/* db [o0, o0 + no) of bias_grad (compiled for AVX-512 and AVX2 too: the
+ * column loop vectorises, each column's sum in row order). */
+LIN_CLONES static void bias_cols(float *db, const float *g, int B, int O, int o0, int no)
+{
+    double sum[CB];
+    for (int o = 0; o < no; o++) sum[o] = 0.0;
+    for (int r = 0; r < B; r++) {
+        const float *gr = g + (size_t)r * O + o0;
+        for (int o = 0; o < no; o++) sum[o] += gr[o];
+    }
+    for (int o = 0; o < no; o++) db[o0 + o] = (float)sum[o];
+}
+
 static void bias_grad(float *db, const float *g, int B, int O)
 {
-    enum { CB = 256 };
     int nb = (O + CB - 1) / CB, nt = amp_get_threads();
     #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb > 1 && (size_t)B * O >= AMP_PAR_MIN)
-    for (int blk = 0; blk < nb; blk++) {
-        int o0 = blk * CB, no = O - o0 < CB ? O - o0 : CB;
-        double sum[CB];
-        for (int o = 0; o < no; o++) sum[o] = 0.0;
-        for (int r = 0; r < B; r++) {
-            const float *gr = g + (size_t)r * O + o0;
-            for (int o = 0; o < no; o++) sum[o] += gr[o];
-        }
-        for (int o = 0; o < no; o++) db[o0 + o] = (float)sum[o];
-    }
+    for (int blk = 0; blk < nb; blk++) bias_cols(db, g, B, O, blk * CB, O - blk * CB < CB ? O - blk * CB : CB);
 }
 
 /* Where a gradient GEMM writes: t's own data when this is t's first write of
@@ -141,9 +200,11 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     float *dw = direct(l->w->grad, acc);
     if (l->wg_in) {
         if ((s = amp_nvfp4_wgrad(cx, l, dw))) return s;
-    } else
-        amp_ctx_gemm(cx, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
-    if ((s = amp_tensor_accum(cx->reg, l->w->grad, dw))) return s;
+        if ((s = amp_tensor_accum(cx->reg, l->w->grad, dw))) return s;
+    } else {
+        size_t bad = amp_ctx_gemm_count(cx, 1, 0, l->O, l->I, l->B, G->data, l->O, l->in_op->data, l->I, 0.0f, dw, l->I);
+        if ((s = take(cx, l->w->grad, dw, bad))) return s;
+    }
     if (l->b) {
         // db [O] = sum over rows of G, in double (rows in order), rounded once to float
         // (NVFP4 layers: of the gradient before its quantization, as TE's bgrad_quantize)
@@ -153,6 +214,9 @@ amp_status amp_linear_backward(amp_ctx *cx, amp_linear *l)
     if (l->in->grad) {
         // dX [B,I] = G [B,O] @ W [O,I]
         float *dx = l->in_op == l->in ? direct(l->in->grad, acc) : acc;
+        if (dx == l->in->grad->data)   /* (then no cast below) */
+            return take(cx, l->in->grad, dx, amp_ctx_gemm_count(cx, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data,
+                                                                 l->I, 0.0f, dx, l->I));
         amp_ctx_gemm(cx, 0, 0, l->B, l->I, l->O, G->data, l->O, l->w->data, l->I, 0.0f, dx, l->I);
         if (l->in_op != l->in && !amp_format_same(&l->in->grad->fmt, &cx->pol->grad)) {
             /* the GEMM ran on a cast of `in`: autograd produces dX in the cast's

@@ -68,8 +68,6 @@ typedef struct gpt_block {
     amp_tensor *y;                /* [N,C] attention output (heads re-assembled) */
     amp_tensor *ygrad_op;         /* y->grad as a bmm operand (NULL: y->grad itself) */
     amp_tensor *res_1, *gelu, *res_2;
-    float *gelu_th;               /* [N,4C] tanh values of the GELU forward */
-    int gelu_kept;                /* gelu_th holds this step's values */
 } gpt_block;
 
 typedef struct gpt {
@@ -223,8 +221,8 @@ static amp_status ln_backward(amp_model *m, gpt *g, gpt_ln *ln, const amp_tensor
 static amp_status residual_forward(amp_model *m, gpt *g, amp_tensor *out, const amp_tensor *a, const amp_tensor *b)
 {
     float *o = out_buf(out, g->work1);
-    amp_residual_forward(o, a->data, b->data, out->n);
-    return amp_tensor_round(&m->reg, out, o);
+    size_t bad = amp_residual_forward(o, a->data, b->data, out->n);
+    return o == out->data ? amp_tensor_round_counted(&m->reg, out, bad) : amp_tensor_round(&m->reg, out, o);
 }
 
 /* a->grad += out->grad, b->grad += out->grad (each rounded into its format,
@@ -284,8 +282,9 @@ static amp_status gpt_forward(amp_model *m, const amp_batch *bt, float *loss)
         if ((s = ln_forward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = amp_linear_forward(cx, &h->c_fc))) return s;
         float *go = out_buf(h->gelu, g->work1);
-        h->gelu_kept = amp_gelu_policy_forward(&m->pol, go, h->gelu_th, h->c_fc.out);
-        if ((s = amp_tensor_round(reg, h->gelu, go))) return s;
+        size_t bad = amp_gelu_policy_forward(&m->pol, go, h->c_fc.out);
+        if ((s = go == h->gelu->data ? amp_tensor_round_counted(reg, h->gelu, bad) : amp_tensor_round(reg, h->gelu, go)))
+            return s;
         if ((s = amp_linear_forward(cx, &h->mlp_proj))) return s;
         if ((s = residual_forward(m, g, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         x = h->res_2;
@@ -338,9 +337,9 @@ static amp_status gpt_backward(amp_model *m, const amp_batch *bt, float loss_sca
         if ((s = residual_backward(m, h->res_2, h->res_1, h->mlp_proj.out))) return s;
         if ((s = amp_linear_backward(cx, &h->mlp_proj))) return s;
         float *dg = out_buf(h->c_fc.out->grad, g->work1);
-        memset(dg, 0, h->c_fc.out->n * sizeof(float));
-        amp_gelu_policy_backward(&m->pol, dg, h->gelu_kept ? h->gelu_th : NULL, h->c_fc.out, h->gelu->grad);
-        if ((s = amp_tensor_accum(reg, h->c_fc.out->grad, dg))) return s;
+        size_t bad = amp_gelu_policy_backward(&m->pol, dg, h->c_fc.out, h->gelu->grad);
+        amp_tensor *dfc = h->c_fc.out->grad;   /* dg is its data on its first write */
+        if ((s = dg == dfc->data ? amp_tensor_round_counted(reg, dfc, bad) : amp_tensor_accum(reg, dfc, dg))) return s;
         if ((s = amp_linear_backward(cx, &h->c_fc))) return s;
         if ((s = ln_backward(m, g, &h->ln_2, h->res_1))) return s;
         if ((s = residual_backward(m, h->res_1, xin, h->attn_proj.out))) return s;
@@ -401,7 +400,6 @@ static void gpt_destroy(amp_model *m)
     for (int l = 0; l < g->L; l++) {
         free(g->h[l].ln_1.mean); free(g->h[l].ln_1.rstd);
         free(g->h[l].ln_2.mean); free(g->h[l].ln_2.rstd);
-        free(g->h[l].gelu_th);
     }
     free(g->ln_f.mean); free(g->ln_f.rstd);
     free(g->probs); free(g->work1); free(g->work2);
@@ -525,8 +523,6 @@ static amp_status build(amp_model *m, gpt *g)
         if ((s = amp_linear_init(cx, &h->c_fc, nm, h->ln_2.out, 4 * g->C, 1))) return s;
         snprintf(nm, sizeof nm, "%s.mlp.gelu.out", pre);
         if ((s = add_act(m, nm, &h->c_fc.out->fmt, 2, h->c_fc.out->shape, &h->gelu))) return s;
-        h->gelu_th = malloc(h->c_fc.out->n * sizeof(float));
-        if (!h->gelu_th) return amp_fail(AMP_ENOMEM, "out of memory for the model");
         snprintf(nm, sizeof nm, "%s.mlp.c_proj", pre);
         if ((s = amp_linear_init(cx, &h->mlp_proj, nm, h->gelu, g->C, 1))) return s;
         snprintf(nm, sizeof nm, "%s.res_2.out", pre);

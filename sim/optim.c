@@ -98,9 +98,42 @@ static double shortest(float f)
     return (double)f;
 }
 
+/* AdamW's float32 constants for step o->t + 1: PyTorch 1.13's
+ * _single_tensor_adamw, its Python-float constants (double) rounded to float
+ * by each kernel. */
+typedef struct adamw_k { float decay, b1, b2, a1, a2, bc2s, eps, nstep; } adamw_k;
+
+static adamw_k adamw_consts(const amp_optim *o, const amp_tensor *w)
+{
+    double lrd = shortest(o->lr), b1 = shortest(o->beta1), b2 = shortest(o->beta2), t = (double)(o->t + 1);
+    double bc1 = 1.0 - pow(b1, t), bc2s = sqrt(1.0 - pow(b2, t));
+    adamw_k k;
+    k.decay = w->decay ? (float)(1.0 - lrd * shortest(o->weight_decay)) : 1.0f;
+    k.b1 = (float)b1;
+    k.b2 = (float)b2;
+    k.a1 = (float)(1.0 - b1);
+    k.a2 = (float)(1.0 - b2);
+    k.bc2s = (float)bc2s;
+    k.eps = (float)shortest(o->eps);
+    k.nstep = (float)(-(lrd / bc1));
+    return k;
+}
+
+/* One element: the states updated in place, the new value returned
+ * (add_(alpha) and addcmul_ fused multiply-adds as in PyTorch's AVX2
+ * kernels; addcdiv (v t1) / t2). Weights without decay multiply by 1, exact. */
+static inline __attribute__((always_inline)) float adamw1(const adamw_k *k, float g, float p, float *s0, float *s1)
+{
+    float m = fmaf(g, k->a1, *s0 * k->b1);
+    float v = fmaf(k->a2 * g, g, *s1 * k->b2);
+    *s0 = m;
+    *s1 = v;
+    float denom = sqrtf(v) / k->bc2s + k->eps;
+    return p * k->decay + (k->nstep * m) / denom;
+}
+
 /* The update of one weight into u[] (float32); states updated in place (in FP32,
- * rounded into their format afterwards by the caller). AdamW also writes the
- * new FP32 value into pnew (when not NULL). */
+ * rounded into their format afterwards by the caller). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
 #define OPT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
@@ -109,7 +142,7 @@ static double shortest(float f)
 /* (Compiled for AVX-512 and AVX2 too: the loops vectorise over elements, each
  * element the same float32 operations, sqrtf and division being IEEE.) */
 OPT_CLONES static void update_range(const amp_optim *o, const amp_tensor *w, const float *g, const float *p, float *u,
-                                    float *pnew, float *s0, float *s1, size_t n)
+                                    float *s0, float *s1, size_t n)
 {
     float lr = o->lr;
     switch (o->kind) {
@@ -123,31 +156,33 @@ OPT_CLONES static void update_range(const amp_optim *o, const amp_tensor *w, con
         }
         break;
     case AMP_OPT_ADAMW: {
-        /* PyTorch 1.13's _single_tensor_adamw: its Python-float constants
-         * (double) rounded to float by each kernel; add_(alpha) and addcmul_
-         * fused multiply-adds as in its AVX2 kernels; addcdiv (v t1) / t2 */
-        double lrd = shortest(lr), b1 = shortest(o->beta1), b2 = shortest(o->beta2), t = (double)(o->t + 1);
-        double bc1 = 1.0 - pow(b1, t), bc2s = sqrt(1.0 - pow(b2, t));
-        float decay = (float)(1.0 - lrd * shortest(o->weight_decay)), fb1 = (float)b1, fb2 = (float)b2;
-        float a1 = (float)(1.0 - b1), a2 = (float)(1.0 - b2), fbc2s = (float)bc2s, eps = (float)shortest(o->eps);
-        float nstep = (float)(-(lrd / bc1));
-        for (size_t i = 0; i < n; i++) {
-            s0[i] = fmaf(g[i], a1, s0[i] * fb1);
-            s1[i] = fmaf(a2 * g[i], g[i], s1[i] * fb2);
-            float denom = sqrtf(s1[i]) / fbc2s + eps;
-            float pn = (w->decay ? p[i] * decay : p[i]) + (nstep * s0[i]) / denom;
-            if (pnew) pnew[i] = pn;
-            u[i] = pn - p[i];
-        }
+        const adamw_k k = adamw_consts(o, w);
+        for (size_t i = 0; i < n; i++) u[i] = adamw1(&k, g[i], p[i], &s0[i], &s1[i]) - p[i];
         break;
     }
     }
 }
 
+/* AdamW on FP32 storage in one pass: p (n) becomes the new value, u (n) the
+ * update pn - p; returns how many updates u != 0 left p unchanged (the
+ * same operations as update_range, element by element). */
+OPT_CLONES static uint64_t adamw_inplace(const adamw_k *kp, const float *restrict g, float *restrict p,
+                                         float *restrict u, float *restrict s0, float *restrict s1, size_t n)
+{
+    const adamw_k k = *kp;   /* (locals and restrict: the loop vectorises) */
+    uint32_t lost = 0;       /* n <= 2^32 - 1 a call */
+    for (size_t i = 0; i < n; i++) {
+        float pi = p[i], pn = adamw1(&k, g[i], pi, &s0[i], &s1[i]), ui = pn - pi;
+        u[i] = ui;
+        p[i] = pn;
+        lost += (uint32_t)((ui != 0.0f) & (pn == pi));
+    }
+    return lost;
+}
+
 /* update_range over the whole weight, in blocks over the threads (each
  * element's operations do not depend on the split). */
-static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, float *u, float *pnew, float *s0,
-                           float *s1)
+static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, float *u, float *s0, float *s1)
 {
     enum { BLK = 16384 };
     long nb = (long)((w->n + BLK - 1) / BLK);
@@ -155,9 +190,31 @@ static void compute_update(const amp_optim *o, amp_tensor *w, const float *p, fl
     #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 4)
     for (long b = 0; b < nb; b++) {
         size_t lo = (size_t)b * BLK, len = w->n - lo < BLK ? w->n - lo : BLK;
-        update_range(o, w, w->grad32 + lo, p + lo, u + lo, pnew ? pnew + lo : NULL, s0 ? s0 + lo : NULL,
-                     s1 ? s1 + lo : NULL, len);
+        update_range(o, w, w->grad32 + lo, p + lo, u + lo, s0 ? s0 + lo : NULL, s1 ? s1 + lo : NULL, len);
     }
+}
+
+/* AdamW on an FP32 storage p: adamw_inplace over the threads in blocks, the
+ * update written into w->update's own data and then rounded there (in place),
+ * like the states. */
+static amp_status adamw_fp32(const amp_optim *o, amp_tensors *r, amp_tensor *w, float *p, uint64_t *lost)
+{
+    enum { BLK = 16384 };
+    const adamw_k k = adamw_consts(o, w);
+    float *u = w->update->data, *s0 = w->state[0]->data, *s1 = w->state[1]->data;
+    const float *g = w->grad32;
+    long nb = (long)((w->n + BLK - 1) / BLK);
+    int nt = amp_get_threads();
+    uint64_t l = 0;
+    #pragma omp parallel for schedule(static) reduction(+:l) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 4)
+    for (long b = 0; b < nb; b++) {
+        size_t lo = (size_t)b * BLK, len = w->n - lo < BLK ? w->n - lo : BLK;
+        l += adamw_inplace(&k, g + lo, p + lo, u + lo, s0 + lo, s1 + lo, len);
+    }
+    *lost += l;
+    amp_status s = AMP_OK;
+    for (int j = 0; j < 2 && !s; j++) s = amp_tensor_round(r, w->state[j], w->state[j]->data);
+    return s ? s : amp_tensor_round(r, w->update, u);
 }
 
 amp_status amp_optim_step(amp_optim *o, amp_model *m, uint64_t *vanished)
@@ -171,24 +228,25 @@ amp_status amp_optim_step(amp_optim *o, amp_model *m, uint64_t *vanished)
         if (w->role != AMP_ROLE_WEIGHT) continue;
         amp_tensor *st = storage(w);
         size_t n = w->n;
+        if (o->kind == AMP_OPT_ADAMW && st->fmt.id == AMP_FMT_FP32) {
+            amp_status s = adamw_fp32(o, r, w, st->data, &lost);
+            if (s) return s;
+            continue;
+        }
         float *u = malloc(n * sizeof(float));
         double *sum = malloc(n * sizeof(double));
         float *old = malloc(n * sizeof(float));
         if (!u || !sum || !old) { free(u); free(sum); free(old); return amp_fail(AMP_ENOMEM, "out of memory in the optimizer"); }
-        memcpy(old, st->data, n * sizeof(float));   /* AdamW in FP32: then the new values */
+        memcpy(old, st->data, n * sizeof(float));
         float *s0 = w->state[0] ? w->state[0]->data : NULL, *s1 = w->state[1] ? w->state[1]->data : NULL;
-        float *pnew = o->kind == AMP_OPT_ADAMW && st->fmt.id == AMP_FMT_FP32 ? old : NULL;
-        compute_update(o, w, st->data, u, pnew, s0, s1);
+        compute_update(o, w, st->data, u, s0, s1);
         amp_status s = AMP_OK;
         for (int k = 0; k < 2 && !s; k++)
             if (w->state[k]) s = amp_tensor_round(r, w->state[k], w->state[k]->data);
         if (!s) s = amp_tensor_round(r, w->update, u);
         if (!s && st->fmt.id == AMP_FMT_FP32) {
             const float *d = o->kind == AMP_OPT_MOMENTUM ? s0 : w->grad32;
-            if (o->kind == AMP_OPT_ADAMW)
-                for (size_t k = 0; k < n; k++) { float pn = old[k]; old[k] = st->data[k]; st->data[k] = pn; }
-            else
-                for (size_t k = 0; k < n; k++) st->data[k] = fmaf(-o->lr, d[k], st->data[k]);
+            for (size_t k = 0; k < n; k++) st->data[k] = fmaf(-o->lr, d[k], st->data[k]);
         } else if (!s) {
             amp_round_opts ro = amp_tensor_opts(r, w);
             ro.stream |= 1ull << 32;         /* a draw apart from the weight's other roundings */

@@ -208,14 +208,26 @@ static amp_status round_into(amp_tensors *r, amp_tensor *t, const amp_round_opts
     return AMP_OK;
 }
 
+/* rescale() leaves src as it is. */
+static int no_rescale(const amp_tensors *r, const amp_tensor *t)
+{
+    return !r->layerwise || (t->role != AMP_ROLE_ACT_GRAD && t->role != AMP_ROLE_WEIGHT_GRAD) ||
+           t->gscale == r->src_gscale;
+}
+
+/* round_scaled is a copy (the identity branch below). */
+static int identity_write(amp_tensors *r, const amp_tensor *t)
+{
+    return no_rescale(r, t) && t->blk.cols <= 0 && t->fmt.id == AMP_FMT_FP32 && !t->rnd_flags &&
+           !amp_tensor_stats_due(r, t);
+}
+
 /* Layer-wise loss scaling: src * (t->gscale / r->src_gscale) into *tmp when
  * the factor is not 1 (powers of two: exact unless it over/underflows float32). */
 static amp_status rescale(amp_tensors *r, const amp_tensor *t, const float **src, float **tmp)
 {
     *tmp = NULL;
-    if (!r->layerwise || (t->role != AMP_ROLE_ACT_GRAD && t->role != AMP_ROLE_WEIGHT_GRAD) ||
-        t->gscale == r->src_gscale)
-        return AMP_OK;
+    if (no_rescale(r, t)) return AMP_OK;
     float f = (float)((double)t->gscale / (double)r->src_gscale);
     *tmp = malloc(t->n * sizeof(float));
     if (!*tmp) return amp_fail(AMP_ENOMEM, "out of memory rescaling %s", t->name);
@@ -233,6 +245,14 @@ amp_status amp_tensor_round(amp_tensors *r, amp_tensor *t, const float *src)
     if (!s) s = round_scaled(r, t, src);
     free(tmp);
     return s;
+}
+
+amp_status amp_tensor_round_counted(amp_tensors *r, amp_tensor *t, size_t nonfinite)
+{
+    if (!identity_write(r, t)) return amp_tensor_round(r, t, t->data);
+    note_finite(r, t, nonfinite);
+    t->written = 1;
+    return AMP_OK;
 }
 
 static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
@@ -274,17 +294,24 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
  * holds exactly goes through the float32 kernel (every path gives a value's
  * bits whatever its width), the others through amp_round1 with the same SR
  * key (index0 + i). Into fp32 under rne without flags the rounding of the
- * double sum is the IEEE conversion. */
+ * double sum is the IEEE conversion (which is also what amp_round1 returns
+ * for a NaN), in a loop that vectorises. bad (when not NULL) gets the count
+ * of inf and NaN results, taken while the block is in L1. */
 #define SUM2_BLOCK 2048
 static amp_status sum2_block(const amp_format *f, const amp_round_opts *o, const float *a, const float *b,
-                             float *y, size_t n)
+                             float *y, size_t n, size_t *bad)
 {
     if (f->id == AMP_FMT_FP32 && !o->flags && o->mode == AMP_RND_NE) {
-        for (size_t i = 0; i < n; i++) {
-            double sum = (double)a[i] + (double)b[i];
-            float v = (float)sum;
-            y[i] = v == v ? v : amp_round1(f, o, sum, i, NULL);
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16) {   /* groups through locals: y may be a (in place) */
+            float ta[16], tb[16], ty[16];
+            memcpy(ta, a + i, sizeof ta);
+            memcpy(tb, b + i, sizeof tb);
+            for (int j = 0; j < 16; j++) ty[j] = (float)((double)ta[j] + (double)tb[j]);
+            memcpy(y + i, ty, sizeof ty);
         }
+        for (; i < n; i++) y[i] = (float)((double)a[i] + (double)b[i]);
+        if (bad) *bad = amp_count_nonfinite(y, n);
         return AMP_OK;
     }
     float v[SUM2_BLOCK];
@@ -304,6 +331,7 @@ static amp_status sum2_block(const amp_format *f, const amp_round_opts *o, const
         v[i] = amp_round1(f, o, (double)a[i] + (double)b[i], i, NULL);
     }
     memcpy(y, v, n * sizeof(float));
+    if (bad) *bad = amp_count_nonfinite(y, n);
     return AMP_OK;
 }
 
@@ -318,7 +346,7 @@ amp_status amp_round_sum2(const amp_format *f, const amp_round_opts *o, const fl
         size_t lo = (size_t)k * SUM2_BLOCK, len = n - lo < SUM2_BLOCK ? n - lo : SUM2_BLOCK;
         amp_round_opts ob = *o;
         ob.index0 = o->index0 + lo;
-        amp_status sb = sum2_block(f, &ob, a + lo, b + lo, y + lo, len);
+        amp_status sb = sum2_block(f, &ob, a + lo, b + lo, y + lo, len, NULL);
         if (sb) {
             #pragma omp critical(amp_sum2_status)
             s = sb;
@@ -329,7 +357,8 @@ amp_status amp_round_sum2(const amp_format *f, const amp_round_opts *o, const fl
 
 /* accum without statistics, block [lo, lo+len) of t: src rounded into the
  * format (into fp32 without flags: itself), then amp_round_sum2 with data. */
-static amp_status accum_block(amp_tensor *t, const amp_round_opts *o, const float *src, size_t lo, size_t len)
+static amp_status accum_block(amp_tensor *t, const amp_round_opts *o, const float *src, size_t lo, size_t len,
+                              size_t *bad)
 {
     float tmp[SUM2_BLOCK];
     amp_round_opts ob = *o;
@@ -340,7 +369,7 @@ static amp_status accum_block(amp_tensor *t, const amp_round_opts *o, const floa
         if (s) return s;
         a = tmp;
     }
-    return sum2_block(&t->fmt, &ob, t->data + lo, a, t->data + lo, len);
+    return sum2_block(&t->fmt, &ob, t->data + lo, a, t->data + lo, len, bad);
 }
 
 amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
@@ -356,17 +385,19 @@ amp_status amp_tensor_accum(amp_tensors *r, amp_tensor *t, const float *src)
         amp_status s = AMP_OK;
         long nb = (long)((t->n + SUM2_BLOCK - 1) / SUM2_BLOCK);
         int nt = amp_get_threads();
-        #pragma omp parallel for schedule(static) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 16)
+        size_t bad = 0;
+        #pragma omp parallel for schedule(static) reduction(+:bad) num_threads(nt > 1 ? nt : 1) if (nt > 1 && nb >= 16)
         for (long b = 0; b < nb; b++) {
-            size_t lo = (size_t)b * SUM2_BLOCK, len = t->n - lo < SUM2_BLOCK ? t->n - lo : SUM2_BLOCK;
-            amp_status sb = accum_block(t, &o, src, lo, len);
+            size_t lo = (size_t)b * SUM2_BLOCK, len = t->n - lo < SUM2_BLOCK ? t->n - lo : SUM2_BLOCK, nbad = 0;
+            amp_status sb = accum_block(t, &o, src, lo, len, &nbad);
+            bad += nbad;
             if (sb) {
                 #pragma omp critical(amp_accum_status)
                 s = sb;
             }
         }
         free(scaled);
-        if (!s) check_finite(r, t);
+        if (!s) note_finite(r, t, bad);   /* counted block by block (check_finite's count) */
         return s;
     }
     /* second contribution: round it into the format, add in double, round again */

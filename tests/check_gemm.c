@@ -143,6 +143,46 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* amp_gemm_count: the bits of amp_gemm, and the count of inf and NaN results
+ * (overflowing products from a few huge A values, a NaN in B) equal to a
+ * count over C written here, on every path, on 1 and 2 threads, with partial
+ * tiles and K blocked; the BLAS kind counts in a pass. */
+START_TEST(test_count)
+{
+    static const int shapes[][3] = { { 13, 40, 300 }, { 130, 100, 97 }, { 5, 7, 3 } };
+    amp_policy pol;
+    ck_assert_int_eq(amp_policy_preset("fp32", &pol), AMP_OK);
+    for (int kind = 0; kind < 2; kind++)
+        for (size_t pi = 0; pi < 3; pi++)
+            for (size_t sh = 0; sh < 3; sh++)
+                for (int T = 1; T <= 2; T++) {
+                    int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2], ta = (int)sh & 1;
+                    int lda = ta ? M : K;
+                    float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4);
+                    float *C = malloc((size_t)M * N * 4), *C1 = malloc((size_t)M * N * 4);
+                    fill(A, (size_t)M * K, VAL_F32, 11);
+                    fill(B, (size_t)K * N, VAL_F32, 12);
+                    A[3] = 3e38f;                           /* a row (or column) of overflows */
+                    A[(size_t)M * K - 1] = -3e38f;
+                    B[(size_t)K * N / 2] = NAN;
+                    amp_gemm_cfg g = amp_gemm_cfg_of(&pol);
+                    g.kind = kind ? AMP_GEMM_BLAS : AMP_GEMM_REPRODUCIBLE;
+                    amp_gemm_set_path(paths[pi]);
+                    amp_set_threads(T);
+                    size_t got = amp_gemm_count(&g, ta, 0, M, N, K, A, lda, B, N, 0.0f, C, N);
+                    amp_gemm(&g, ta, 0, M, N, K, A, lda, B, N, 0.0f, C1, N);
+                    amp_gemm_set_path(AMP_GEMM_PATH_AUTO);
+                    amp_set_threads(1);
+                    size_t want = 0;
+                    for (size_t i = 0; i < (size_t)M * N; i++) want += !isfinite(C[i]);
+                    ck_assert_msg(got == want && want > 0, "kind %d path %zu %dx%dx%d T=%d: counted %zu, C holds %zu",
+                                  kind, pi, M, N, K, T, got, want);
+                    for (size_t i = 0; i < (size_t)M * N; i++) ck_assert(bits(C[i]) == bits(C1[i]));
+                    free(A); free(B); free(C); free(C1);
+                }
+}
+END_TEST
+
 /* Every step is one fused multiply-add, in k order, with the values written
  * out: a0 = b0 = 1 + 2^-12, a0 b0 = 1 + 2^-11 + 2^-24 exactly; after
  * a1 b1 = -(1 + 2^-11) the fused step gives 2^-24 (a separate multiply would
@@ -193,6 +233,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_paths_shapes);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_count);
     tcase_add_test(tc, test_fused_in_order);
     tcase_add_test(tc, test_kind_names);
     suite_add_tcase(s, tc);

@@ -213,6 +213,63 @@ START_TEST(test_gelu)
 }
 END_TEST
 
+/* The float32 GELU against gelu(x) and gelu'(x) in long double (tanhl) on a
+ * grid of [-12, 12] (step 2^-9) and some larger values: the bounds of
+ * sim/amp_layers.h (forward |err| <= 1e-6 |gelu| + 1e-7; backward |err| <=
+ * 1e-5 (|s| + |t2|) + 1e-6, s and t2 its two terms 0.5 (1 + tanh u) and
+ * 0.5 x (1 - tanh^2 u) k (1 + 3 a x^2)); amp_gelu_backward_set gives the bits
+ * of amp_gelu_backward on zeros. Each value computed alone gets the
+ * bits it gets inside a long vector (the lanes are independent), and the
+ * special values follow PyTorch's 0.5 x (1 + tanh u): NaN -> NaN,
+ * +inf -> +inf, -inf -> NaN, -0 -> -0. */
+START_TEST(test_gelu_bounds)
+{
+    enum { NG = 24 * 512 + 1 + 6 };
+    float *x = malloc(NG * sizeof *x), *y = malloc(NG * sizeof *y), *d = malloc(NG * sizeof *d);
+    float *one = filled(NG, 1.0f);
+    for (int i = 0; i <= 24 * 512; i++) x[i] = -12.0f + (float)i / 512.0f;
+    const float big[6] = { 20.0f, -20.0f, 100.0f, -100.0f, 3e5f, -3e5f };
+    memcpy(x + 24 * 512 + 1, big, sizeof big);
+    memset(d, 0, NG * sizeof *d);
+    amp_gelu_forward(y, x, NG);
+    amp_gelu_backward(d, x, one, NG);
+    float *d2 = filled(NG, NAN);   /* overwritten: the bits of the backward on zeros */
+    amp_gelu_backward_set(d2, x, one, NG);
+    ck_assert(memcmp(d, d2, NG * sizeof *d) == 0);
+    free(d2);
+    const long double k = sqrtl(2.0L / 3.14159265358979323846264338327950288L), a = 0.044715L;
+    double worst_f = 0, worst_b = 0;
+    for (int i = 0; i < NG; i++) {
+        long double xl = x[i], u = k * (xl + a * xl * xl * xl), th = tanhl(u);
+        long double s = 0.5L * (1 + th), g = xl * s;
+        long double t2 = 0.5L * xl * (1 - th * th) * k * (1 + 3 * a * xl * xl);
+        double ef = (double)(fabsl(y[i] - g) / (1e-6L * fabsl(g) + 1e-7L));
+        double eb = (double)(fabsl(d[i] - (s + t2)) / (1e-5L * (fabsl(s) + fabsl(t2)) + 1e-6L));
+        ck_assert_msg(ef <= 1.0, "gelu(%.9g) = %.9g, want %.12Lg", x[i], y[i], g);
+        ck_assert_msg(eb <= 1.0, "gelu'(%.9g) = %.9g, want %.12Lg", x[i], d[i], s + t2);
+        worst_f = ef > worst_f ? ef : worst_f;
+        worst_b = eb > worst_b ? eb : worst_b;
+        float y1, d1 = 0.0f;
+        amp_gelu_forward(&y1, &x[i], 1);
+        amp_gelu_backward(&d1, &x[i], &one[i], 1);
+        ck_assert_msg(memcmp(&y1, &y[i], 4) == 0 && memcmp(&d1, &d[i], 4) == 0, "gelu(%g): lane-dependent bits", x[i]);
+    }
+    if (getenv("AMP_TEST_VERBOSE"))
+        printf("gelu: worst forward error %.3f, backward %.3f of the bound\n", worst_f, worst_b);
+    const float sp[4] = { NAN, INFINITY, -INFINITY, -0.0f };
+    float ys[4];
+    ck_assert_uint_eq(amp_gelu_forward_counted(ys, sp, 4), 3);
+    ck_assert(isnan(ys[0]) && ys[1] == INFINITY && isnan(ys[2]) && ys[3] == 0.0f && signbit(ys[3]));
+    /* gelu' of NaN, +inf, -inf, -0: NaN, 1, 0, 0.5 (tanh taken as +-1 beyond the cut) */
+    float ds[4], ones4[4] = { 1, 1, 1, 1 };
+    ck_assert_uint_eq(amp_gelu_backward_set(ds, sp, ones4, 4), 1);
+    ck_assert(isnan(ds[0]) && ds[1] == 1.0f && ds[2] == 0.0f && ds[3] == 0.5f);
+    ck_assert_uint_eq(amp_gelu_forward_counted(y, x, NG), 0);
+    ck_assert_uint_eq(amp_gelu_backward_set(d, x, one, NG), 0);
+    free(x); free(y); free(d); free(one);
+}
+END_TEST
+
 /* ---- residual ---------------------------------------------------------------- */
 
 enum { RN = 9 };
@@ -234,6 +291,15 @@ START_TEST(test_residual)
     amp_residual_backward(da, db, c.w, RN);
     fd_check("residual a", res_obj, &c, c.a, da, RN);
     fd_check("residual b", res_obj, &c, c.b, db, RN);
+    /* the count of inf and NaN sums, in the groups of 16 and in the rest */
+    enum { CN = 37 };
+    float x[CN], y[CN], o[CN];
+    for (int i = 0; i < CN; i++) x[i] = y[i] = 1.0f;
+    x[3] = 3e38f, y[3] = 3e38f;          /* overflows */
+    x[20] = INFINITY, y[20] = -INFINITY;  /* NaN */
+    x[35] = NAN;
+    ck_assert_uint_eq(amp_residual_forward(o, x, y, CN), 3);
+    ck_assert(isinf(o[3]) && isnan(o[20]) && isnan(o[35]) && o[36] == 2.0f);
     free(c.a); free(c.b); free(c.out); free(c.w); free(da); free(db);
 }
 END_TEST
@@ -356,6 +422,84 @@ START_TEST(test_attention_forward_reference)
         for (int k = 0; k < AC; k++) ck_assert_float_eq(c.out[t * AC + k], before[t * AC + k]);
     free(before); free(out); free(A); free(P);
     attn_teardown(&c);
+}
+END_TEST
+
+/* The attention kernels' order, bit for bit, against a scalar transcription
+ * of sim/layer_attention.c's contract, on shapes the small tests do not
+ * reach: T = 37 (rows that cross blocks of 16 columns, an odd last row and
+ * column) and head sizes 7, 20 and 36 (n mod 4 != 0; sums of 32 elements and
+ * a rest). Scores: q . k with partial sums s[i mod 4] = fmaf(q_i, k_i, s)
+ * over i < n - n mod 4, the rest into s[0], (s0 + s1) + (s2 + s3), times
+ * scale; the weighted sums one fmaf chain from +0 in increasing index; the
+ * backward adds each result once to a zeroed output. */
+static float ref_dot(const float *q, const float *k, size_t n)
+{
+    volatile float s[4] = { 0, 0, 0, 0 };
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int r = 0; r < 4; r++) s[r] = fmaf(q[i + r], k[i + r], s[r]);
+    for (; i < n; i++) s[0] = fmaf(q[i], k[i], s[0]);
+    volatile float lo = s[0] + s[1], hi = s[2] + s[3];
+    return lo + hi;
+}
+
+static uint32_t fbits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+START_TEST(test_attention_order)
+{
+    enum { OT = 37 };
+    static const size_t heads[3] = { 7, 20, 36 };
+    for (int hi = 0; hi < 3; hi++) {
+        size_t hs = heads[hi], NH = 2, C = NH * hs, C3 = 3 * C, L = (size_t)OT * (OT + 1) / 2;
+        float *qkv = randn(OT * C3, 70 + hi, 1.0), *dout = randn(OT * C, 80 + hi, 1.0);
+        float *da = randn(NH * L, 90 + hi, 1.0), *prob = randn(NH * L, 95 + hi, 0.3);
+        float *att = malloc(NH * L * sizeof *att), *y = malloc(OT * C * sizeof *y);
+        float *dp = filled(NH * L, 0.0f), *dq1 = filled(OT * C3, 0.0f), *dq2 = filled(OT * C3, 0.0f);
+        const float scale = 0.37f;
+        amp_attn_scores_forward(att, qkv, scale, 1, OT, C, NH);
+        amp_attn_values_forward(y, prob, qkv, 1, OT, C, NH);
+        amp_attn_values_backward(dp, dq1, dout, prob, qkv, 1, OT, C, NH);
+        amp_attn_scores_backward(dq2, da, qkv, scale, 1, OT, C, NH);
+        for (size_t h = 0; h < NH; h++) {
+            const float *pr = prob + h * L, *dah = da + h * L;
+            for (size_t t = 0; t < OT; t++)
+                for (size_t t2 = 0; t2 <= t; t2++) {
+                    const float *q = qkv + t * C3 + h * hs, *k = qkv + t2 * C3 + C + h * hs;
+                    const float *v = qkv + t2 * C3 + 2 * C + h * hs, *g = dout + t * C + h * hs;
+                    size_t o = h * L + t * (t + 1) / 2 + t2;
+                    volatile float sc = ref_dot(q, k, hs);
+                    ck_assert_msg(fbits(att[o]) == fbits(sc * scale), "hs %zu: att[%zu,%zu]", hs, t, t2);
+                    volatile float z = 0.0f, dd = ref_dot(g, v, hs);
+                    ck_assert_msg(fbits(dp[o]) == fbits(z + dd), "hs %zu: dprob[%zu,%zu]", hs, t, t2);
+                }
+            for (size_t t = 0; t < OT; t++)
+                for (size_t d = 0; d < hs; d++) {
+                    volatile float sy = 0.0f, sq = 0.0f, sk = 0.0f, sv = 0.0f, z = 0.0f;
+                    for (size_t j = 0; j <= t; j++) {   /* y[t], dq[t]: j = t2 <= t */
+                        sy = fmaf(pr[t * (t + 1) / 2 + j], qkv[j * C3 + 2 * C + h * hs + d], sy);
+                        volatile float c = dah[t * (t + 1) / 2 + j] * scale;
+                        sq = fmaf(c, qkv[j * C3 + C + h * hs + d], sq);
+                    }
+                    for (size_t j = t; j < OT; j++) {   /* dk[t], dv[t]: j = t' >= t */
+                        volatile float c = dah[j * (j + 1) / 2 + t] * scale;
+                        sk = fmaf(c, qkv[j * C3 + h * hs + d], sk);
+                        sv = fmaf(pr[j * (j + 1) / 2 + t], dout[j * C + h * hs + d], sv);
+                    }
+                    ck_assert_msg(fbits(y[t * C + h * hs + d]) == fbits(sy), "hs %zu: y[%zu][%zu]", hs, t, d);
+                    ck_assert_msg(fbits(dq2[t * C3 + h * hs + d]) == fbits(z + sq), "hs %zu: dq[%zu][%zu]", hs, t, d);
+                    ck_assert_msg(fbits(dq2[t * C3 + C + h * hs + d]) == fbits(z + sk), "hs %zu: dk[%zu][%zu]", hs, t, d);
+                    ck_assert_msg(fbits(dq1[t * C3 + 2 * C + h * hs + d]) == fbits(z + sv), "hs %zu: dv[%zu][%zu]", hs, t,
+                                  d);
+                }
+        }
+        free(qkv); free(dout); free(da); free(prob); free(att); free(y); free(dp); free(dq1); free(dq2);
+    }
 }
 END_TEST
 
@@ -646,9 +790,11 @@ int main(void)
     tcase_add_test(tc, test_embed);
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_gelu);
+    tcase_add_test(tc, test_gelu_bounds);
     tcase_add_test(tc, test_residual);
     tcase_add_test(tc, test_attention_forward_reference);
     tcase_add_test(tc, test_attention_gradients);
+    tcase_add_test(tc, test_attention_order);
     tcase_add_test(tc, test_rows_forms_equal_attention);
     suite_add_tcase(su, tc);
     TCase *td = tcase_create("data");

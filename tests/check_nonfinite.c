@@ -73,6 +73,24 @@ START_TEST(diverging_model)
 }
 END_TEST
 
+/* compare: a pair whose loss ends not finite fails the compare (exit 1), and
+ * still does when the rerun keeps that finished run instead of training it */
+START_TEST(compare_kept_failed_run)
+{
+    const char *cmd = "compare --precisions fp16-amp --scalers none --lr 1e30 --steps 3 --log-every 0 "
+                      "--hist-every 0 --jobs 1 --out k";
+    ck_assert_int_eq(run(cmd), 1);
+    ck_assert_int_eq(run(cmd), 1);
+    char *e = slurp("err");
+    ck_assert_msg(strstr(e, "ampsim compare: k/") != NULL && strstr(e, "the loss ended not finite") != NULL, "%s", e);
+    free(e);
+    ck_assert_int_eq(run("compare --precisions fp16-amp --scalers none --steps 3 --log-every 0 --hist-every 0 "
+                         "--jobs 1 --out f"), 0);
+    ck_assert_int_eq(run("compare --precisions fp16-amp --scalers none --steps 3 --log-every 0 --hist-every 0 "
+                         "--jobs 1 --out f"), 0);
+}
+END_TEST
+
 START_TEST(loss_scale_collapses_to_zero)
 {
     /* torch has no minimum: 200 non-finite steps halve 65536 down to exactly 0 */
@@ -120,6 +138,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, diverging_model);
+    tcase_add_test(tc, compare_kept_failed_run);
     tcase_add_test(tc, loss_scale_collapses_to_zero);
     tcase_add_test(tc, nan_in_data_is_bad_input);
     suite_add_tcase(s, tc);

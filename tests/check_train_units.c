@@ -181,6 +181,49 @@ START_TEST(test_pure_bf16_updates)
 }
 END_TEST
 
+/* amp_tensor_round_counted: on an fp32 tensor without statistics it takes
+ * the writer's count (no pass: a wrong count shows), with statistics due it
+ * rounds t->data like amp_tensor_round; the fp32 accumulation counts the
+ * non-finite sums it makes. */
+START_TEST(test_round_counted)
+{
+    amp_tensors r;
+    amp_tensors_init(&r, 9, AMP_RND_NE, 0);
+    amp_tensor *t, *g;
+    const amp_format *f32 = amp_format_get(AMP_FMT_FP32);
+    ck_assert_int_eq(amp_tensors_add(&r, "a", AMP_ROLE_ACT, f32, 1, (size_t[]){ 5000 }, &t), AMP_OK);
+    ck_assert_int_eq(amp_tensors_add(&r, "g", AMP_ROLE_ACT_GRAD, f32, 1, (size_t[]){ 5000 }, &g), AMP_OK);
+    for (int i = 0; i < 5000; i++) t->data[i] = (float)i;
+    amp_tensors_begin_step(&r, 0, 0);
+    ck_assert_int_eq(amp_tensor_round_counted(&r, t, 0), AMP_OK);
+    ck_assert(t->written && !t->stats_valid);
+    ck_assert_ptr_null(r.nonfinite_tensor);
+    ck_assert_int_eq(amp_tensor_round_counted(&r, t, 7), AMP_OK);   /* the count is the writer's */
+    ck_assert_ptr_eq(r.nonfinite_tensor, t);
+    ck_assert_uint_eq(r.nonfinite_count, 7);
+    /* statistics due: a real rounding of t->data, which counts for itself */
+    t->data[4321] = INFINITY;
+    amp_tensors_begin_step(&r, 1, 1u << AMP_ROLE_ACT);
+    ck_assert_int_eq(amp_tensor_round_counted(&r, t, 0), AMP_OK);
+    ck_assert(t->stats_valid);
+    ck_assert_uint_eq(t->stats->n, 5000);
+    ck_assert_ptr_eq(r.nonfinite_tensor, t);
+    ck_assert_uint_eq(r.nonfinite_count, 1);
+    /* fp32 accumulation: sums overflowing to inf, in the second of three blocks */
+    float *big = malloc(5000 * sizeof *big);
+    for (int i = 0; i < 5000; i++) big[i] = i >= 3000 && i < 3003 ? 3e38f : 1.0f;
+    amp_tensors_begin_step(&r, 2, 0);
+    ck_assert_int_eq(amp_tensor_accum(&r, g, big), AMP_OK);
+    ck_assert_ptr_null(r.nonfinite_tensor);
+    ck_assert_int_eq(amp_tensor_accum(&r, g, big), AMP_OK);
+    ck_assert(isinf(g->data[3001]) && g->data[0] == 2.0f);
+    ck_assert_ptr_eq(r.nonfinite_tensor, g);
+    ck_assert_uint_eq(r.nonfinite_count, 3);
+    free(big);
+    amp_tensors_free(&r);
+}
+END_TEST
+
 START_TEST(test_registry_stats_and_nonfinite)
 {
     amp_tensors r;
@@ -446,6 +489,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_presets);
+    tcase_add_test(tc, test_round_counted);
     tcase_add_test(tc, test_policy_json);
     tcase_add_test(tc, test_sgd_fp32_single_rounding);
     tcase_add_test(tc, test_pure_bf16_updates);

@@ -7,7 +7,10 @@ all time steps in one GEMM, then per step the hidden GEMM, the gate
 nonlinearities and the state update), so that under the fp32 policy the run
 is bit-identical to PyTorch. The ops run under the emulation's mode: the
 GEMMs round their operands, the gates are rounded into the activation format,
-the weights are cast once per step (the cast cache).
+the weights are cast once per step (the cast cache). Where the policy allows,
+a whole LSTM or GRU layer (one direction) runs as one autograd Function over
+C kernels (_rnn_layer.py), else each step's pointwise part as one
+(_rnn_fused.py); both give the same bits as the ops below.
 
 Names, under the module path, per layer and direction (sfx = ``_l0``,
 ``_l0_reverse``; none for a cell): ``ih<sfx>`` (input GEMM), ``hh<sfx>``
@@ -21,7 +24,7 @@ The weights keep their parameter names (``<m>.weight_ih_l0``,
 import torch
 import torch.nn.functional as F
 
-from . import _rnn_fused
+from . import _rnn_fused, _rnn_layer
 from . import _rt
 from ._functions import _RoundFn
 from ._rt import EmulationError
@@ -119,7 +122,12 @@ def _layer(kind, x, hid, w, n, sfx, reverse):
     """One layer in one direction over x (T, B, I): (output (T, B, H), final hidden)."""
     w_ih, w_hh, b_ih, b_hh = w
     n.label = "ih" + sfx
-    xw = F.linear(x, w_ih, b_ih).unbind(0)
+    xw = F.linear(x, w_ih, b_ih)
+    if n.emu is not None and _rnn_layer.applies(n.emu, kind, xw, hid, w_hh, b_hh):
+        outs, hid = _rnn_layer.layer(n.emu, kind, xw, hid, w, n.path, sfx, reverse)
+        n.label = "output" + sfx
+        return torch.stack(outs, 0), hid
+    xw = xw.unbind(0)
     steps = len(xw)
     outs = [None] * steps
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):

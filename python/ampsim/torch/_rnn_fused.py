@@ -1,6 +1,7 @@
 """The pointwise part of an LSTM or GRU step as one autograd Function.
 
-Used for the steps of an emulated nn.LSTM / nn.GRU (_rnn.py) when the
+Used for the steps of an emulated nn.LSTM / nn.GRU and their cells
+(_rnn.py; the layers that _rnn_layer.py does not run whole) when the
 policy's activation format is narrow, its pointwise ops run in FP32 and are
 rounded once (not a torch_cpu policy, which runs them on real 16-bit
 tensors; not a policy that forces elementwise ops to FP32) and every operand
@@ -82,16 +83,17 @@ def _sites(emu, path, sfx, ops):
     return out
 
 
-def _count(emu, calls, n):
-    """The coverage rows of the op-by-op step's calls (n: elements of the state)."""
+def _count(emu, calls, n, steps=1):
+    """The coverage rows of the op-by-op step's calls (n: elements of the
+    state), for this many steps."""
     if emu._stack or (not emu._bwd_done and torch.is_grad_enabled()):
         rows = emu._cov.rows
         for func, kind, m in calls:
             r = rows.get(func)
             if r is None:
                 r = rows[func] = [kind, 0, 0, 0]
-            r[1] += 1
-            r[2] += m * n
+            r[1] += steps
+            r[2] += m * n * steps
 
 
 def _sum2(a, b, fmt):
