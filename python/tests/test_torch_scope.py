@@ -230,6 +230,62 @@ class TestScope(unittest.TestCase):
         for n in ("fc1.out", "relu1.out", "mul1.out"):
             self.assertIn(n, emu.stats)
 
+    def test_other_function_modes_inside_and_around(self):
+        """Another TorchFunctionMode entered inside the block, or around it,
+        sees the model's torch calls while the emulation rounds as it does
+        alone (same bits, same tensors); PyTorch's own mode-stack helper is
+        back in place after the block."""
+        from torch.overrides import TorchFunctionMode
+        helper = getattr(torch.overrides, "_TorchFunctionStackMode", None)
+
+        class Recorder(TorchFunctionMode):
+            def __init__(self):
+                super().__init__()
+                self.seen = []
+
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                self.seen.append(getattr(func, "__name__", ""))
+                return func(*args, **(kwargs or {}))
+
+        torch.manual_seed(0)
+        m = MLP()
+        x = torch.rand(8, 64)
+
+        def run(inner=None):
+            with at.emulate(m, "fp16-amp") as emu:
+                emu.collect_stats()
+                if inner is None:
+                    y = m(x)
+                else:
+                    with inner:
+                        y = m(x)
+                y.sum().backward()
+                g = m.fc1.weight.grad.clone()
+                m.zero_grad()
+                return y.detach(), g, set(emu.stats)
+
+        y0, g0, names0 = run()
+        rec = Recorder()
+        y1, g1, names1 = run(rec)
+        self.assertIn("linear", rec.seen)
+        self.assertIn("relu", rec.seen)
+        outer = Recorder()
+        with outer:
+            y2, g2, names2 = run()
+        self.assertIn("linear", outer.seen)
+        for y, g, names in ((y1, g1, names1), (y2, g2, names2)):
+            self.assertTrue(torch.equal(y, y0))
+            self.assertTrue(torch.equal(g, g0))
+            self.assertEqual(names, names0)
+        self.assertIn("fc1.out", names0)
+        self.assertIs(getattr(torch.overrides, "_TorchFunctionStackMode", None), helper)
+        # with no emulation active the ops are plain PyTorch, and modes work as before
+        after = Recorder()
+        with after:
+            y3 = m(x)
+        self.assertIn("linear", after.seen)
+        self.assertTrue(torch.equal(y3, m(x)))
+
     def test_nested_emulate_raises(self):
         a, b = MLP(), MLP()
         with at.emulate(a, "bf16-amp"):

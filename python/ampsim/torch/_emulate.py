@@ -29,7 +29,7 @@ call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _coverage, _grad, _rt
+from . import _coverage, _fastmode, _grad, _rt
 from . import _scope
 from . import _whatif
 from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
@@ -42,8 +42,9 @@ from .._scaler import format_scale
 try:        # the function-mode stack (torch.overrides' helpers; absent: the mode stays on)
     from torch.overrides import _get_current_function_mode as _cur_mode
     from torch.overrides import _pop_mode, _push_mode
+    from torch._C import _len_torch_function_stack as _stack_len
 except ImportError:
-    _cur_mode = _pop_mode = _push_mode = None
+    _cur_mode = _pop_mode = _push_mode = _stack_len = None
 
 
 class emulate(_OpHandlers, _Checks):
@@ -218,10 +219,12 @@ class emulate(_OpHandlers, _Checks):
         """Hooks and the function mode on; this emulation is the active one."""
         self._scope.install()
         self._stack = []
+        _fastmode.install()
         try:
             self._mode = _Mode(self)
             self._mode.__enter__()
         except BaseException:
+            _fastmode.uninstall()
             self._scope.remove()
             self._mode = None
             raise
@@ -253,6 +256,8 @@ class emulate(_OpHandlers, _Checks):
             if self._mode is not None:
                 self._mode.__exit__(et, ev, tb)
         finally:
+            if self._mode is not None:
+                _fastmode.uninstall()
             self._mode = None
             self._scope.remove()
             if self in _ACTIVE:
@@ -295,7 +300,8 @@ class emulate(_OpHandlers, _Checks):
             emu = self.emu
             emu._quiet_depth += 1
             self.popped = None
-            if _cur_mode is not None and emu._mode is not None and _cur_mode() is emu._mode:
+            # (inside the mode's handlers the stack is empty: nothing to take off)
+            if _cur_mode is not None and emu._mode is not None and _stack_len() and _cur_mode() is emu._mode:
                 self.popped = _pop_mode()
 
         def __exit__(self, *a):

@@ -3,7 +3,7 @@ rounding, a GEMM-like op and the softmax cross-entropy, each rounding its
 gradients in backward as the C emulator does."""
 import torch
 
-from . import _kernels, _lowp, _rt
+from . import _grad, _kernels, _lowp, _rt
 from ._rt import fmt_of as _fmt_of
 
 
@@ -13,10 +13,13 @@ class _CastFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, w, emu, name, fmt, gfmt, saturate):
         ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
-        return emu._round(w, fmt, name, "weight", saturate=saturate, fp8_role="weight")
+        y = emu._round(w, fmt, name, "weight", saturate=saturate, fp8_role="weight")
+        _grad.prepare(ctx, y)
+        return y
 
     @staticmethod
     def backward(ctx, g):
+        g = _grad.begin(ctx, g)
         emu = ctx.emu
         with emu._quiet():
             # the GEMMs rounded and logged their shares; a sum of several is rounded again
@@ -29,10 +32,13 @@ class _RoundFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, emu, name, fmt, gfmt, check=True):
         ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
-        return emu._round(x, fmt, name, "act", check=check)
+        y = emu._round(x, fmt, name, "act", check=check)
+        _grad.prepare(ctx, y)
+        return y
 
     @staticmethod
     def backward(ctx, g):
+        g = _grad.begin(ctx, g)
         emu = ctx.emu
         with emu._quiet():
             return emu._round(g, ctx.gfmt, ctx.name + ".grad", "act_grad"), None, None, None, None, None
@@ -63,13 +69,17 @@ class _GemmFn(torch.autograd.Function):
         # torch_cpu policies: the GEMM itself on real low-precision tensors
         # (oneDNN's bf16 kernels, forward and backward, as under CPU autocast)
         dt = _lowp.gemm_dtype(emu)
-        with torch.enable_grad():
+        prev = torch.is_grad_enabled()          # (torch.enable_grad(), without its context object)
+        torch._C._set_grad_enabled(True)
+        try:
             for i, t in enumerate(casts):
                 leaf = t.detach() if dt is None else t.detach().to(dt)
                 leaves.append(leaf.requires_grad_(ctx.needs_input_grad[4 + i]))
             out = call(*leaves)
             if dt is not None:
                 out = out.float()
+        finally:
+            torch._C._set_grad_enabled(prev)
         ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
         ctx.fp8 = pol.fp8_scaling and not call.act_only
         ctx.out, ctx.leaves = out, leaves
@@ -77,11 +87,15 @@ class _GemmFn(torch.autograd.Function):
             # the output's statistics: the FP32 product that the bf16 kernel rounded
             with torch.no_grad():
                 emu._round(call(*[t.detach() for t in casts]), pol.act, site + ".out", "act")
-            return emu._round(out, pol.act, None, "act")
-        return emu._round(out, pol.act, site + ".out", "act")
+            y = emu._round(out, pol.act, None, "act")
+        else:
+            y = emu._round(out, pol.act, site + ".out", "act")
+        _grad.prepare(ctx, y)
+        return y
 
     @staticmethod
     def backward(ctx, gy):
+        gy = _grad.begin(ctx, gy)
         emu, pol, site = ctx.emu, ctx.emu.policy, ctx.site
         with emu._quiet():
             g = emu._round(gy, pol.act_grad, site + ".out.grad", "act_grad")
@@ -112,6 +126,9 @@ class _GemmFn(torch.autograd.Function):
                     res[i] = gi
             ctx.out = ctx.leaves = None
         return (None, None, None, None) + tuple(res)
+
+
+_grad.MERGED.update((_CastFn._backward_cls, _RoundFn._backward_cls, _GemmFn._backward_cls))
 
 
 class _XentFn(torch.autograd.Function):

@@ -26,8 +26,12 @@ consumer's backward, in that same order; the first use's consumer runs last,
 so its contribution, which reaches the source directly, is added last.
 
 A lone contribution is kept as it came: the producer's backward rounds it
-(as before, with its statistics). Cost: one more autograd node per
-low-precision tensor, and one per use beyond the first (docs/torch.md).
+(as before, with its statistics). Where the producer is one of the
+emulation's own Functions (a rounding, a GEMM, a weight cast: MERGED), its
+node plays the source's part: it holds the buffer and its backward starts
+from the sum (begin()), so no node is added. Cost: one more autograd node
+per other low-precision tensor (views, decomposed modules' outputs), and one
+per use beyond the first (docs/torch.md).
 A use hidden from the function mode (a tensor handed to code that runs
 outside the emulation) reaches the source with the first use's and is added
 with it. ``torch.autograd.grad(loss, h)`` for an emulated tensor h sees no
@@ -66,6 +70,21 @@ class _Buffer:
         g, self.g, self.raw = self.g, None, False
         return g
 
+    def through(self, g):
+        """The source's backward: g (the first use's contribution, and any
+        the mode did not see; None when there is none) added, the sum taken
+        and shown to the watchers (None when no use delivered a gradient)."""
+        if g is not None:
+            self.add(g)
+        out = self.take()
+        if out is not None and self.watchers:
+            r = _round(out, self.fmt)
+            for fn in self.watchers:
+                new = fn(r)             # a hook may return a replacement, as autograd's do
+                if new is not None:
+                    r = out = new
+        return out
+
 
 def _round(x, fmt):
     if fmt == "fp32":
@@ -82,17 +101,7 @@ class _SourceFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        buf = ctx.buf
-        if g is not None:                       # the first use (and any the mode did not see)
-            buf.add(g)
-        out = buf.take()
-        if out is not None and buf.watchers:
-            r = _round(out, buf.fmt)
-            for fn in buf.watchers:
-                new = fn(r)             # a hook may return a replacement, as autograd's do
-                if new is not None:
-                    r = out = new
-        return out, None
+        return ctx.buf.through(g), None
 
 
 class _UseFn(_SourceFn):
@@ -105,13 +114,44 @@ class _UseFn(_SourceFn):
         return None, None
 
 
+#: backward node classes of the Functions that serve as their output's source
+#: (_functions.py: the op's own node holds the buffer, begin() takes it)
+MERGED = set()
+
+
+def prepare(ctx, y):
+    """In the forward of a MERGED Function with output y: no buffer yet, and
+    gradients left unmaterialized (begin() does it)."""
+    ctx.set_materialize_grads(False)
+    ctx.buf, ctx.shape = None, y.shape
+
+
+def begin(ctx, g):
+    """The gradient a MERGED Function's backward starts from: its buffer's sum
+    when its output is a source (as a source node would hand it on), else g;
+    zeros where there is none, as autograd materializes a Function's missing
+    gradient."""
+    if ctx.buf is not None:
+        g = ctx.buf.through(g)
+    if g is None:
+        g = torch.zeros(ctx.shape)
+    return g
+
+
 def source(y, gfmt):
     """y (an op's float32 output in a low-precision format, requiring grad)
     behind a source node whose gradient is summed in gfmt; y itself when
-    there is nothing to do."""
+    there is nothing to do, or when y's own node (a MERGED Function's) takes
+    the source's part."""
     if not isinstance(y, torch.Tensor) or not y.requires_grad or gfmt == "fp32":
         return y
     buf = _Buffer(gfmt)
+    node = y.grad_fn
+    if type(node) in MERGED and node.buf is None:
+        node.buf = buf
+        buf.node = node
+        setattr(y, BUF_ATTR, buf)
+        return y
     s = _SourceFn.apply(y, buf)
     buf.node = s.grad_fn
     setattr(s, BUF_ATTR, buf)
@@ -139,17 +179,45 @@ def use(t):
     return u
 
 
-def _use_any(a):
-    if isinstance(a, torch.Tensor):
-        return use(a)
-    if type(a) in (list, tuple) and any(hasattr(b, BUF_ATTR) for b in a):
-        return type(a)(use(b) if isinstance(b, torch.Tensor) else b for b in a)
-    return a
+def _uses_in(seq):
+    """[(index, replacement)] for the items of seq that use() replaces, in
+    order (use() is called on every source output among them, once per
+    occurrence, as it marks the first use)."""
+    rep = None
+    for i, a in enumerate(seq):
+        if isinstance(a, torch.Tensor):
+            if hasattr(a, BUF_ATTR):
+                u = use(a)
+                if u is not a:
+                    if rep is None:
+                        rep = []
+                    rep.append((i, u))
+        elif type(a) in (list, tuple) and any(hasattr(b, BUF_ATTR) for b in a):
+            if rep is None:
+                rep = []
+            rep.append((i, type(a)(use(b) if isinstance(b, torch.Tensor) else b for b in a)))
+    return rep
 
 
 def uses(args, kwargs):
-    """args and kwargs of an op call with each source output behind a use node."""
-    return tuple(_use_any(a) for a in args), {k: _use_any(v) for k, v in kwargs.items()}
+    """args and kwargs of an op call with each source output behind a use node
+    (args and kwargs themselves when none needs one, or grad mode is off)."""
+    if not torch.is_grad_enabled():
+        return args, kwargs
+    rep = _uses_in(args)
+    if rep is not None:
+        args = list(args)
+        for i, u in rep:
+            args[i] = u
+        args = tuple(args)
+    if kwargs:
+        keys = list(kwargs)
+        rep = _uses_in([kwargs[k] for k in keys])
+        if rep is not None:
+            kwargs = dict(kwargs)
+            for i, u in rep:
+                kwargs[keys[i]] = u
+    return args, kwargs
 
 
 def sources(out, gfmt_of):
@@ -197,11 +265,14 @@ def _set_grad(t):
     return fn
 
 
+HOOKED = (torch.Tensor.retain_grad, torch.Tensor.register_hook)
+
+
 def tensor_hook(func, args, kwargs):
     """Tensor.retain_grad() and Tensor.register_hook(fn) on a source's output
     (whose gradient autograd never forms; the buffer holds it): kept as
     watchers of the buffer. Returns (True, result) when handled."""
-    if func not in (torch.Tensor.retain_grad, torch.Tensor.register_hook) or not args:
+    if func not in HOOKED or not args:
         return False, None
     t = args[0]
     buf = getattr(t, BUF_ATTR, None)
@@ -215,7 +286,7 @@ def tensor_hook(func, args, kwargs):
     return True, _Handle(buf, hook)
 
 
-_WIDEN = {torch.Tensor.float, torch.Tensor.to, torch.Tensor.type}
+WIDEN = {torch.Tensor.float, torch.Tensor.to, torch.Tensor.type}
 
 
 def widened(func, args, out):
@@ -223,6 +294,6 @@ def widened(func, args, out):
     low-precision tensor: PyTorch returns the float32 tensor itself, but under
     autocast it is a cast to FP32 (a new tensor, whose gradient the cast's
     backward rounds into x's format). Returns the FP32-format alias (or out)."""
-    if func in _WIDEN and args and out is args[0] and getattr(out, _FMT, "fp32") != "fp32":
+    if func in WIDEN and args and out is args[0] and getattr(out, _FMT, "fp32") != "fp32":
         return out.view_as(out)
     return out

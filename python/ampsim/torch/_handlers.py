@@ -9,6 +9,7 @@ from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
+from ._scope import TAINT_ATTR as _TAINT
 from ._scope import join as _join
 from ._scope import tensors_in as _tensors_in
 
@@ -16,18 +17,65 @@ _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
 
 
 # ---- the function mode --------------------------------------------------------------
+_BACKWARD = torch.Tensor.backward
+_GRAD_ON = torch.is_grad_enabled
+_RECS = {}          # function -> (op, class, plain): _record's answer, cached
+
+
+def _record(func):
+    """(OPS entry, CLASSES entry, plain) of a torch function; plain: 1 for a
+    classified FP32 or no_float function with nothing to do but call it (its
+    uses of source outputs taken as uses, _grad.py), 2 for such a tensor
+    attribute (__get__, __set__: not a use), 0 otherwise."""
+    op, cls = _ops.OPS.get(func), _ops.CLASSES.get(func)
+    plain = 0
+    if op is None and cls in ("fp32", "no_float") and func is not _BACKWARD and func not in _grad.HOOKED \
+            and func not in _grad.WIDEN:
+        plain = 2 if getattr(func, "__name__", None) in ("__get__", "__set__") else 1
+    rec = _RECS[func] = (op, cls, plain)
+    return rec
+
+
 class _Mode(TorchFunctionMode):
     def __init__(self, emu):
         super().__init__()
         self.emu = emu
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        if kwargs is None:
+            kwargs = {}
         emu = self.emu
         # the scope (_scope.py): foreign modules and tensors pass through
         if emu._quiet_depth or emu._scope.skip(args, kwargs):
             return func(*args, **kwargs)
-        if emu._stack:
+        rec = _RECS.get(func) or _record(func)
+        stack = emu._stack
+        plain = rec[2]
+        if plain:
+            # a classified FP32 or no_float function: called as it is, counted
+            # (Coverage.add and Scope.mark written out: the most frequent calls)
+            count = stack or (not emu._bwd_done and _GRAD_ON())
+            if plain == 1:
+                args, kwargs = _grad.uses(args, kwargs)
+            out = func(*args, **kwargs)
+            if count:
+                row = emu._cov.rows.get(func)
+                if row is None:
+                    row = emu._cov.rows[func] = [rec[1], 0, 0, 0]
+                row[1] += 1
+                if rec[1] != "no_float" and isinstance(out, torch.Tensor) and out.is_floating_point():
+                    row[2] += out.numel()
+            if not stack:
+                scope = emu._scope
+                if scope.fixed and isinstance(out, torch.Tensor):
+                    try:
+                        setattr(out, _TAINT, scope.token)
+                    except (AttributeError, RuntimeError):
+                        pass
+                else:
+                    scope.mark(out)
+            return out
+        if stack:
             return self._dispatch(emu, func, args, kwargs)
         out = self._dispatch(emu, func, args, kwargs)
         emu._scope.mark(out)
@@ -166,26 +214,28 @@ class _OpHandlers:
         bias_pos, bias_kw = _ops.BIAS_ARG.get(name, (None, None))
         args = list(args)
         slots, ts = _rt.tensor_slots(args, kwargs)     # einsum(eq, [a, b]): a slot per tensor
-        kinds = ["bias" if s in (("a", bias_pos), ("k", bias_kw)) else "act" for s in slots]
-        where = self._where()
+        kinds = ["bias" if s == ("a", bias_pos) or s == ("k", bias_kw) else "act" for s in slots]
         wnames = [None] * len(ts)
-        for t, k in zip(ts, kinds):
-            if k == "act" and id(t) in self._root_inputs:
-                self._tid("input")          # the model input comes first, as in the C models
+        roots = self._root_inputs
+        if roots:
+            for t, k in zip(ts, kinds):
+                if k == "act" and id(t) in roots:
+                    self._tid("input")          # the model input comes first, as in the C models
         for i, t in enumerate(ts):
-            if t.device.type != "cpu":
+            if not t.is_cpu:
                 raise EmulationError("ampsim.torch: %s in %s: operand on %s; emulate runs on the CPU"
-                                     % (name, where, t.device))
+                                     % (name, self._where(), t.device))
             if t.dtype != torch.float32:
                 raise EmulationError("ampsim.torch: %s in %s: operand of dtype %s; emulate runs float32 "
-                                     "models (the policy sets the formats)" % (name, where, t.dtype))
+                                     "models (the policy sets the formats)" % (name, self._where(), t.dtype))
             pv = getattr(t, _PVIEW, None)
-            if isinstance(t, torch.nn.Parameter) or pv is not None:
+            if pv is not None or isinstance(t, torch.nn.Parameter):
                 p = t if pv is None else pv[0]
                 own = _join(site, "bias" if kinds[i] == "bias" else "weight")
                 # a tied weight's share is named after the GEMM that uses it, as in the C GPT
-                tied = own in self._param_sites.get(id(p), ()) and own != self._param_names.get(id(p))
-                wnames[i] = own if tied else self._param_names.get(id(p)) or own
+                pname = self._param_names.get(id(p))
+                tied = own != pname and own in self._param_sites.get(id(p), ())
+                wnames[i] = own if tied else pname or own
                 if pv is None:
                     ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
                 else:
@@ -199,11 +249,11 @@ class _OpHandlers:
         # kernels="ampsim": the C emulator's products (under torch_cpu policies
         # oneDNN's pair order, forward and backward; else the attention kernels'
         # double sums for products of two activations)
-        pairs = self.kernels == "ampsim" and _kernels.pairs_policy(pol)
-        form = None
-        if self.kernels == "ampsim" and not pairs and name in ("matmul", "bmm") and not kwargs and len(args) == 2 \
-                and kinds == ["act", "act"]:
-            form = _kernels.matmul_form(ts[0], ts[1])
+        pairs = form = None
+        if self.kernels == "ampsim":
+            pairs = _kernels.pairs_policy(pol)
+            if not pairs and name in ("matmul", "bmm") and not kwargs and len(args) == 2 and kinds == ["act", "act"]:
+                form = _kernels.matmul_form(ts[0], ts[1])
 
         def call(*xs):
             if form is not None:
@@ -215,7 +265,7 @@ class _OpHandlers:
         call.wnames = wnames
         # a product of activations only (attention) stays in the activation
         # formats under FP8 scaling, as in Transformer Engine's recipes
-        call.act_only = all(k == "act" for k in kinds)
+        call.act_only = "w" not in kinds and "b" not in kinds
 
         y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
         setattr(y, _FMT, pol.act)

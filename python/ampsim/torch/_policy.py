@@ -81,11 +81,12 @@ class Policy:
         self.has_master = self.master == "fp32" and self.weight != "fp32"
         # FP8 weights keep their bias in the activation format (sim/layer_linear.c)
         self.bias = self.act if _bits(self.weight) <= 8 else self.weight
+        self._fp32 = all(f == "fp32" for f in (self.weight, self.act, self.act_grad, self.weight_grad,
+                                               self.fwd_in, self.bwd_in, self.master))
 
     def is_fp32(self):
         """True when every role and operand is FP32 (nothing is rounded)."""
-        return all(f == "fp32" for f in (self.weight, self.act, self.act_grad, self.weight_grad,
-                                         self.fwd_in, self.bwd_in, self.master))
+        return self._fp32
 
     def __repr__(self):
         return "Policy(%r)" % self.name

@@ -128,7 +128,7 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if mode == "sr" or seed or stream:
         ok = keyed_opts(fmt, mode, saturate, sr_bits, seed, stream)
         oa = ctypes.addressof(ok)
-    y = torch.empty_like(xd, requires_grad=False)
+    y = torch.empty_like(xd)        # (requires_grad False: a factory's default)
     st = None
     if stats:
         st = _lib.AmpStats()

@@ -86,9 +86,12 @@ def tensors_in(args, kwargs):
                 yield a
 
 
+_AC_GPU, _AC_CPU = torch.is_autocast_enabled, torch.is_autocast_cpu_enabled
+
+
 def autocast_on():
     """True while torch.autocast (CUDA or CPU) is enabled on this thread."""
-    return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+    return _AC_GPU() or _AC_CPU()
 
 
 AUTOCAST_MSG = ("ampsim.torch: torch.autocast is enabled inside %s: the emulation already runs the ops in "
@@ -239,7 +242,7 @@ class Scope:
     # ---- ops --------------------------------------------------------------------------------
     def skip(self, args, kwargs):
         """True when the op must pass through untouched."""
-        if autocast_on():
+        if _AC_GPU() or _AC_CPU():
             raise EmulationError(AUTOCAST_MSG % self.emu._kind_name())
         if self.foreign:
             self._drop_ended()
@@ -248,8 +251,18 @@ class Scope:
         if self.emu._stack or not self.fixed:
             return False
         tok, params = self.token, self.emu._param_names
-        for t in tensors_in(args, kwargs):
-            if getattr(t, TAINT_ATTR, None) == tok or id(t) in params or hasattr(t, FMT_ATTR):
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                if getattr(a, TAINT_ATTR, None) == tok or id(a) in params or hasattr(a, FMT_ATTR):
+                    return False
+            elif isinstance(a, (list, tuple)):
+                for t in a:
+                    if isinstance(t, torch.Tensor) and (getattr(t, TAINT_ATTR, None) == tok or id(t) in params
+                                                        or hasattr(t, FMT_ATTR)):
+                        return False
+        for t in kwargs.values():
+            if isinstance(t, torch.Tensor) and (getattr(t, TAINT_ATTR, None) == tok or id(t) in params
+                                                or hasattr(t, FMT_ATTR)):
                 return False
         return True
 
@@ -257,6 +270,14 @@ class Scope:
         """The output of a model, or of an op outside every module: emulate
         marks its tensors as coming from the model; autocast watches its
         scalars for the loss."""
+        if self.fixed and isinstance(out, torch.Tensor):
+            try:
+                setattr(out, TAINT_ATTR, self.token)
+            except (AttributeError, RuntimeError):
+                pass
+            return
+        if out is None or isinstance(out, (bool, int, float, torch.Size, torch.dtype, torch.device)):
+            return
         ts = []
         _tensors(out, ts)
         if not self.fixed:
