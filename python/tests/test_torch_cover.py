@@ -326,6 +326,30 @@ class TestCoverageAccount(unittest.TestCase):
         self.assertEqual(int(by[("sigmoid", "elementwise")]["elements"]), 2 * 5 * 3 * 3 * 6)
         self.assertFalse([x for x in r if x["class"] == "unclassified"])
 
+    def test_zero_grad_is_not_the_models(self):
+        """opt.zero_grad() between the forward and the backward (run_steps)
+        runs with the mode off: its calls are not in coverage.csv, the
+        gradients it zeroes are those of a plain run, and PyTorch's zero_grad
+        is back after the block."""
+        orig_opt, orig_mod = torch.optim.Optimizer.zero_grad, nn.Module.zero_grad
+        d = os.path.join(tmpdir(self), "run")
+        seen = []
+
+        def make_loss(m, s):
+            if s == 1:
+                seen.append(torch.optim.Optimizer.zero_grad is not orig_opt)
+            return lm_loss(m, s)
+        torch.manual_seed(1)
+        losses, params = run_steps(LM("gru"), make_loss, "fp32", out=d, steps=3)
+        torch.manual_seed(1)
+        plain = run_steps(LM("gru"), lm_loss, None, steps=3)
+        self.assertTrue(same(losses, plain[0]) and same(params, plain[1]))
+        self.assertEqual(seen, [True])
+        ops = {x["op"] for x in rows(d, "coverage.csv")}
+        self.assertFalse(ops & {"zero_", "requires_grad_", "detach_", "grad"}, ops)
+        self.assertIs(torch.optim.Optimizer.zero_grad, orig_opt)
+        self.assertIs(nn.Module.zero_grad, orig_mod)
+
     def test_strict(self):
         class M(nn.Module):
             def __init__(self):

@@ -47,6 +47,14 @@ except ImportError:
     _cur_mode = _pop_mode = _push_mode = _stack_len = None
 
 
+def _active_quiet():
+    """The innermost active emulation's quiet context (None: none is active)."""
+    return _ACTIVE[-1]._quiet() if _ACTIVE else None
+
+
+_fastmode.quiet = _active_quiet
+
+
 class emulate(_OpHandlers, _Checks):
     """Run a PyTorch model's forward and backward under an ampsim precision policy.
 

@@ -15,6 +15,15 @@ helper (torch.overrides looks the class up by name each time), uninstall()
 restores it when the last active emulation ends. Where torch lacks these
 internals (other versions, which dispatch into the stack in C++), both do
 nothing.
+
+While an emulation is active, install() also has torch.optim.Optimizer.zero_grad
+and torch.nn.Module.zero_grad run with the emulation's mode off the stack
+(``quiet``, set by the emulation: a context manager, or None when none is
+active). They touch only the parameters' FP32 .grad tensors, which the
+emulation neither rounds nor counts (its coverage account is the model's
+forward and its loss), and they make about six torch calls per parameter
+between the forward and the backward, each of which would otherwise pay the
+mode's dispatch. uninstall() puts the originals back with the helper.
 """
 import threading
 
@@ -59,23 +68,52 @@ if _OK:
                 _push(old)
 
 
+#: () -> a context manager that takes the active emulation's mode off the
+#: stack, or None (set by _emulate.py)
+quiet = None
+_ZERO_GRAD = [(torch.optim.Optimizer, torch.optim.Optimizer.zero_grad),
+              (torch.nn.Module, torch.nn.Module.zero_grad)]
+
+
+def _quiet_call(orig):
+    def zero_grad(self, *args, **kwargs):
+        q = quiet() if quiet is not None else None
+        if q is None:
+            return orig(self, *args, **kwargs)
+        with q:
+            return orig(self, *args, **kwargs)
+    zero_grad.__wrapped__ = orig
+    zero_grad.__doc__ = orig.__doc__
+    return zero_grad
+
+
+_QUIET_ZERO_GRAD = [(cls, _quiet_call(f)) for cls, f in _ZERO_GRAD]
+
+
 def install():
-    """Use _StackMode while at least one emulation is active (counted)."""
+    """Use _StackMode and the quiet zero_grad while at least one emulation is
+    active (counted)."""
     global _users
-    if not _OK:
-        return
     with _lock:
         _users += 1
-        if _users == 1 and _ov._TorchFunctionStackMode is _ORIG:
+        if _users != 1:
+            return
+        if _OK and _ov._TorchFunctionStackMode is _ORIG:
             _ov._TorchFunctionStackMode = _StackMode
+        for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
+            if cls.__dict__.get("zero_grad") is orig:
+                cls.zero_grad = q
 
 
 def uninstall():
-    """Undo one install(); the last one restores PyTorch's helper."""
+    """Undo one install(); the last one restores PyTorch's helper and zero_grad."""
     global _users
-    if not _OK:
-        return
     with _lock:
         _users = max(0, _users - 1)
-        if _users == 0 and _ov._TorchFunctionStackMode is _StackMode:
+        if _users != 0:
+            return
+        if _OK and _ov._TorchFunctionStackMode is _StackMode:
             _ov._TorchFunctionStackMode = _ORIG
+        for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
+            if cls.__dict__.get("zero_grad") is q:
+                cls.zero_grad = orig
