@@ -28,7 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # (kind, shape): odd widths, 3 and 5 heads, odd contexts
 CASES = [("mlp", {}), ("mlp", dict(d_in=29, width=61, depth=2, n_out=7, B=24)),
          ("block", {}), ("block", dict(C=30, heads=5, T=11, B=3)),
-         ("cnn", {}), ("ops", dict(B=33)), ("shared", {}), ("shared", dict(width=45, repeat=5, B=19)), ("gpt", dict(vocab=61, C=30, heads=5, layers=2, T=13, B=3))]
+         ("cnn", {}), ("ops", dict(B=33)), ("shared", {}), ("shared", dict(width=45, repeat=5, B=19)),
+         ("handback", {}), ("gpt", dict(vocab=61, C=30, heads=5, layers=2, T=13, B=3))]
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)

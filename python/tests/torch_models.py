@@ -251,12 +251,30 @@ class SharedNet(nn.Module):
         return self.o(h)
 
 
+class HandBackNet(nn.Module):
+    """Ops that hand back their input (dropout with p = 0 in training,
+    contiguous() of a contiguous tensor) between a layer and the several uses
+    of its output: in PyTorch's graph those uses are the layer output's own."""
+
+    def __init__(self, d_in=19, width=37, n_out=11):
+        super().__init__()
+        self.a = nn.Linear(d_in, width)
+        self.drop = nn.Dropout(0.0)
+        self.o = nn.Linear(width, n_out)
+
+    def forward(self, x):
+        h = self.a(x)
+        d = self.drop(h)
+        c = d.contiguous()
+        return self.o(torch.tanh(d) + d * 0.5 + c * h + h)
+
+
 def backward_case(kind, seed=0, **shape):
     """(model, loss_fn) of the backward-fidelity tests: kind "mlp" (ResMLP),
     "block" (BlockNet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
     cross-entropy of one fixed batch. shape: the model's keyword arguments
     plus batch (B) and, for "block" and "gpt" (TinyGPT), context (T); kind
-    "ops" is OpsNet, "shared" SharedNet."""
+    "ops" is OpsNet, "shared" SharedNet, "handback" HandBackNet."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed + 1)
     shape = dict(shape)
@@ -283,6 +301,10 @@ def backward_case(kind, seed=0, **shape):
         m = OpsNet(**shape)
         x = torch.randn(B, m.a.in_features, generator=g)
         y = torch.randint(0, m.c.out_features, (B,), generator=g)
+    elif kind == "handback":
+        m = HandBackNet(**shape)
+        x = torch.randn(B, m.a.in_features, generator=g)
+        y = torch.randint(0, m.o.out_features, (B,), generator=g)
     elif kind == "shared":
         m = SharedNet(**shape)
         x = torch.randn(B, m.a.in_features, generator=g)

@@ -42,6 +42,7 @@ import torch
 
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
+from ._scope import tensors_in
 
 #: attribute of a source node's output: its _Buffer
 BUF_ATTR = "_ampsim_gbuf"
@@ -177,6 +178,22 @@ def use(t):
         if v is not None:
             setattr(u, a, v)
     return u
+
+
+def handed_back(out, args0, kwargs0, args, kwargs):
+    """The result of an op that handed back one of its inputs (dropout with
+    p = 0, x.contiguous() of a contiguous x): that input as the call received
+    it, before uses() put it behind a use node. Such an op does not use its
+    input: a first use that uses() gave this call is given back, so that the
+    next consumer is the first use, as it is in PyTorch's graph."""
+    for b, a in zip(tensors_in(args0, kwargs0), tensors_in(args, kwargs)):
+        if out is a:
+            if a is b:
+                buf = getattr(b, BUF_ATTR, None)
+                if buf is not None and b.grad_fn is buf.node:
+                    buf.used = False
+            return b
+    return out
 
 
 def _uses_in(seq):

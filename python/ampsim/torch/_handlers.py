@@ -109,11 +109,14 @@ class _Mode(TorchFunctionMode):
             return out
         kind, name = op
         # gradients kept in format: each use of an emulated tensor, each output (_grad.py)
+        args0, kwargs0 = args, kwargs
         args, kwargs = _grad.uses(args, kwargs)
         if kind == "view":
             if count:
                 emu._cov.add(func, kind)
             out = emu._view(func, args, kwargs)
+            if args and out is args[0]:         # (x.contiguous() of a contiguous x: x itself)
+                return _grad.handed_back(out, args0, kwargs0, args, kwargs)
         elif kind == "gemm":
             out = emu._gemm(func, name, args, kwargs)
             if count:
@@ -131,6 +134,10 @@ class _Mode(TorchFunctionMode):
                 out = _rnn.run(emu, emu._mode, func, name, kind, args, kwargs)
             else:
                 out = emu._pointwise(func, kind, name, args, kwargs)
+                if isinstance(out, torch.Tensor) and any(out is t for t in _tensors_in(args, kwargs)):
+                    if count:
+                        emu._cov.add(func, kind, out)
+                    return _grad.handed_back(out, args0, kwargs0, args, kwargs)
             if count:
                 # a decomposed module's ops are counted one by one
                 emu._cov.add(func, kind, out if kind not in ("mha", "sdpa", "rnn", "rnn_cell") else None)
@@ -313,6 +320,12 @@ class _OpHandlers:
                                                pol.json.get("kernels") != "torch_cpu")
         if out is None:
             out = func(*args, **kwargs)
+        # an op that hands back its input (dropout with p = 0 or in eval, as
+        # PyTorch's CPU dropout does): nothing was computed, and the uses of
+        # the result are uses of the input, as under autocast
+        for t in ins:
+            if out is t:
+                return out
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
             return out
         if low is not None:

@@ -99,18 +99,22 @@ class _LowFn(torch.autograd.Function):
 def call(func, args, kwargs):
     """(output float32 tensor, its format) of func run in the inputs' dtypes,
     or None when PyTorch cannot run it so (mixed dtypes it rejects, several
-    outputs)."""
+    outputs). An op that hands back its input gives that input itself."""
     slots, ts = _rt.tensor_slots(args, kwargs)
 
     def run(*xs):
         a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
         r = func(*a2, **kw2)
         run.dtype = r.dtype if isinstance(r, torch.Tensor) else None
+        run.same = next((i for i, x in enumerate(xs) if r is x), None)
         return r
     try:
         y = _LowFn.apply(run, *ts)
     except (RuntimeError, TypeError):
         return None
+    if run.same is not None:        # (the op handed back its input: that input)
+        t = ts[run.same]
+        return t, _fmt_of(t)
     fmt = _FMT_OF_DTYPE.get(run.dtype, "fp32")
     if fmt != "fp32":
         setattr(y, _FMT, fmt)
