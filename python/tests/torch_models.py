@@ -269,12 +269,33 @@ class HandBackNet(nn.Module):
         return self.o(torch.tanh(d) + d * 0.5 + c * h + h)
 
 
+class RecurrentLM(nn.Module):
+    """An embedding, an nn.LSTM or nn.GRU and a linear head. CPU autocast
+    leaves the recurrent module off its lists: only its inner GEMMs run in
+    bf16, and the state and the gates' products stay FP32 where they meet
+    it (aten's RNN.cpp cells)."""
+
+    def __init__(self, cell="lstm", vocab=29, C=24, layers=2, batch_first=True, bidirectional=False):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, C)
+        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(C, C, num_layers=layers, batch_first=batch_first,
+                                                           bidirectional=bidirectional)
+        self.head = nn.Linear(C * (2 if bidirectional else 1), vocab)
+        self.batch_first = batch_first
+
+    def forward(self, idx):
+        x = self.emb(idx if self.batch_first else idx.t())
+        y = self.head(self.rnn(x)[0])
+        return y if self.batch_first else y.transpose(0, 1)
+
+
 def backward_case(kind, seed=0, **shape):
     """(model, loss_fn) of the backward-fidelity tests: kind "mlp" (ResMLP),
     "block" (BlockNet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
     cross-entropy of one fixed batch. shape: the model's keyword arguments
     plus batch (B) and, for "block" and "gpt" (TinyGPT), context (T); kind
-    "ops" is OpsNet, "shared" SharedNet, "handback" HandBackNet."""
+    "ops" is OpsNet, "shared" SharedNet, "handback" HandBackNet, "lstm" and "gru"
+    RecurrentLM (context T)."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed + 1)
     shape = dict(shape)
@@ -289,6 +310,13 @@ def backward_case(kind, seed=0, **shape):
         C = m.head.in_features
         x = torch.randn(B, T, C, generator=g)
         y = torch.randint(0, m.head.out_features, (B * T,), generator=g)
+        return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)
+    elif kind in ("lstm", "gru"):
+        T = shape.pop("T", 9)
+        m = RecurrentLM(kind, **shape)
+        V = m.head.out_features
+        x = torch.randint(0, V, (B, T), generator=g)
+        y = torch.randint(0, V, (B * T,), generator=g)
         return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)
     elif kind == "gpt":
         T = shape.pop("T", 16)

@@ -223,9 +223,13 @@ def run(emu, mode, func, name, kind, args, kwargs):
     path = emu._stack[-1].path if emu._stack else ""
     namer = _Namer(emu, path)
     # the initial state is an operand of the gates: in the activation format
-    # (autocast casts an RNN's hx with its input)
+    # (CUDA autocast casts an RNN's hx with its input). CPU autocast (torch_cpu
+    # policies) leaves torch.lstm/gru/rnn_* and the cells off its lists: only
+    # their inner GEMMs (linear) are cast, so the state stays FP32 and the
+    # gates' arithmetic promotes with it, as aten's RNN.cpp cells compute
     args = list(args)
-    args[1] = _state_in_format(emu, args[1], path)
+    if emu.policy.json.get("kernels") != "torch_cpu":
+        args[1] = _state_in_format(emu, args[1], path)
     emu._stack.append(Frame(path, False, namer))
     try:
         with mode:

@@ -116,8 +116,10 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if x.dtype != torch.float32:
         y, st = round_t(x, fmt, mode, saturate=saturate, sr_bits=sr_bits, seed=seed, stream=stream, stats=stats)
         return y, st, count_nonfinite(y)
-    # (the storage is read by address: no detach needed for a contiguous tensor)
-    xd = x if x.is_contiguous() else x.detach().contiguous()
+    # (the storage is read by address: no detach needed for a contiguous
+    # tensor; a permuted dense one, x.transpose(0, 1), is rounded over its
+    # memory into a tensor of the same strides, as PyTorch's .to() keeps them)
+    xd = x if x.is_contiguous() or dense(x) else x.detach().contiguous()
     key = (fmt, mode, saturate, sr_bits)
     a = _addr_cache.get(key)
     if a is None:
@@ -139,6 +141,20 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if rc:
         _lib.check(rc)
     return y, (Stats._wrap(st, a[2]) if stats else None), nf.value if count else None
+
+
+def dense(t):
+    """True when t's elements fill a span of memory of t.numel() elements,
+    in some order of its dimensions (non-overlapping and dense: a permutation
+    of a contiguous tensor), so that an elementwise pass over that memory and
+    empty_like(t), which keeps such strides, line up."""
+    dims = sorted((st, sz) for st, sz in zip(t.stride(), t.shape) if sz != 1)
+    expect = 1
+    for st, sz in dims:
+        if st != expect:
+            return False
+        expect *= sz
+    return True
 
 
 _SIZE_T = ctypes.c_size_t
