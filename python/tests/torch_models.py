@@ -254,12 +254,13 @@ class SharedNet(nn.Module):
 class HandBackNet(nn.Module):
     """Ops that hand back their input (dropout with p = 0 in training,
     contiguous() of a contiguous tensor) between a layer and the several uses
-    of its output: in PyTorch's graph those uses are the layer output's own."""
+    of its output: in PyTorch's graph those uses are the layer output's own.
+    With p > 0 the dropout draws a mask (diff_grads: the same in both runs)."""
 
-    def __init__(self, d_in=19, width=37, n_out=11):
+    def __init__(self, d_in=19, width=37, n_out=11, p=0.0):
         super().__init__()
         self.a = nn.Linear(d_in, width)
-        self.drop = nn.Dropout(0.0)
+        self.drop = nn.Dropout(p)
         self.o = nn.Linear(width, n_out)
 
     def forward(self, x):
@@ -289,13 +290,34 @@ class RecurrentLM(nn.Module):
         return y if self.batch_first else y.transpose(0, 1)
 
 
+class PoolNet(nn.Module):
+    """Selections that pick an element more than once, so that their backward
+    adds gradients: max pooling with overlapping windows (3x3, stride 2, as
+    resnet's stem), index_select and gather with repeated indices."""
+
+    def __init__(self, c_in=3, width=10, n_out=11):
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, width, 3, padding=1)
+        self.bn = nn.BatchNorm2d(width)
+        self.fc = nn.Linear(2 * width, n_out)
+        self.register_buffer("pick", torch.tensor([0, 1, 1, 2, 0, 3] + list(range(4, width))))
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.bn(self.conv(x))), 3, 2, padding=1)
+        h = h.index_select(1, self.pick)
+        v = h.flatten(2)
+        idx = torch.argsort(v.detach(), dim=2)[:, :, -2:].repeat(1, 1, 2)
+        g = v.gather(2, idx)
+        return self.fc(torch.cat([g.mean(2), v.amax(2)], 1)[:, :self.fc.in_features])
+
+
 def backward_case(kind, seed=0, **shape):
     """(model, loss_fn) of the backward-fidelity tests: kind "mlp" (ResMLP),
     "block" (BlockNet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
     cross-entropy of one fixed batch. shape: the model's keyword arguments
     plus batch (B) and, for "block" and "gpt" (TinyGPT), context (T); kind
     "ops" is OpsNet, "shared" SharedNet, "handback" HandBackNet, "lstm" and "gru"
-    RecurrentLM (context T)."""
+    RecurrentLM (context T), "pool" PoolNet (11x11 images)."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed + 1)
     shape = dict(shape)
@@ -333,6 +355,10 @@ def backward_case(kind, seed=0, **shape):
         m = HandBackNet(**shape)
         x = torch.randn(B, m.a.in_features, generator=g)
         y = torch.randint(0, m.o.out_features, (B,), generator=g)
+    elif kind == "pool":
+        m = PoolNet(**shape)
+        x = torch.randn(B, m.conv.in_channels, 11, 11, generator=g)
+        y = torch.randint(0, m.fc.out_features, (B,), generator=g)
     elif kind == "shared":
         m = SharedNet(**shape)
         x = torch.randn(B, m.a.in_features, generator=g)

@@ -114,7 +114,9 @@ class _Mode(TorchFunctionMode):
         if kind == "view":
             if count:
                 emu._cov.add(func, kind)
-            out = emu._view(func, args, kwargs)
+            out = _lowp_selection(emu, func, args, kwargs)
+            if out is None:
+                out = emu._view(func, args, kwargs)
             if args and out is args[0]:         # (x.contiguous() of a contiguous x: x itself)
                 return _grad.handed_back(out, args0, kwargs0, args, kwargs)
         elif kind == "gemm":
@@ -144,6 +146,27 @@ class _Mode(TorchFunctionMode):
             if kind in ("mha", "sdpa", "rnn", "rnn_cell"):
                 return out          # its ops made their own gradient sources
         return _grad.sources(out, emu._grad_fmt)
+
+
+# selections whose backward adds the gradients of an element picked more than
+# once (overlapping pooling windows, repeated indices): under a torch_cpu
+# policy they run on real low-precision tensors, so those sums are
+# PyTorch's (max_pool2d's backward on bf16 adds in bf16, in its order)
+_LOWP_SELECTIONS = frozenset(
+    "max_pool1d max_pool2d max_pool3d adaptive_max_pool1d adaptive_max_pool2d adaptive_max_pool3d "
+    "fractional_max_pool2d fractional_max_pool3d gather take take_along_dim index_select".split())
+
+
+def _lowp_selection(emu, func, args, kwargs):
+    """The output of such a selection run by _lowp (None: not one, or not
+    run so)."""
+    if _ops.func_name(func) not in _LOWP_SELECTIONS:
+        return None
+    ins = [t for t in _tensors_in(args, kwargs) if t.is_floating_point()]
+    if not _lowp.applies(emu, "view", ins):
+        return None
+    low = _lowp.call(func, args, kwargs)
+    return low[0] if low is not None else None
 
 
 def _plain_xent(args, kwargs):

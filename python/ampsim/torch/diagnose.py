@@ -149,7 +149,9 @@ def diff_grads(model, loss_fn, policy="bf16-amp-cpu", *, kernels="torch", refere
     model: a float32 torch.nn.Module on the CPU (copied; not modified).
     loss_fn(model) -> scalar loss tensor (one forward); with a CUDA reference
     it is called with the model on CUDA too, so it should move its inputs to
-    the model's device. policy: a preset or
+    the model's device. Both runs start from the same state of the CPU
+    random generator, so that dropout draws the same masks on the CPU.
+    policy: a preset or
     Policy; its reference autocast is CPU bf16 for bf16-amp-cpu, CUDA for
     fp16-amp and bf16-amp (on a machine with CUDA), or reference=(device,
     dtype). Returns a GradDiff (print it).
@@ -165,7 +167,11 @@ def diff_grads(model, loss_fn, policy="bf16-amp-cpu", *, kernels="torch", refere
     ref_m, emu_m = copy.deepcopy(model), copy.deepcopy(model)
     if dev != "cpu":
         ref_m = ref_m.to(dev)
+    # both runs draw the same random numbers (dropout masks): the CPU
+    # generator is put back where the reference run found it
+    rng = torch.get_rng_state()
     ref = _run(ref_m, loss_fn, torch.autocast(dev, dtype=dt))
+    torch.set_rng_state(rng)
     emu = _run(emu_m, loss_fn, emulate(emu_m, pol, kernels=kernels))
     params = []
     rp = dict(ref_m.named_parameters())
