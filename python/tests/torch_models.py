@@ -311,13 +311,36 @@ class PoolNet(nn.Module):
         return self.fc(torch.cat([g.mean(2), v.amax(2)], 1)[:, :self.fc.in_features])
 
 
+class InplaceNet(nn.Module):
+    """A residual block written as torchvision writes it: activations with
+    inplace=True and ``out += identity``."""
+
+    def __init__(self, c=6, n_out=11):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, c, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.act = nn.Hardswish(inplace=True)
+        self.fc = nn.Linear(c, n_out)
+
+    def forward(self, x):
+        h = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(h))
+        out += h
+        out = self.act(out)
+        return self.fc(F.adaptive_avg_pool2d(out, 1).flatten(1))
+
+
 def backward_case(kind, seed=0, **shape):
     """(model, loss_fn) of the backward-fidelity tests: kind "mlp" (ResMLP),
     "block" (BlockNet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
     cross-entropy of one fixed batch. shape: the model's keyword arguments
     plus batch (B) and, for "block" and "gpt" (TinyGPT), context (T); kind
     "ops" is OpsNet, "shared" SharedNet, "handback" HandBackNet, "lstm" and "gru"
-    RecurrentLM (context T), "pool" PoolNet (11x11 images)."""
+    RecurrentLM (context T), "pool" PoolNet (11x11 images),
+    "inplace" InplaceNet (9x9 images)."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed + 1)
     shape = dict(shape)
@@ -355,6 +378,10 @@ def backward_case(kind, seed=0, **shape):
         m = HandBackNet(**shape)
         x = torch.randn(B, m.a.in_features, generator=g)
         y = torch.randint(0, m.o.out_features, (B,), generator=g)
+    elif kind == "inplace":
+        m = InplaceNet(**shape)
+        x = torch.randn(B, 3, 9, 9, generator=g)
+        y = torch.randint(0, m.fc.out_features, (B,), generator=g)
     elif kind == "pool":
         m = PoolNet(**shape)
         x = torch.randn(B, m.conv.in_channels, 11, 11, generator=g)

@@ -31,6 +31,7 @@ from torch.overrides import TorchFunctionMode
 from . import _grad
 from ._emulate import emulate
 from ._policy import Policy
+from ._scope import tensors_in
 
 #: policies and the autocast that is their reference: (device, dtype)
 _REFERENCE = {"bf16-amp-cpu": ("cpu", torch.bfloat16), "bf16-amp": ("cuda", torch.bfloat16),
@@ -67,10 +68,14 @@ class _Recorder(TorchFunctionMode):
         outs = out if type(out) in (list, tuple) else (out,)
         rec = []
         i = len(self.ops)
+        ins = [id(a) for a in tensors_in(args, kwargs or {})]
         for j, o in enumerate(outs):
             if isinstance(o, torch.Tensor) and o.is_floating_point():
                 rec.append(o.detach().float().clone())
-                if o.requires_grad:
+                # (an in-place op's output is its input: the gradient watched
+                # on that tensor object is not the same graph position in the
+                # two runs, so in-place outputs are compared forward only)
+                if o.requires_grad and id(o) not in ins:
                     _grad.watch(o, self._keep(i, j))
             else:
                 rec.append(None)
