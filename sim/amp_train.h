@@ -123,6 +123,11 @@ AMP_API amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *
  * share of the gradient norm as amp_train_step_end forms it (for the Python
  * bindings, which unscale outside the C step). */
 AMP_API double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv);
+/* g[k] = (float)(g[k] * inv) in place (unchanged when inv is 1), in one pass
+ * that also returns amp_sumsq_unscaled_f32(g, n, 1) of the results and sets
+ * *nonfinite (if not NULL) to the number of inf and NaN results: a GradScaler's
+ * unscaling, its inf check and the tensor's share of the norm together. */
+AMP_API double amp_unscale_sumsq_f32(float *g, size_t n, float inv, size_t *nonfinite);
 
 typedef struct amp_dp amp_dp;
 /* Per-rank gradient buffers and the "<grad>.allreduce" pseudo-tensors of every

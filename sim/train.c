@@ -67,6 +67,20 @@ double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv)
     return sq;
 }
 
+double amp_unscale_sumsq_f32(float *g, size_t n, float inv, size_t *nonfinite)
+{
+    double sq = 0.0;
+    size_t bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        float v = unscale1(g[k], inv);
+        g[k] = v;
+        sq += (double)v * v;
+        bad += !isfinite(v);
+    }
+    if (nonfinite) *nonfinite = bad;
+    return sq;
+}
+
 amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,
                               amp_step_info *info, amp_scaler_result *res)
 {

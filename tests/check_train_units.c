@@ -181,6 +181,38 @@ START_TEST(test_pure_bf16_updates)
 }
 END_TEST
 
+/* amp_unscale_sumsq_f32: the products g * inv as float32 multiplies (g
+ * unchanged at inv 1), the double sum of their squares in element order (the
+ * same value as amp_sumsq_unscaled_f32 of the original tensor), and the count
+ * of inf and NaN results. */
+START_TEST(test_unscale_sumsq)
+{
+    float g[7] = { 3.0f, -1.5e-30f, 65504.0f, 0.1f, 1e38f, -2.5f, 7.0f };
+    float inv = 1.0f / 3.0f, ref[7];
+    double sq = 0.0;
+    for (int k = 0; k < 7; k++) {
+        volatile float v = g[k] * inv;
+        ref[k] = v;
+        sq += (double)v * v;
+    }
+    double want = amp_sumsq_unscaled_f32(g, 7, inv);
+    size_t bad = 99;
+    ck_assert(amp_unscale_sumsq_f32(g, 7, inv, &bad) == sq);
+    ck_assert(sq == want);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert(memcmp(g, ref, sizeof g) == 0);
+    /* inv 1 leaves g as it is; 1e38 * 8 overflows to inf, and a NaN counts too */
+    float h[4] = { 1e38f, NAN, 2.0f, -0.0f }, h0[4];
+    memcpy(h0, h, sizeof h);
+    ck_assert(isnan(amp_unscale_sumsq_f32(h, 4, 1.0f, &bad)));
+    ck_assert_uint_eq(bad, 1);
+    ck_assert(memcmp(h, h0, sizeof h) == 0);
+    h[1] = 0.5f;
+    ck_assert(isinf(amp_unscale_sumsq_f32(h, 4, 8.0f, NULL)));
+    ck_assert(isinf(h[0]) && h[1] == 4.0f && h[2] == 16.0f && h[3] == 0.0f && signbit(h[3]));
+}
+END_TEST
+
 /* amp_tensor_round_counted: on an fp32 tensor without statistics it takes
  * the writer's count (no pass: a wrong count shows), with statistics due it
  * rounds t->data like amp_tensor_round; the fp32 accumulation counts the
@@ -490,6 +522,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_presets);
     tcase_add_test(tc, test_round_counted);
+    tcase_add_test(tc, test_unscale_sumsq);
     tcase_add_test(tc, test_policy_json);
     tcase_add_test(tc, test_sgd_fp32_single_rounding);
     tcase_add_test(tc, test_pure_bf16_updates);

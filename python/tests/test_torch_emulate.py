@@ -239,6 +239,35 @@ class TestTransformerBlock(unittest.TestCase):
         r = ampsim.read_run(d)
         self.assertEqual(float(r["metrics"]["loss_scale"][0]), 65536.0)
 
+    def test_grad_norm_after_unscale_and_clip(self):
+        """metrics.csv's grad_norm is the norm of the gradients the optimizer
+        sees: unscaled by GradScaler.unscale_ (its one pass keeps each
+        tensor's share), and clipped in place after it."""
+        for clip in (None, 0.05):
+            torch.manual_seed(0)
+            m, x = MLP(), torch.rand(8, 64)
+            y = torch.arange(8) % 10
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            d = os.path.join(tmpdir(self), "run%s" % clip)
+            norms = []
+            with at.emulate(m, "fp16-amp", out=d, log_every=1):
+                sc = at.GradScaler("torch")
+                for _ in range(3):
+                    opt.zero_grad()
+                    sc.scale(F.cross_entropy(m(x), y)).backward()
+                    sc.unscale_(opt)
+                    if clip:
+                        torch.nn.utils.clip_grad_norm_(m.parameters(), clip)
+                    sq = sum(float((p.grad.double() ** 2).sum()) for p in m.parameters())
+                    norms.append(sq ** 0.5)
+                    sc.step(opt)
+                    sc.update()
+            logged = [float(v) for v in ampsim.read_run(d)["metrics"]["grad_norm"]]
+            for a, b in zip(logged, norms):
+                self.assertAlmostEqual(a, b, delta=1e-8 * max(1.0, b))   # (written with 9 digits)
+            if clip:
+                self.assertTrue(all(abs(v - clip) < 1e-3 * clip for v in logged), logged)
+
     def test_fp8_hybrid(self):
         d = os.path.join(tmpdir(self), "run")
         losses = self.train("fp8-hybrid", "none", "delayed", d)

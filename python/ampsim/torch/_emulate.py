@@ -579,11 +579,16 @@ class emulate(_OpHandlers, _Checks):
         sq = 0.0
         inv = 1.0
         sc = self.scaler
+        kept = {}
         if sc is not None and sc._used_scale and not sc._unscaled:
             inv = 1.0 / sc._used_scale
+        elif sc is not None:
+            kept = sc.sumsq        # (shares the unscaling pass summed, unless changed since)
         for p in self._params:
-            if p.grad is not None:
-                sq += _rt.sumsq_unscaled(p.grad, inv)
+            g = p.grad
+            if g is not None:
+                k = kept.get(id(g))
+                sq += k[2] if k is not None and k[0] is g and k[1] == g._version else _rt.sumsq_unscaled(g, inv)
         return sq ** 0.5
 
     # ---- scaler and optimizer ---------------------------------------------------------------

@@ -175,6 +175,22 @@ def sumsq_unscaled(g, inv):
     return _lib.lib.amp_sumsq_unscaled_f32(g.data_ptr(), g.numel(), inv)
 
 
+_lib._fn("amp_unscale_sumsq_f32", ctypes.c_double, _VP, ctypes.c_size_t, ctypes.c_float, _VP)
+
+
+def unscale_sumsq(g, inv):
+    """g multiplied by inv (float) in place, as g.mul_(inv) does; returns
+    (sumsq_unscaled(g, 1.0) of the result, its count of inf and NaN). One
+    pass (amp_unscale_sumsq_f32) for a contiguous float32 tensor."""
+    if g.dtype != torch.float32 or not g.is_contiguous():
+        if inv != 1.0:
+            g.mul_(inv)
+        return sumsq_unscaled(g, 1.0), int((~torch.isfinite(g)).sum())
+    nf = _SIZE_T(0)
+    sq = _lib.lib.amp_unscale_sumsq_f32(g.data_ptr(), g.numel(), inv, ctypes.addressof(nf))
+    return sq, nf.value
+
+
 _lib.lib.amp_count_nonfinite.restype = ctypes.c_size_t
 _lib.lib.amp_count_nonfinite.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 

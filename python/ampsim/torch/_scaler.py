@@ -69,6 +69,9 @@ class GradScaler:
         self._used_scale = None
         self._used_held = None       # the same scale as the framework holds it (a double for apex, deepspeed)
         self._unscaled = False
+        #: id(gradient) -> (gradient, its version, sum of squares) of this
+        #: step's unscaled gradients (the emulation's gradient norm reads it)
+        self.sumsq = {}
         self._found_inf = False
         self._updated = False
         self._skipped = False
@@ -133,13 +136,11 @@ class GradScaler:
         found = False
         with torch.no_grad(), _quiet(self._emu):
             for g in _grads(optimizer):
-                if inv != 1.0:
-                    g.mul_(inv)
-                if not found:
-                    if g.dtype == torch.float32 and g.is_contiguous():
-                        found = _rt.count_nonfinite(g) > 0
-                    else:
-                        found = not bool(torch.isfinite(g).all())
+                # one pass: the product, the inf check and the tensor's share
+                # of the gradient norm, kept for the step's metrics row
+                sq, nf = _rt.unscale_sumsq(g, inv)
+                found = found or nf > 0
+                self.sumsq[id(g)] = (g, g._version, sq)
         self._found_inf = self._found_inf or found
         self._unscaled = True
 
@@ -194,6 +195,7 @@ class GradScaler:
             emu.step()
         self._used_scale = self._used_held = None
         self._unscaled = self._found_inf = self._updated = self._skipped = False
+        self.sumsq = {}
 
     def _take_events(self):
         ev, self._events = self._events, []
