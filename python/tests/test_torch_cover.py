@@ -17,6 +17,7 @@ if HAVE_TORCH:
 
     import ampsim.torch as at
     from ampsim.torch import _ops, _rnn
+    from torch_models import PrivateKernelNet
 
 
 
@@ -351,14 +352,7 @@ class TestCoverageAccount(unittest.TestCase):
         self.assertIs(nn.Module.zero_grad, orig_mod)
 
     def test_strict(self):
-        class M(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(8, 8)
-
-            def forward(self, x):
-                return torch._C._nn._upsample_bilinear2d_aa(self.fc(x).view(2, 1, 2, 4), None, False, [1.0, 1.0])
-        m = M()
+        m = PrivateKernelNet()
         with at.emulate(m, "fp16-amp"):
             m(torch.rand(2, 8))                       # not strict: passes (and is listed)
         with self.assertRaisesRegex(at.EmulationError, "_upsample_bilinear2d_aa in \\(model\\): neither"):

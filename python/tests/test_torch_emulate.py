@@ -12,7 +12,7 @@ if HAVE_TORCH:
     import torch.nn.functional as F
 
     import ampsim.torch as at
-    from torch_models import CNN, MLP, TinyGPT, token_batches
+    from torch_models import CNN, MLP, PrivateKernelNet, TinyGPT, token_batches
 
 
 
@@ -345,16 +345,7 @@ class TestErrorsAndEvents(unittest.TestCase):
         self.assertEqual(at.Policy("fp8-hybrid").bwd_in, "e5m2")
 
     def test_unsupported_op_listed_once(self):
-        class M(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(8, 8)
-
-            def forward(self, x):
-                # a private kernel that the table does not list
-                return torch._C._nn._upsample_bilinear2d_aa(self.fc(x).view(2, 1, 2, 4), None, False, [1.0, 1.0])
-
-        m = M()
+        m = PrivateKernelNet()
         d = os.path.join(tmpdir(self), "run")
         with at.emulate(m, "fp16-amp", out=d, log_every=1) as emu:
             for _ in range(3):

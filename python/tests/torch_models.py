@@ -232,6 +232,19 @@ class OpsNet(nn.Module):
         return self.c(z) + v[:, :self.c.out_features]
 
 
+class PrivateKernelNet(nn.Module):
+    """A linear layer, then a private kernel that the op table does not list
+    (torch._C._nn._upsample_bilinear2d_aa): it passes through unemulated and
+    is listed, and strict=True refuses it. Input (2, 8)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch._C._nn._upsample_bilinear2d_aa(self.fc(x).view(2, 1, 2, 4), None, False, [1.0, 1.0])
+
+
 class SharedNet(nn.Module):
     """One hidden Linear applied `repeat` times (weight sharing, as in ALBERT or
     a recurrent cell called in a loop): the step's cast copy of its weight has

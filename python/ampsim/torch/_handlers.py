@@ -148,19 +148,12 @@ class _Mode(TorchFunctionMode):
         return _grad.sources(out, emu._grad_fmt)
 
 
-# selections whose backward adds the gradients of an element picked more than
-# once (overlapping pooling windows, repeated indices): under a torch_cpu
-# policy they run on real low-precision tensors, so those sums are
-# PyTorch's (max_pool2d's backward on bf16 adds in bf16, in its order)
-_LOWP_SELECTIONS = frozenset(
-    "max_pool1d max_pool2d max_pool3d adaptive_max_pool1d adaptive_max_pool2d adaptive_max_pool3d "
-    "fractional_max_pool2d fractional_max_pool3d gather take take_along_dim index_select".split())
-
-
 def _lowp_selection(emu, func, args, kwargs):
-    """The output of such a selection run by _lowp (None: not one, or not
-    run so)."""
-    if _ops.func_name(func) not in _LOWP_SELECTIONS:
+    """The output of a selection whose backward adds repeated picks
+    (_ops.SUMMING_SELECTIONS), run on real low-precision tensors under a
+    torch_cpu policy, so that those sums are PyTorch's (max_pool2d's backward
+    on bf16 adds in bf16, in its order); None: not such a call, or not run so."""
+    if _ops.func_name(func) not in _ops.SUMMING_SELECTIONS:
         return None
     ins = [t for t in _tensors_in(args, kwargs) if t.is_floating_point()]
     if not _lowp.applies(emu, "view", ins):

@@ -150,6 +150,13 @@ _VIEWS = _SPLIT(
     "diagonal_scatter select_scatter slice_scatter _autocast_to_full_precision _autocast_to_reduced_precision")
 _TABLE.append(("view", "view", _VIEWS))
 
+#: views whose backward adds the gradients of an element picked more than once
+#: (overlapping pooling windows, repeated indices): under a torch_cpu policy
+#: they run on real low-precision tensors (_handlers._lowp_selection)
+SUMMING_SELECTIONS = frozenset(
+    "max_pool1d max_pool2d max_pool3d adaptive_max_pool1d adaptive_max_pool2d adaptive_max_pool3d "
+    "fractional_max_pool2d fractional_max_pool3d gather take take_along_dim index_select".split())
+
 # ---- classified, not emulated -------------------------------------------------------------
 _FP32 = _SPLIT(
     # dtype and device conversions: an FP32 (or other dtype) tensor; x.float() of
