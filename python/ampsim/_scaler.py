@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib, check, encode_str
-from ._round import Format, Stats, _format_arg
+from ._round import Format, Stats
 
 __all__ = ["LossScaler", "FP8Scaler", "ScalerStopped", "scaler_kinds", "scaler_help"]
 

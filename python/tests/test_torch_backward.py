@@ -11,7 +11,7 @@ import subprocess
 import sys
 import unittest
 
-from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir  # noqa: F401  (sets AMPSIM_LIB for the package)
+from support import HAVE_TORCH, NO_TORCH, import_torch  # noqa: F401  (sets AMPSIM_LIB for the package)
 
 if HAVE_TORCH:
     torch = import_torch()
