@@ -66,19 +66,6 @@ _GRU_OUT = _lib._fn("amp_gru_fwd_out", None, _VP, _VP, _VP, _VP, _VP, _VP, _SZ)
 _GRU_BWD = _lib._fn("amp_gru_bwd", None, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _SZ, _SZ)
 _SHARES = _lib._fn("amp_rnn_shares", None, _VP, _VP, _SZ, _I, _VP, _SZ, _I, _VP, _VP, _VP)
 
-_fo_cache = {}
-
-
-def _fo(fmt, mode="rne", sr_bits=0):
-    """(address of the format, address of the options) of a rounding."""
-    key = (fmt, mode, sr_bits)
-    a = _fo_cache.get(key)
-    if a is None:
-        f, o = _rt.fmt_struct(fmt), _rt._opts(fmt, mode, False, sr_bits)
-        a = _fo_cache[key] = (ctypes.addressof(f._f), ctypes.addressof(o), f, o)
-    return a
-
-
 def _ptr(t):
     return None if t is None else t.data_ptr()
 
@@ -127,7 +114,7 @@ class _Plan:
         for k, (fmt, mode, bits) in enumerate(((pol.act, "rne", sr), (pol.act_grad, "rne", sr),
                                                (pol.weight_grad, "rne", sr), (pol.act, "rne", 0),
                                                (pol.act_grad, "rne", 0), (pol.weight_grad, "rne", 0))):
-            a = _fo(fmt, mode, bits)
+            a = _rt.round_addrs(fmt, mode, False, bits)
             c.fmt[k], c.opts[k] = a[0], a[1]
         self.scratch = _lib.AmpStats()
         _lib.lib.amp_stats_init(ctypes.byref(self.scratch))

@@ -108,6 +108,19 @@ _lib._fn("amp_round_f32_nonfinite", ctypes.c_int, _VP, _VP, _VP, _VP, ctypes.c_s
 _addr_cache = {}
 
 
+def round_addrs(fmt, mode="rne", saturate=False, sr_bits=0):
+    """(address of the format, address of the rounding options, the format,
+    the options) of a rounding into fmt, made once per (fmt, mode, saturate,
+    sr_bits) and kept, for the kernels that take them by address."""
+    key = (fmt, mode, saturate, sr_bits)
+    a = _addr_cache.get(key)
+    if a is None:
+        f = fmt_struct(fmt)
+        o = _opts(fmt, mode, saturate, sr_bits)
+        a = _addr_cache[key] = (ctypes.addressof(f._f), ctypes.addressof(o), f, o)
+    return a
+
+
 def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, stats=False, count=True):
     """round_t for a float32 tensor, with the count of non-finite results:
     (y, Stats or None, nonfinite; None when count is false). One foreign call (amp_round_f32_nonfinite); the
@@ -120,12 +133,7 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     # tensor; a permuted dense one, x.transpose(0, 1), is rounded over its
     # memory into a tensor of the same strides, as PyTorch's .to() keeps them)
     xd = x if x.is_contiguous() or dense(x) else x.detach().contiguous()
-    key = (fmt, mode, saturate, sr_bits)
-    a = _addr_cache.get(key)
-    if a is None:
-        f = fmt_struct(fmt)
-        o = _opts(fmt, mode, saturate, sr_bits)
-        a = _addr_cache[key] = (ctypes.addressof(f._f), ctypes.addressof(o), f, o)
+    a = _addr_cache.get((fmt, mode, saturate, sr_bits)) or round_addrs(fmt, mode, saturate, sr_bits)
     oa = a[1]
     if mode == "sr" or seed or stream:
         ok = keyed_opts(fmt, mode, saturate, sr_bits, seed, stream)
