@@ -127,6 +127,101 @@ class TestStep0AgainstAutocast(unittest.TestCase):
                 self.assertTrue(torch.equal(a, b), pol)
 
 
+def _gemm_cases():
+    """(op, function, operands) of the written-out GEMM backward: odd sizes,
+    transposed operands, size-1 dimensions, broadcast masks."""
+    g = torch.Generator().manual_seed(7)
+
+    def r(*s):
+        return torch.randn(*s, generator=g)
+    F_ = F.linear
+    return [("linear", F_, [r(5, 3), r(4, 3), r(4)]), ("linear", F_, [r(2, 7, 3), r(4, 3), r(4)]),
+            ("linear", F_, [r(3, 5).t(), r(4, 3), r(4)]), ("linear", F_, [r(5, 3), r(3, 4).t(), r(4)]),
+            ("linear", F_, [r(1, 3), r(4, 3), r(4)]), ("linear", F_, [r(6, 1), r(1, 1), r(1)]),
+            ("linear", F_, [r(1, 1), r(9, 1), r(9)]), ("linear", F_, [r(1, 9, 3), r(2, 3), r(2)]),
+            ("bmm", torch.bmm, [r(3, 5, 2), r(3, 2, 7)]), ("bmm", torch.bmm, [r(3, 2, 5).transpose(1, 2), r(3, 2, 7)]),
+            ("bmm", torch.bmm, [r(1, 1, 4), r(1, 4, 1)]),
+            ("baddbmm", torch.baddbmm, [r(5, 7), r(3, 5, 2), r(3, 2, 7)]),
+            ("baddbmm", torch.baddbmm, [r(1, 5, 1), r(3, 5, 2), r(3, 2, 7)]),
+            ("baddbmm", torch.baddbmm, [r(3, 5, 7), r(3, 5, 2), r(3, 7, 2).transpose(1, 2)])]
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestWrittenOutGemmBackward(unittest.TestCase):
+    def test_grads_equal_autograds(self):
+        """Every operand gradient of the written-out backward is autograd's,
+        bit for bit and with its strides, for each operand alone and all
+        together."""
+        from ampsim.torch import _gemm_grad
+        for op, fn, ts in _gemm_cases():
+            form = _gemm_grad.plan(op, ts)
+            self.assertIsNotNone(form, "%s %s" % (op, [t.shape for t in ts]))
+            out = fn(*ts)
+            gy = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
+            for need in [[True] * len(ts)] + [[j == i for j in range(len(ts))] for i in range(len(ts))]:
+                with self.subTest(op=op, shapes=[tuple(t.shape) for t in ts], need=need):
+                    ls = [t.detach().requires_grad_(n) for t, n in zip(ts, need)]
+                    ref = torch.autograd.grad(fn(*ls), [lf for lf in ls if lf.requires_grad], gy)
+                    got = [x for x in _gemm_grad.grads(form, ts, gy, need) if x is not None]
+                    self.assertEqual(len(got), len(ref))
+                    for a, b in zip(got, ref):
+                        self.assertTrue(torch.equal(a, b))
+                        self.assertEqual(a.stride(), b.stride())
+
+    def test_other_forms_keep_the_inner_graph(self):
+        from ampsim.torch import _gemm_grad
+        x3 = torch.randn(4, 2, 3).transpose(0, 1)
+        for op, ts in (("linear", [x3, torch.randn(5, 3), torch.randn(5)]),    # aten: matmul + add_
+                       ("linear", [torch.randn(2, 3), torch.randn(5, 3)]),      # no bias
+                       ("linear", [torch.randn(2, 2, 2, 3), torch.randn(5, 3), torch.randn(5)]),
+                       ("matmul", [torch.randn(2, 3), torch.randn(3, 4)])):
+            self.assertIsNone(_gemm_grad.plan(op, ts))
+
+    def test_emulated_runs_equal_the_inner_graph(self):
+        """fp16-amp and bf16-amp: the parameter gradients with the written-out
+        backward equal those through the inner autograd graph, on an attention
+        block with 5 heads, a masked encoder and an MLP."""
+        from ampsim.torch import _gemm_grad
+        from zoo_models import EncoderLM
+        idx = torch.randint(0, 50, (3, 9), generator=torch.Generator().manual_seed(5))
+        cases = [backward_case("block", C=30, heads=5, T=11, B=3), backward_case("mlp", B=7),
+                 (EncoderLM(), lambda mod: F.cross_entropy(mod(idx).flatten(0, 1), idx.flatten()))]
+        plan = _gemm_grad.plan
+        for k, (m, loss_fn) in enumerate(cases):
+            m.eval()            # (no dropout draws)
+            for pol in ("fp16-amp", "bf16-amp"):
+                with self.subTest(case=k, policy=pol):
+                    grads = []
+                    for written in (True, False):
+                        m.zero_grad()
+                        _gemm_grad.plan = plan if written else (lambda op, ts: None)
+                        try:
+                            with at.emulate(m, pol):
+                                loss_fn(m).backward()
+                        finally:
+                            _gemm_grad.plan = plan
+                        grads.append([p.grad.clone() for p in m.parameters()])
+                    for a, b in zip(*grads):
+                        self.assertTrue(torch.equal(a, b))
+
+    def test_an_operand_changed_in_place_raises(self):
+        """As autograd raises for a saved tensor changed in place (here PyTorch
+        would find h saved by the second GEMM)."""
+        lin = nn.Linear(4, 4)
+        x = torch.randn(5, 4)
+        with at.emulate(lin, "bf16-amp"):
+            h = lin(x) * 0.5                # bf16: the second GEMM takes h as it is
+            h2 = nn.functional.linear(h, lin.weight, lin.bias)
+            h.mul_(2)
+            with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation: an operand of"):
+                h2.sum().backward()
+        h = lin(x) * 0.5
+        h2 = nn.functional.linear(h, lin.weight, lin.bias)
+        h.mul_(2)
+        with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+            h2.sum().backward()
+
+
 class Hand(nn.Module if HAVE_TORCH else object):
     def __init__(self):
         super().__init__()

@@ -221,7 +221,13 @@ class emulate(_OpHandlers, _Checks):
     def _params_changed(self):
         """The parameters changed since the step's first forward."""
         pv = self._pver
-        return pv is not None and tuple(p._version for p in self._params[:len(pv)]) != pv
+        return pv is not None and self._versions(self._params[:len(pv)]) != pv
+
+    def _versions(self, params):
+        """The parameters' version counters, read with the mode off the stack
+        (each attribute read would otherwise be a dispatched torch call)."""
+        with self._quiet():
+            return tuple(p._version for p in params)
 
     def _activate(self, guard=True):
         """Hooks and the function mode on; this emulation is the active one."""
@@ -286,7 +292,7 @@ class emulate(_OpHandlers, _Checks):
         if self._bwd_done and self._params_changed():
             self.step()
         if self._pver is None:
-            self._pver = tuple(p._version for p in self._params)
+            self._pver = self._versions(self._params)
         self._root_inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}
         self._root_refs = [a for a in args if isinstance(a, torch.Tensor)]
 

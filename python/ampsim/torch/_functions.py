@@ -3,7 +3,7 @@ rounding, a GEMM-like op and the softmax cross-entropy, each rounding its
 gradients in backward as the C emulator does."""
 import torch
 
-from . import _grad, _kernels, _lowp, _rt
+from . import _gemm_grad, _grad, _kernels, _lowp, _rt
 from ._rt import fmt_of as _fmt_of
 
 
@@ -69,20 +69,27 @@ class _GemmFn(torch.autograd.Function):
         # torch_cpu policies: the GEMM itself on real low-precision tensors
         # (oneDNN's bf16 kernels, forward and backward, as under CPU autocast)
         dt = _lowp.gemm_dtype(emu)
-        prev = torch.is_grad_enabled()          # (torch.enable_grad(), without its context object)
-        torch._C._set_grad_enabled(True)
-        try:
-            for i, t in enumerate(casts):
-                leaf = t.detach() if dt is None else t.detach().to(dt)
-                leaves.append(leaf.requires_grad_(ctx.needs_input_grad[4 + i]))
-            out = call(*leaves)
-            if dt is not None:
-                out = out.float()
-        finally:
-            torch._C._set_grad_enabled(prev)
+        # a common form: the forward without a graph, the backward written out (_gemm_grad.py)
+        form = _gemm_grad.plan(call.op, casts) if call.positional and dt is None else None
+        ctx.form = form
+        if form is not None:
+            out = call(*casts)
+            ctx.out, ctx.leaves, ctx.vers = None, casts, _gemm_grad.versions(casts)
+        else:
+            prev = torch.is_grad_enabled()          # (torch.enable_grad(), without its context object)
+            torch._C._set_grad_enabled(True)
+            try:
+                for i, t in enumerate(casts):
+                    leaf = t.detach() if dt is None else t.detach().to(dt)
+                    leaves.append(leaf.requires_grad_(ctx.needs_input_grad[4 + i]))
+                out = call(*leaves)
+                if dt is not None:
+                    out = out.float()
+            finally:
+                torch._C._set_grad_enabled(prev)
+            ctx.out, ctx.leaves = out, leaves
         ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
         ctx.fp8 = pol.fp8_scaling and not call.act_only
-        ctx.out, ctx.leaves = out, leaves
         if dt is not None and emu._stats_due("act"):
             # the output's statistics: the FP32 product that the bf16 kernel rounded
             with torch.no_grad():
@@ -103,11 +110,16 @@ class _GemmFn(torch.autograd.Function):
             if ctx.fp8 or pol.bwd_in != pol.act_grad and not pol.fp8_scaling:
                 g = emu._round(g, pol.bwd_in, site + ".out.grad.input", "act_grad",
                                saturate=pol.saturate, fp8_role="grad")
-            need = [i for i, l in enumerate(ctx.leaves) if l.requires_grad]
+            nin = ctx.needs_input_grad[4:]
+            need = [i for i, n in enumerate(nin) if n]
             res = [None] * len(ctx.leaves)
             if need:
-                gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)
-                gs = dict(zip(need, (x.float() if x is not None else None for x in gs)))
+                if ctx.form is not None:
+                    _gemm_grad.check_versions(ctx.leaves, ctx.vers, site)
+                    gs = dict(enumerate(_gemm_grad.grads(ctx.form, ctx.leaves, g, nin)))
+                else:
+                    gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)
+                    gs = dict(zip(need, (x.float() if x is not None else None for x in gs)))
                 # the C emulator's order: weight gradient, bias gradient, input gradient
                 for i in sorted(need, key=lambda i: _BWD_ORDER.get(ctx.kinds[i], 2)):
                     gi, k = gs[i], ctx.kinds[i]

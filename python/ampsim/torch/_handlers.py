@@ -289,6 +289,9 @@ class _OpHandlers:
         # a product of activations only (attention) stays in the activation
         # formats under FP8 scaling, as in Transformer Engine's recipes
         call.act_only = "w" not in kinds and "b" not in kinds
+        # every operand a positional tensor, PyTorch's own kernel: the backward
+        # may be written out (_gemm_grad.py)
+        call.positional = form is None and not pairs and not kwargs and len(ts) == len(args)
 
         y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
         setattr(y, _FMT, pol.act)

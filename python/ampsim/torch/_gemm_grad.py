@@ -1,0 +1,114 @@
+"""The backward of the common GEMM forms, written out with the ops that
+autograd itself runs for them, so that an emulated GEMM (_GemmFn) computes
+its forward without an inner autograd graph and its backward without a
+nested torch.autograd.grad (about 30 microseconds less per GEMM).
+
+The rules are torch 1.13's (tools/autograd/derivatives.yaml and
+FunctionsManual.cpp):
+  mm / addmm   d mat1 = mm_mat1_backward(g, mat2, mat1):
+                   mat1 column-major: (mat2 @ g^T)^T, else g @ mat2^T
+               d mat2 = mm_mat2_backward(g, mat1, mat2):
+                   mat2 column-major: (g^T @ mat1)^T, else mat1^T @ g
+               d self (the bias) = g, reduced by sum_to to the bias's shape
+  bmm          d self = g.bmm(mat2^T), d mat2 = self^T.bmm(g)
+  baddbmm      the same for batch1, batch2; d self = sum_to(g, self's shape)
+  linear       aten's linear is addmm(b, x, w^T) for a 2-D x with bias, and
+               addmm on x.view(B*T, I) for a contiguous 3-D x with bias (viewed
+               back: a reshape in the backward); w^T's gradient is transposed
+               back (TBackward).
+Each operand's gradient is the same tensor, with the same strides, as the
+nested autograd run returns; the tests compare both paths bit for bit.
+
+plan() answers None for every other form (matmul's folding, a linear
+without bias or on another input, keyword arguments, alpha and beta,
+low-precision dtypes); such a GEMM keeps the inner graph."""
+import torch
+
+
+def plan(op, ts):
+    """The form of a GEMM on operands ts (all positional float32 tensors, in
+    argument order), or None when its backward is not written out here."""
+    if op == "linear":
+        if len(ts) != 3 or ts[1].dim() != 2 or ts[2].dim() != 1:
+            return None
+        x = ts[0]
+        if x.dim() == 2:
+            return "linear2"
+        if x.dim() == 3 and x.is_contiguous():
+            return "linear3"
+        return None
+    if op == "bmm" and len(ts) == 2 and ts[0].dim() == 3 and ts[1].dim() == 3:
+        return "bmm"
+    if op == "baddbmm" and len(ts) == 3 and ts[1].dim() == 3 and ts[2].dim() == 3:
+        return "baddbmm"
+    return None
+
+
+def _colmajor(m):
+    return m.stride(0) == 1 and m.stride(1) == m.size(0)
+
+
+def _mm_mat1(g, mat2, mat1):
+    return mat2.mm(g.t()).t() if _colmajor(mat1) else g.mm(mat2.t())
+
+
+def _mm_mat2(g, mat1, mat2):
+    return g.t().mm(mat1).t() if _colmajor(mat2) else mat1.t().mm(g)
+
+
+def sum_to(g, shape):
+    """at::sum_to: g summed over its leading dimensions and over the
+    dimensions where shape has 1, kept, then viewed as shape."""
+    shape = tuple(shape)
+    lead = g.dim() - len(shape)
+    dims = list(range(lead)) + [i for i in range(lead, g.dim()) if shape[i - lead] == 1 and g.size(i) != 1]
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    return g.view(shape) if lead > 0 else g
+
+
+def grads(form, ts, g, need):
+    """The gradients of operands ts (None where need[i] is false) for the
+    output gradient g, by the rules above."""
+    out = [None] * len(ts)
+    if form in ("linear2", "linear3"):
+        x, w, b = ts
+        mat1 = x if form == "linear2" else x.view(x.size(0) * x.size(1), x.size(2))
+        g2 = g if form == "linear2" else g.reshape(mat1.size(0), w.size(0))
+        mat2 = w.t()
+        if need[0]:
+            d = _mm_mat1(g2, mat2, mat1)
+            out[0] = d if form == "linear2" else d.reshape(x.shape)
+        if need[1]:
+            out[1] = _mm_mat2(g2, mat1, mat2).t()
+        if need[2]:
+            out[2] = sum_to(g2, b.shape)
+    elif form == "bmm":
+        a, m = ts
+        if need[0]:
+            out[0] = g.bmm(m.transpose(1, 2))
+        if need[1]:
+            out[1] = a.transpose(1, 2).bmm(g)
+    elif form == "baddbmm":
+        s, b1, b2 = ts
+        if need[0]:
+            out[0] = sum_to(g, s.shape)
+        if need[1]:
+            out[1] = g.bmm(b2.transpose(1, 2))
+        if need[2]:
+            out[2] = b1.transpose(1, 2).bmm(g)
+    else:
+        raise ValueError("ampsim.torch: no written-out backward for GEMM form %r" % (form,))
+    return out
+
+
+def versions(ts):
+    """The operands' version counters, to find an in-place change before
+    the backward (autograd's saved-tensor check)."""
+    return tuple(t._version for t in ts)
+
+
+def check_versions(ts, saved, site):
+    if versions(ts) != saved:
+        raise RuntimeError("one of the variables needed for gradient computation has been modified by an "
+                           "inplace operation: an operand of %s was changed after its forward" % site)
