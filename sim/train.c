@@ -57,28 +57,59 @@ amp_status amp_train_step(amp_model *m, amp_optim *opt, amp_scaler *sc, const am
  * unscaling of amp_train_step_end and amp_sumsq_unscaled_f32. */
 static inline float unscale1(float g, float inv) { return inv == 1.0f ? g : g * inv; }
 
-double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv)
+/* The sums of squares of the Python bindings run over SQ_LANES interleaved
+ * double partial sums (element k into lane k % SQ_LANES), added in lane order
+ * at the end: a fixed order, so the same bits on every machine, and no chain
+ * of dependent additions through the whole tensor. */
+#define SQ_LANES 8
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(AMP_NO_CLONES)
+#define SQ_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), optimize("tree-vectorize")))
+#else
+#define SQ_CLONES
+#endif
+
+static double lanes_total(const double *l)
 {
-    double sq = 0.0;
-    for (size_t k = 0; k < n; k++) {
-        float v = unscale1(g[k], inv);
-        sq += (double)v * v;
-    }
-    return sq;
+    double s = 0.0;
+    for (int j = 0; j < SQ_LANES; j++) s += l[j];
+    return s;
 }
 
-double amp_unscale_sumsq_f32(float *g, size_t n, float inv, size_t *nonfinite)
+SQ_CLONES double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv)
 {
-    double sq = 0.0;
-    size_t bad = 0;
-    for (size_t k = 0; k < n; k++) {
+    double l[SQ_LANES] = {0};
+    size_t k = 0;
+    for (; k + SQ_LANES <= n; k += SQ_LANES)
+        for (int j = 0; j < SQ_LANES; j++) {
+            float v = unscale1(g[k + j], inv);
+            l[j] += (double)v * v;
+        }
+    for (int j = 0; k < n; k++, j++) {
+        float v = unscale1(g[k], inv);
+        l[j] += (double)v * v;
+    }
+    return lanes_total(l);
+}
+
+SQ_CLONES double amp_unscale_sumsq_f32(float *g, size_t n, float inv, size_t *nonfinite)
+{
+    double l[SQ_LANES] = {0};
+    size_t bad = 0, k = 0;
+    for (; k + SQ_LANES <= n; k += SQ_LANES)
+        for (int j = 0; j < SQ_LANES; j++) {
+            float v = unscale1(g[k + j], inv);
+            g[k + j] = v;
+            l[j] += (double)v * v;
+            bad += !isfinite(v);
+        }
+    for (int j = 0; k < n; k++, j++) {
         float v = unscale1(g[k], inv);
         g[k] = v;
-        sq += (double)v * v;
+        l[j] += (double)v * v;
         bad += !isfinite(v);
     }
     if (nonfinite) *nonfinite = bad;
-    return sq;
+    return lanes_total(l);
 }
 
 amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,

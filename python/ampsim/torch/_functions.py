@@ -7,6 +7,12 @@ from . import _gemm_grad, _grad, _kernels, _lowp, _rt
 from ._rt import fmt_of as _fmt_of
 
 
+#: attribute of a weight-gradient share that a GEMM rounded into this format:
+#: the cast's backward hands a lone share on as it is (rounding it again
+#: would give the same bits)
+_SHARE = "_ampsim_share_fmt"
+
+
 class _CastFn(torch.autograd.Function):
     """A weight cast into its format; backward rounds the (summed) weight gradient."""
 
@@ -20,6 +26,8 @@ class _CastFn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         g = _grad.begin(ctx, g)
+        if getattr(g, _SHARE, None) == ctx.gfmt:
+            return g, None, None, None, None, None      # one GEMM's share, rounded into gfmt already
         emu = ctx.emu
         with emu._quiet():
             # the GEMMs rounded and logged their shares; a sum of several is rounded again
@@ -133,6 +141,7 @@ class _GemmFn(torch.autograd.Function):
                         # this site's share of the weight gradient (a weight used by
                         # several sites: the cast's backward rounds the sum again)
                         gi = emu._round(gi, pol.weight_grad, ctx.wnames[i] + ".grad", "weight_grad")
+                        setattr(gi, _SHARE, pol.weight_grad)
                     elif ctx.pre[i] and pol.act_grad != "fp32":
                         gi = emu._round(gi, pol.act_grad, None, "act_grad")
                     res[i] = gi

@@ -22,7 +22,6 @@ nested autograd run returns; the tests compare both paths bit for bit.
 plan() answers None for every other form (matmul's folding, a linear
 without bias or on another input, keyword arguments, alpha and beta,
 low-precision dtypes); such a GEMM keeps the inner graph."""
-import torch
 
 
 def plan(op, ts):
