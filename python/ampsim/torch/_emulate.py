@@ -374,9 +374,11 @@ class emulate(_OpHandlers, _Checks):
         return c[1]
 
     def _round(self, x, fmt, name, role, *, saturate=False, fp8_role=None, mode=None, stream_or=0,
-               check=True):
-        """x rounded into fmt (a new float32 tensor); statistics under name on
-        logged steps; the first non-finite result of the step is noted."""
+               check=True, inplace=False):
+        """x rounded into fmt (a new float32 tensor; with inplace, x itself
+        where it can be: a fresh tensor only the caller holds); statistics
+        under name on logged steps; the first non-finite result of the step
+        is noted."""
         if x.dtype != torch.float32:
             raise EmulationError("ampsim.torch: %s is %s: emulate runs float32 tensors" % (name or "a tensor", x.dtype))
         pol = self.policy
@@ -392,7 +394,7 @@ class emulate(_OpHandlers, _Checks):
             if mode == "sr" and name is not None:
                 seed, stream = _rt.step_seed(self.seed, self.step_index), self._tid(name) | stream_or
             y, st, nf = _rt.round_count(x, fmt, mode, saturate=saturate, sr_bits=pol.sr_bits, seed=seed,
-                                        stream=stream, stats=due)
+                                        stream=stream, stats=due, inplace=inplace)
         if name is not None:
             if st is not None:
                 prev = self._stats.get(name)

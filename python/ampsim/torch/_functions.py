@@ -104,7 +104,8 @@ class _GemmFn(torch.autograd.Function):
                 emu._round(call(*[t.detach() for t in casts]), pol.act, site + ".out", "act")
             y = emu._round(out, pol.act, None, "act")
         else:
-            y = emu._round(out, pol.act, site + ".out", "act")
+            # (the written-out form's product is fresh and not saved: rounded in place)
+            y = emu._round(out, pol.act, site + ".out", "act", inplace=form is not None)
         _grad.prepare(ctx, y)
         return y
 
@@ -140,10 +141,13 @@ class _GemmFn(torch.autograd.Function):
                     if k in ("w", "b"):
                         # this site's share of the weight gradient (a weight used by
                         # several sites: the cast's backward rounds the sum again)
-                        gi = emu._round(gi, pol.weight_grad, ctx.wnames[i] + ".grad", "weight_grad")
+                        # (a weight's gradient is a fresh product: rounded in place)
+                        gi = emu._round(gi, pol.weight_grad, ctx.wnames[i] + ".grad", "weight_grad",
+                                        inplace=k == "w")
                         setattr(gi, _SHARE, pol.weight_grad)
                     elif ctx.pre[i] and pol.act_grad != "fp32":
-                        gi = emu._round(gi, pol.act_grad, None, "act_grad")
+                        # (a product, fresh, unless it is g itself: baddbmm's added term)
+                        gi = emu._round(gi, pol.act_grad, None, "act_grad", inplace=gi.data_ptr() != g.data_ptr())
                     res[i] = gi
             ctx.out = ctx.leaves = None
         return (None, None, None, None) + tuple(res)

@@ -121,11 +121,14 @@ def round_addrs(fmt, mode="rne", saturate=False, sr_bits=0):
     return a
 
 
-def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, stats=False, count=True):
+def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream=0, stats=False, count=True,
+                inplace=False):
     """round_t for a float32 tensor, with the count of non-finite results:
     (y, Stats or None, nonfinite; None when count is false). One foreign call (amp_round_f32_nonfinite); the
     format and options are looked up once per (fmt, mode, saturate, sr_bits)
-    and passed by address, the result is written straight into a new tensor."""
+    and passed by address, the result is written straight into a new tensor,
+    or with inplace into x itself (dense x: the caller owns it, nothing else
+    reads its old values), which saves a fresh buffer's page faults."""
     if x.dtype != torch.float32:
         y, st = round_t(x, fmt, mode, saturate=saturate, sr_bits=sr_bits, seed=seed, stream=stream, stats=stats)
         return y, st, count_nonfinite(y)
@@ -138,7 +141,7 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if mode == "sr" or seed or stream:
         ok = keyed_opts(fmt, mode, saturate, sr_bits, seed, stream)
         oa = ctypes.addressof(ok)
-    y = torch.empty_like(xd)        # (requires_grad False: a factory's default)
+    y = xd if inplace and xd is x and not x.requires_grad else torch.empty_like(xd)   # (requires_grad False)
     st = None
     if stats:
         st = _lib.AmpStats()
