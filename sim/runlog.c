@@ -158,6 +158,67 @@ static void hist_row(FILE *fp, int64_t step, const char *name, const char *binad
     fprintf(fp, ",%s,%llu\n", binade, (unsigned long long)count);
 }
 
+/* The decimal digits of v at p (a minus sign first for a negative v); returns the end. */
+static char *put_int(char *p, long long v)
+{
+    char d[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do d[n++] = (char)('0' + u % 10); while (u /= 10);
+    if (v < 0) *p++ = '-';
+    while (n) *p++ = d[--n];
+    return p;
+}
+
+static char *put_uint(char *p, unsigned long long u)
+{
+    char d[24];
+    int n = 0;
+    do d[n++] = (char)('0' + u % 10); while (u /= 10);
+    while (n) *p++ = d[--n];
+    return p;
+}
+
+/* The binade rows of hist.csv (the bytes hist_row writes for each nonzero
+ * bin, in bin order), formed in a buffer with the row prefix "step,name,"
+ * written once: a tensor has tens of such rows at every logged step. A name
+ * that needs quoting, or a long one, takes hist_row. */
+static void hist_bins(FILE *fp, int64_t step, const char *name, const uint64_t *hist)
+{
+    size_t nl = strlen(name);
+    if (nl > 200 || strpbrk(name, ",\"\n")) {
+        for (int b = 0; b < AMP_HIST_BINS; b++) {
+            if (!hist[b]) continue;
+            char bin[16];
+            snprintf(bin, sizeof bin, "%d", b + AMP_HIST_LO);
+            hist_row(fp, step, name, bin, hist[b]);
+        }
+        return;
+    }
+    char pre[240], buf[8192];
+    char *e = put_int(pre, (long long)step);
+    *e++ = ',';
+    memcpy(e, name, nl);
+    e += nl;
+    *e++ = ',';
+    size_t pl = (size_t)(e - pre), used = 0;
+    for (int b = 0; b < AMP_HIST_BINS; b++) {
+        if (!hist[b]) continue;
+        if (used + pl + 48 > sizeof buf) {
+            fwrite(buf, 1, used, fp);
+            used = 0;
+        }
+        char *p = buf + used;
+        memcpy(p, pre, pl);
+        p = put_int(p + pl, (long long)b + AMP_HIST_LO);
+        *p++ = ',';
+        p = put_uint(p, (unsigned long long)hist[b]);
+        *p++ = '\n';
+        used = (size_t)(p - buf);
+    }
+    if (used) fwrite(buf, 1, used, fp);
+}
+
 amp_status amp_runlog_tensor(amp_runlog *l, int64_t step, const char *name, amp_role role,
                              const char *format, const amp_stats *st, int tensors, int hist)
 {
@@ -181,12 +242,7 @@ amp_status amp_runlog_tensor(amp_runlog *l, int64_t step, const char *name, amp_
         /* zero first, then the binades upward, then inf and nan */
         FILE *fp = l->f[F_HIST].fp;
         if (st->cls[AMP_CLS_ZERO_IN]) hist_row(fp, step, name, "zero", st->cls[AMP_CLS_ZERO_IN]);
-        for (int b = 0; b < AMP_HIST_BINS; b++) {
-            if (!st->hist[b]) continue;
-            char bin[16];
-            snprintf(bin, sizeof bin, "%d", b + AMP_HIST_LO);
-            hist_row(fp, step, name, bin, st->hist[b]);
-        }
+        hist_bins(fp, step, name, st->hist);
         if (st->cls[AMP_CLS_INF_IN]) hist_row(fp, step, name, "inf", st->cls[AMP_CLS_INF_IN]);
         if (st->cls[AMP_CLS_NAN_IN]) hist_row(fp, step, name, "nan", st->cls[AMP_CLS_NAN_IN]);
     }
