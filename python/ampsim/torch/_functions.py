@@ -146,8 +146,9 @@ class _GemmFn(torch.autograd.Function):
                                         inplace=k == "w")
                         setattr(gi, _SHARE, pol.weight_grad)
                     elif ctx.pre[i] and pol.act_grad != "fp32":
-                        # (a product, fresh, unless it is g itself: baddbmm's added term)
-                        gi = emu._round(gi, pol.act_grad, None, "act_grad", inplace=gi.data_ptr() != g.data_ptr())
+                        # (a product, fresh, unless it is g or part of it: baddbmm's added term)
+                        fresh = gi._base is None and gi.data_ptr() != g.data_ptr()
+                        gi = emu._round(gi, pol.act_grad, None, "act_grad", inplace=fresh)
                     res[i] = gi
             ctx.out = ctx.leaves = None
         return (None, None, None, None) + tuple(res)
