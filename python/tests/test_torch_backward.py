@@ -204,6 +204,25 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
                     for a, b in zip(*grads):
                         self.assertTrue(torch.equal(a, b))
 
+    def test_rounding_in_place_equals_a_new_tensor(self):
+        """round_count(inplace=True) writes over its input the values, counts
+        and statistics of a rounding into a new tensor (inf, NaN, subnormal
+        and overflowing inputs; lengths below and above a chunk)."""
+        g = torch.Generator().manual_seed(11)
+        for fmt in ("fp16", "bf16", "e4m3", "e5m2"):
+            for n in (7, 1000, 300000):
+                x = torch.randn(n, generator=g) * torch.exp(torch.randn(n, generator=g) * 8)
+                x[::97] = float("inf")
+                x[::101] = float("nan")
+                y1, s1, n1 = _rt.round_count(x.clone(), fmt, stats=True)
+                x2 = x.clone()
+                y2, s2, n2 = _rt.round_count(x2, fmt, stats=True, inplace=True)
+                self.assertIs(y2, x2)
+                self.assertTrue(torch.equal(y1.view(torch.int32), y2.view(torch.int32)))
+                self.assertEqual(n1, n2)
+                for k in ("n", "flushed", "subnormal", "saturated", "overflow", "rel_err", "amax"):
+                    self.assertEqual(getattr(s1, k), getattr(s2, k), k)
+
     def test_an_operand_changed_in_place_raises(self):
         """As autograd raises for a saved tensor changed in place (here PyTorch
         would find h saved by the second GEMM)."""

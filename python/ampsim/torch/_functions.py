@@ -82,7 +82,7 @@ class _GemmFn(torch.autograd.Function):
         ctx.form = form
         if form is not None:
             out = call(*casts)
-            ctx.out, ctx.leaves, ctx.vers = None, casts, _gemm_grad.versions(casts)
+            ctx.out, ctx.leaves, ctx.vers = None, casts, _gemm_grad.versions(form, casts)
         else:
             prev = torch.is_grad_enabled()          # (torch.enable_grad(), without its context object)
             torch._C._set_grad_enabled(True)
@@ -124,7 +124,7 @@ class _GemmFn(torch.autograd.Function):
             res = [None] * len(ctx.leaves)
             if need:
                 if ctx.form is not None:
-                    _gemm_grad.check_versions(ctx.leaves, ctx.vers, site)
+                    _gemm_grad.check_versions(ctx.form, ctx.leaves, ctx.vers, site)
                     gs = dict(enumerate(_gemm_grad.grads(ctx.form, ctx.leaves, g, nin)))
                 else:
                     gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)

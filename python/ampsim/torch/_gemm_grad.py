@@ -101,13 +101,18 @@ def grads(form, ts, g, need):
     return out
 
 
-def versions(ts):
-    """The operands' version counters, to find an in-place change before
-    the backward (autograd's saved-tensor check)."""
-    return tuple(t._version for t in ts)
+# the operands each form's backward reads (autograd saves these; an added
+# bias or mask it does not)
+_SAVED = {"linear2": (0, 1), "linear3": (0, 1), "bmm": (0, 1), "baddbmm": (1, 2)}
 
 
-def check_versions(ts, saved, site):
-    if versions(ts) != saved:
+def versions(form, ts):
+    """The version counters of the operands the backward reads, to find an
+    in-place change before the backward (autograd's saved-tensor check)."""
+    return tuple(ts[i]._version for i in _SAVED[form])
+
+
+def check_versions(form, ts, saved, site):
+    if versions(form, ts) != saved:
         raise RuntimeError("one of the variables needed for gradient computation has been modified by an "
                            "inplace operation: an operand of %s was changed after its forward" % site)
