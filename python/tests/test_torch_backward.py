@@ -178,9 +178,10 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
             self.assertIsNone(_gemm_grad.plan(op, ts))
 
     def test_emulated_runs_equal_the_inner_graph(self):
-        """fp16-amp and bf16-amp: the parameter gradients with the written-out
-        backward equal those through the inner autograd graph, on an attention
-        block with 5 heads, a masked encoder and an MLP."""
+        """fp16-amp, bf16-amp, bf16-pure and fp8-hybrid (FP8 operands, delayed
+        scaling): the parameter gradients with the written-out backward equal
+        those through the inner autograd graph, on an attention block with 5
+        heads, a masked encoder and an MLP."""
         from ampsim.torch import _gemm_grad
         from zoo_models import EncoderLM
         idx = torch.randint(0, 50, (3, 9), generator=torch.Generator().manual_seed(5))
@@ -189,7 +190,7 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
         plan = _gemm_grad.plan
         for k, (m, loss_fn) in enumerate(cases):
             m.eval()            # (no dropout draws)
-            for pol in ("fp16-amp", "bf16-amp"):
+            for pol in ("fp16-amp", "bf16-amp", "bf16-pure", "fp8-hybrid"):
                 with self.subTest(case=k, policy=pol):
                     grads = []
                     for written in (True, False):
