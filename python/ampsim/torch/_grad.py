@@ -38,6 +38,8 @@ with it. ``torch.autograd.grad(loss, h)`` for an emulated tensor h sees no
 gradient (the uses pass theirs to the buffer); ``h.retain_grad()`` and
 ``h.register_hook(fn)`` are kept as watchers of the buffer and see it.
 """
+import weakref
+
 import torch
 
 from . import _rt
@@ -51,13 +53,26 @@ BUF_ATTR = "_ampsim_gbuf"
 class _Buffer:
     """The gradient of one low-precision tensor, summed in fmt as it arrives.
     node: the source node (uses of a tensor whose grad_fn is another node,
-    after an in-place op, are left to autograd). A lone contribution is kept
+    after an in-place op, are left to autograd), held weakly: the node holds
+    the buffer, and a cycle between them would leave both, with the step's
+    graph, to Python's cyclic collector, whose passes cost a training step
+    several percent. A lone contribution is kept
     as it came (raw): the producer's backward rounds it into the format and
     its statistics see the value before that rounding, as the C emulator's."""
-    __slots__ = ("fmt", "g", "raw", "node", "watchers", "used")
+    __slots__ = ("fmt", "g", "raw", "_node", "watchers", "used")
 
     def __init__(self, fmt):
-        self.fmt, self.g, self.raw, self.node, self.watchers, self.used = fmt, None, False, None, None, False
+        self.fmt, self.g, self.raw, self._node, self.watchers, self.used = fmt, None, False, None, None, False
+
+    @property
+    def node(self):
+        """The source node, or None once it is gone."""
+        r = self._node
+        return r() if r is not None else None
+
+    @node.setter
+    def node(self, n):
+        self._node = weakref.ref(n) if n is not None else None
 
     def add(self, g):
         if self.g is None:
