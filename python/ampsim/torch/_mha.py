@@ -33,6 +33,12 @@ def _body():
 
 _MHA = _body()
 _MHA_SIG = inspect.signature(F.multi_head_attention_forward)
+_SEP = list(_MHA_SIG.parameters).index("use_separate_proj_weight")
+
+
+def _arg(args, kwargs, i, name, default=None):
+    """Parameter i (name) of F.multi_head_attention_forward as the call gave it."""
+    return args[i] if len(args) > i else kwargs.get(name, default)
 
 
 def _renamer(linears):
@@ -66,9 +72,8 @@ def _run_named(emu, mode, linears, fn, args, kwargs):
 
 def run(emu, mode, func, args, kwargs):
     """F.multi_head_attention_forward(*args, **kwargs), emulated op by op."""
-    a = _MHA_SIG.bind(*args, **kwargs).arguments
-    q, k, v = a["query"], a["key"], a["value"]
-    if a.get("use_separate_proj_weight"):
+    q, k, v = (_arg(args, kwargs, i, n) for i, n in enumerate(("query", "key", "value")))
+    if _arg(args, kwargs, _SEP, "use_separate_proj_weight", False):
         ins = ["in_proj_q", "in_proj_k", "in_proj_v"]
     elif q is k and k is v:
         ins = ["in_proj"]
