@@ -242,6 +242,43 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
             h2.sum().backward()
 
 
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestGraphLifetime(unittest.TestCase):
+    def test_steps_leave_no_cyclic_garbage(self):
+        """Training steps (attention, views with several uses, shared weights)
+        free their graphs by reference counting: none of the emulation's
+        nodes or gradient buffers is left to the cyclic collector."""
+        import gc
+        for kind, shape in (("block", dict(C=30, heads=5, T=11, B=3)), ("shared", {})):
+            m, loss_fn = backward_case(kind, **shape)
+            opt = torch.optim.SGD(m.parameters(), lr=0.01)
+            with at.emulate(m, "fp16-amp"):
+                sc = at.GradScaler("torch")
+
+                def step():
+                    opt.zero_grad()
+                    sc.scale(loss_fn(m)).backward()
+                    sc.step(opt)
+                    sc.update()
+                step()
+                gc.collect()
+                was = gc.isenabled()
+                gc.disable()
+                gc.set_debug(gc.DEBUG_SAVEALL)
+                try:
+                    for _ in range(3):
+                        step()
+                    gc.collect()
+                    left = [type(o).__name__ for o in gc.garbage]
+                finally:
+                    gc.set_debug(0)
+                    gc.garbage.clear()
+                    if was:
+                        gc.enable()
+            ours = [n for n in left if n == "_Buffer" or n.endswith("FnBackward")]
+            self.assertEqual(ours, [], kind)
+
+
 class Hand(nn.Module if HAVE_TORCH else object):
     def __init__(self):
         super().__init__()
