@@ -68,8 +68,29 @@ static inline float unscale1(float g, float inv) { return inv == 1.0f ? g : g * 
 #define SQ_CLONES
 #endif
 
-static double lanes_total(const double *l)
+/* One pass of both over g: each value unscaled, written back when write is
+ * set (amp_unscale_sumsq_f32), its square added to its lane, and its being
+ * inf or NaN counted into *bad when bad is not NULL. Inlined with constant
+ * write and bad, so each caller's loop has only its own work; g is written
+ * only when write is set. */
+static inline __attribute__((always_inline)) double sq_pass(float *g, int write, size_t n, float inv, size_t *bad)
 {
+    double l[SQ_LANES] = {0};
+    size_t nb = 0, k = 0;
+    for (; k + SQ_LANES <= n; k += SQ_LANES)
+        for (int j = 0; j < SQ_LANES; j++) {
+            float v = unscale1(g[k + j], inv);
+            if (write) g[k + j] = v;
+            l[j] += (double)v * v;
+            if (bad) nb += !isfinite(v);
+        }
+    for (int j = 0; k < n; k++, j++) {
+        float v = unscale1(g[k], inv);
+        if (write) g[k] = v;
+        l[j] += (double)v * v;
+        if (bad) nb += !isfinite(v);
+    }
+    if (bad) *bad = nb;
     double s = 0.0;
     for (int j = 0; j < SQ_LANES; j++) s += l[j];
     return s;
@@ -77,39 +98,15 @@ static double lanes_total(const double *l)
 
 SQ_CLONES double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv)
 {
-    double l[SQ_LANES] = {0};
-    size_t k = 0;
-    for (; k + SQ_LANES <= n; k += SQ_LANES)
-        for (int j = 0; j < SQ_LANES; j++) {
-            float v = unscale1(g[k + j], inv);
-            l[j] += (double)v * v;
-        }
-    for (int j = 0; k < n; k++, j++) {
-        float v = unscale1(g[k], inv);
-        l[j] += (double)v * v;
-    }
-    return lanes_total(l);
+    return sq_pass((float *)g, 0, n, inv, NULL);     /* (read only: write is 0) */
 }
 
 SQ_CLONES double amp_unscale_sumsq_f32(float *g, size_t n, float inv, size_t *nonfinite)
 {
-    double l[SQ_LANES] = {0};
-    size_t bad = 0, k = 0;
-    for (; k + SQ_LANES <= n; k += SQ_LANES)
-        for (int j = 0; j < SQ_LANES; j++) {
-            float v = unscale1(g[k + j], inv);
-            g[k + j] = v;
-            l[j] += (double)v * v;
-            bad += !isfinite(v);
-        }
-    for (int j = 0; k < n; k++, j++) {
-        float v = unscale1(g[k], inv);
-        g[k] = v;
-        l[j] += (double)v * v;
-        bad += !isfinite(v);
-    }
+    size_t bad = 0;
+    double sq = sq_pass(g, 1, n, inv, &bad);
     if (nonfinite) *nonfinite = bad;
-    return lanes_total(l);
+    return sq;
 }
 
 amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,

@@ -6,6 +6,7 @@
 #include <check.h>
 #include "check_main.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,9 +183,9 @@ START_TEST(test_pure_bf16_updates)
 END_TEST
 
 /* amp_unscale_sumsq_f32: the products g * inv as float32 multiplies (g
- * unchanged at inv 1), the double sum of their squares in element order (the
- * same value as amp_sumsq_unscaled_f32 of the original tensor), and the count
- * of inf and NaN results. */
+ * unchanged at inv 1), the double sum of their squares (fewer elements than
+ * lanes: in element order; the same value as amp_sumsq_unscaled_f32 of the
+ * original tensor), and the count of inf and NaN results. */
 START_TEST(test_unscale_sumsq)
 {
     float g[7] = { 3.0f, -1.5e-30f, 65504.0f, 0.1f, 1e38f, -2.5f, 7.0f };
@@ -210,6 +211,51 @@ START_TEST(test_unscale_sumsq)
     h[1] = 0.5f;
     ck_assert(isinf(amp_unscale_sumsq_f32(h, 4, 8.0f, NULL)));
     ck_assert(isinf(h[0]) && h[1] == 4.0f && h[2] == 16.0f && h[3] == 0.0f && signbit(h[3]));
+}
+END_TEST
+
+/* amp_unscale_sumsq_f32 and amp_sumsq_unscaled_f32 against their contract
+ * written out plainly here: element k into the k % 8th double partial sum,
+ * the sums added in order; the unscaled values written back, inf and NaN
+ * counted. Lengths around the lane width, an inf and a NaN, inv 1 and not. */
+static double lanes_ref(const float *g, size_t n, float inv, float *out, size_t *bad)
+{
+    double l[8] = {0}, s = 0.0;
+    *bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        float v = inv == 1.0f ? g[k] : g[k] * inv;
+        out[k] = v;
+        l[k % 8] += (double)v * v;
+        *bad += !isfinite(v);
+    }
+    for (int j = 0; j < 8; j++) s += l[j];
+    return s;
+}
+
+START_TEST(test_sumsq_lanes)
+{
+    static const size_t ns[] = {0, 1, 7, 8, 9, 15, 16, 17, 1000, 4099};
+    static float g[4099], ref[4099], got[4099];
+    uint32_t x = 12345;
+    for (size_t k = 0; k < 4099; k++) {
+        x = x * 1664525u + 1013904223u;
+        g[k] = ldexpf((float)(x >> 8) / 16777216.0f - 0.5f, (int)(x % 40) - 20);
+    }
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+        for (int v = 0; v < 3; v++) {
+            size_t n = ns[i], bad_ref, bad = 99;
+            float inv = v == 0 ? 1.0f : v == 1 ? 0.0009765625f : 0.3f;
+            if (v == 2 && n > 9) g[3] = INFINITY, g[n - 2] = NAN;
+            double want = lanes_ref(g, n, inv, ref, &bad_ref);
+            ck_assert(amp_sumsq_unscaled_f32(g, n, inv) == want || (isnan(want) && n > 9));
+            memcpy(got, g, n * sizeof *g);
+            double have = amp_unscale_sumsq_f32(got, n, inv, &bad);
+            ck_assert_msg(have == want || (isnan(have) && isnan(want)), "n %zu inv %g: %.17g vs %.17g", n,
+                          (double)inv, have, want);
+            ck_assert_uint_eq(bad, bad_ref);
+            ck_assert(n == 0 || memcmp(got, ref, n * sizeof *g) == 0);
+            if (v == 2 && n > 9) g[3] = 1.0f, g[n - 2] = 2.0f;
+        }
 }
 END_TEST
 
@@ -523,6 +569,7 @@ int main(void)
     tcase_add_test(tc, test_presets);
     tcase_add_test(tc, test_round_counted);
     tcase_add_test(tc, test_unscale_sumsq);
+    tcase_add_test(tc, test_sumsq_lanes);
     tcase_add_test(tc, test_policy_json);
     tcase_add_test(tc, test_sgd_fp32_single_rounding);
     tcase_add_test(tc, test_pure_bf16_updates);
