@@ -151,13 +151,6 @@ static void put_field(FILE *fp, const char *s)
     fputc('"', fp);
 }
 
-static void hist_row(FILE *fp, int64_t step, const char *name, const char *binade, uint64_t count)
-{
-    fprintf(fp, "%lld,", (long long)step);
-    put_field(fp, name);
-    fprintf(fp, ",%s,%llu\n", binade, (unsigned long long)count);
-}
-
 /* The decimal digits of v at p (a minus sign first for a negative v); returns the end. */
 static char *put_int(char *p, long long v)
 {
@@ -179,44 +172,65 @@ static char *put_uint(char *p, unsigned long long u)
     return p;
 }
 
-/* The binade rows of hist.csv (the bytes hist_row writes for each nonzero
- * bin, in bin order), formed in a buffer with the row prefix "step,name,"
- * written once: a tensor has tens of such rows at every logged step. A name
- * that needs quoting, or a long one, takes hist_row. */
-static void hist_bins(FILE *fp, int64_t step, const char *name, const uint64_t *hist)
+/* One tensor's hist.csv rows "step,name,binade,count": the prefix "step,name,"
+ * formed once (pl 0: a name that needs quoting, or a long one, is written
+ * field by field with put_field), the rows gathered in buf and written in
+ * blocks; a tensor has tens of rows at every logged step. */
+typedef struct {
+    FILE *fp;
+    int64_t step;
+    const char *name;
+    char pre[240];
+    size_t pl, used;
+    char buf[8192];
+} hist_out;
+
+static void hist_begin(hist_out *h, FILE *fp, int64_t step, const char *name)
 {
     size_t nl = strlen(name);
-    if (nl > 200 || strpbrk(name, ",\"\n")) {
-        for (int b = 0; b < AMP_HIST_BINS; b++) {
-            if (!hist[b]) continue;
-            char bin[16];
-            snprintf(bin, sizeof bin, "%d", b + AMP_HIST_LO);
-            hist_row(fp, step, name, bin, hist[b]);
-        }
-        return;
-    }
-    char pre[240], buf[8192];
-    char *e = put_int(pre, (long long)step);
+    h->fp = fp, h->step = step, h->name = name, h->pl = 0, h->used = 0;
+    if (nl > 200 || strpbrk(name, ",\"\n")) return;
+    char *e = put_int(h->pre, (long long)step);
     *e++ = ',';
     memcpy(e, name, nl);
     e += nl;
     *e++ = ',';
-    size_t pl = (size_t)(e - pre), used = 0;
-    for (int b = 0; b < AMP_HIST_BINS; b++) {
-        if (!hist[b]) continue;
-        if (used + pl + 48 > sizeof buf) {
-            fwrite(buf, 1, used, fp);
-            used = 0;
-        }
-        char *p = buf + used;
-        memcpy(p, pre, pl);
-        p = put_int(p + pl, (long long)b + AMP_HIST_LO);
-        *p++ = ',';
-        p = put_uint(p, (unsigned long long)hist[b]);
-        *p++ = '\n';
-        used = (size_t)(p - buf);
+    h->pl = (size_t)(e - h->pre);
+}
+
+static void hist_flush(hist_out *h)
+{
+    if (h->used) fwrite(h->buf, 1, h->used, h->fp);
+    h->used = 0;
+}
+
+/* A row for the binade label (or, label NULL, the binade number bin). */
+static void hist_put(hist_out *h, const char *label, long long bin, uint64_t count)
+{
+    char tail[64], *p = tail;
+    if (label) {
+        size_t n = strlen(label);
+        memcpy(p, label, n);
+        p += n;
+    } else {
+        p = put_int(p, bin);
     }
-    if (used) fwrite(buf, 1, used, fp);
+    *p++ = ',';
+    p = put_uint(p, (unsigned long long)count);
+    *p++ = '\n';
+    size_t tl = (size_t)(p - tail);
+    if (!h->pl) {
+        hist_flush(h);
+        fprintf(h->fp, "%lld,", (long long)h->step);
+        put_field(h->fp, h->name);
+        fputc(',', h->fp);
+        fwrite(tail, 1, tl, h->fp);
+        return;
+    }
+    if (h->used + h->pl + tl > sizeof h->buf) hist_flush(h);
+    memcpy(h->buf + h->used, h->pre, h->pl);
+    memcpy(h->buf + h->used + h->pl, tail, tl);
+    h->used += h->pl + tl;
 }
 
 amp_status amp_runlog_tensor(amp_runlog *l, int64_t step, const char *name, amp_role role,
@@ -240,11 +254,14 @@ amp_status amp_runlog_tensor(amp_runlog *l, int64_t step, const char *name, amp_
     }
     if (hist) {
         /* zero first, then the binades upward, then inf and nan */
-        FILE *fp = l->f[F_HIST].fp;
-        if (st->cls[AMP_CLS_ZERO_IN]) hist_row(fp, step, name, "zero", st->cls[AMP_CLS_ZERO_IN]);
-        hist_bins(fp, step, name, st->hist);
-        if (st->cls[AMP_CLS_INF_IN]) hist_row(fp, step, name, "inf", st->cls[AMP_CLS_INF_IN]);
-        if (st->cls[AMP_CLS_NAN_IN]) hist_row(fp, step, name, "nan", st->cls[AMP_CLS_NAN_IN]);
+        hist_out h;
+        hist_begin(&h, l->f[F_HIST].fp, step, name);
+        if (st->cls[AMP_CLS_ZERO_IN]) hist_put(&h, "zero", 0, st->cls[AMP_CLS_ZERO_IN]);
+        for (int b = 0; b < AMP_HIST_BINS; b++)
+            if (st->hist[b]) hist_put(&h, NULL, (long long)b + AMP_HIST_LO, st->hist[b]);
+        if (st->cls[AMP_CLS_INF_IN]) hist_put(&h, "inf", 0, st->cls[AMP_CLS_INF_IN]);
+        if (st->cls[AMP_CLS_NAN_IN]) hist_put(&h, "nan", 0, st->cls[AMP_CLS_NAN_IN]);
+        hist_flush(&h);
     }
     amp_status s = chk(l, F_TENSORS);
     return s ? s : chk(l, F_HIST);

@@ -167,6 +167,27 @@ class TestRunLog(unittest.TestCase):
         self.assertEqual(sorted(c["runs"]), sorted(n for n, _, _ in runs))
         self.assertEqual(list(c["summary"]["name"]), [n for n, _, _ in runs])
 
+    def test_hist_rows_for_any_name(self):
+        """hist.csv has the same rows (zero, the binades upward, inf, nan) for
+        a plain name, a name CSV must quote and a long one, each read back
+        as it was given."""
+        import csv
+        d = os.path.join(tmpdir(self), "run")
+        log = ampsim.RunLog(d, {"x": 1})
+        x = np.array([0.0, 1.0, 3.0, np.inf, np.nan, 1e-3] * 300, np.float32)
+        _, st = ampsim.round(x, "fp16", stats=True)
+        names = ["plain.t", 'a,b "q"\nc', "L" * 300]
+        for n in names:
+            log.tensor(7, n, "act", "fp16", st)
+        log.close()
+        with open(os.path.join(d, "hist.csv"), newline="") as f:
+            rows = list(csv.reader(f))[1:]
+        want = [["zero", "300"], ["-10", "300"], ["0", "300"], ["1", "300"], ["inf", "300"], ["nan", "300"]]
+        for n in names:
+            got = [r[2:] for r in rows if r[1] == n.replace("\n", " ") and r[0] == "7"]
+            self.assertEqual(got, want, n[:20])
+        self.assertEqual(len(rows), 3 * len(want))
+
     def test_unclosed_run_leaves_no_csv(self):
         d = os.path.join(tmpdir(self), "killed")
         log = ampsim.RunLog(d, {"precision": "fp32"})
