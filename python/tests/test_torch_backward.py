@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # (kind, shape): odd widths, 3 and 5 heads, odd contexts
 CASES = [("mlp", {}), ("mlp", dict(d_in=29, width=61, depth=2, n_out=7, B=24)),
          ("block", {}), ("block", dict(C=30, heads=5, T=11, B=3)),
+         ("mha", dict(B=4)), ("mha", dict(C=20, heads=5, batch_first=False, masked=True, T=9, B=3)),
          ("cnn", {}), ("ops", dict(B=33)), ("shared", {}), ("shared", dict(width=45, repeat=5, B=19)),
          ("handback", {}), ("handback", dict(p=0.3)), ("lstm", dict(B=5)), ("gru", dict(C=21, layers=1, bidirectional=True, B=3)),
          ("lstm", dict(batch_first=False, B=4, T=7)), ("pool", {}), ("pool", dict(width=13, B=5)),
@@ -54,8 +55,11 @@ class TestStep0AgainstAutocast(unittest.TestCase):
         CPU autocast's gradients too, on the models they cover; the only
         forward difference is the loss value (formed in double)."""
         for kind, shape in CASES:
-            # convolutions, bf16 sums, recurrent cells, dropout's scaling: no C kernel
-            if kind in ("cnn", "ops", "lstm", "gru", "pool", "inplace") or shape.get("p"):
+            # convolutions, bf16 sums, recurrent cells, dropout's scaling: no C kernel;
+            # nn.MultiheadAttention: its products of under 400 multiply-adds per
+            # matrix run aten's own loop (sequential float sums), not oneDNN's
+            # pairs, and the larger cases still differ after it (not modelled)
+            if kind in ("cnn", "ops", "lstm", "gru", "pool", "inplace", "mha") or shape.get("p"):
                 continue
             with self.subTest(kind=kind, **shape):
                 m, loss_fn = backward_case(kind, **shape)

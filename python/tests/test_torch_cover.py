@@ -17,7 +17,7 @@ if HAVE_TORCH:
 
     import ampsim.torch as at
     from ampsim.torch import _ops, _rnn
-    from torch_models import PrivateKernelNet
+    from torch_models import MHANet, PrivateKernelNet
 
 
 
@@ -215,6 +215,22 @@ class TestEmulatedAndNamed(unittest.TestCase):
                   "self_attn.dropout.out", "self_attn.matmul2.out", "self_attn.out_proj.out",
                   "self_attn.in_proj_weight", "self_attn.out_proj.weight", "self_attn.in_proj.out.grad"):
             self.assertIn(n, names)
+
+    def test_self_attention_on_an_emulated_tensor_is_packed(self):
+        """query, key and value one low-precision tensor (a Linear's output):
+        one packed in_proj GEMM, as in PyTorch, not three."""
+        for bf in (True, False):
+            torch.manual_seed(0)
+            m = MHANet(batch_first=bf)
+            d = os.path.join(tmpdir(self), "run%d" % bf)
+            x = torch.randn(2, 5, 12)
+            run_steps(m, lambda mod, s: mod(x).square().mean(), "fp16-amp", out=d, steps=1)
+            names = {r["tensor"] for r in rows(d, "tensors.csv")}
+            self.assertIn("attn.in_proj.out", names)
+            self.assertFalse([n for n in names if "in_proj_q" in n], names)
+            cov = {r["op"]: r for r in rows(d, "coverage.csv")}
+            # inp, in_proj, out_proj, head: 4 linear GEMMs
+            self.assertEqual(int(cov["linear"]["calls"]), 4)
 
     def test_mha_output_in_format(self):
         torch.manual_seed(0)

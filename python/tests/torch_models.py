@@ -185,6 +185,27 @@ class BlockNet(nn.Module):
         return self.head(self.block(x))
 
 
+class MHANet(nn.Module):
+    """nn.MultiheadAttention on a Linear's output: self-attention on a
+    low-precision tensor (query, key and value one tensor, used by one packed
+    projection), optionally with a causal mask, then a residual and a head."""
+
+    def __init__(self, C=12, heads=3, batch_first=True, masked=False, n_out=5):
+        super().__init__()
+        self.batch_first, self.masked = batch_first, masked
+        self.inp = nn.Linear(C, C)
+        self.attn = nn.MultiheadAttention(C, heads, batch_first=batch_first)
+        self.head = nn.Linear(C, n_out)
+
+    def forward(self, x):
+        h = self.inp(x)
+        s = h if self.batch_first else h.transpose(0, 1)
+        T = x.shape[1]
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1) if self.masked else None
+        a = self.attn(s, s, s, attn_mask=mask, need_weights=False)[0]
+        return self.head((a if self.batch_first else a.transpose(0, 1)) + x)
+
+
 class BNCNN(nn.Module):
     """Two Conv2d + BatchNorm2d + ReLU + MaxPool stages, then an
     attention-like product of the features with themselves (h @ h.T, softmax,
@@ -348,9 +369,9 @@ class InplaceNet(nn.Module):
 
 def backward_case(kind, seed=0, **shape):
     """(model, loss_fn) of the backward-fidelity tests: kind "mlp" (ResMLP),
-    "block" (BlockNet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
+    "block" (BlockNet), "mha" (MHANet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
     cross-entropy of one fixed batch. shape: the model's keyword arguments
-    plus batch (B) and, for "block" and "gpt" (TinyGPT), context (T); kind
+    plus batch (B) and, for "block", "mha" and "gpt" (TinyGPT), context (T); kind
     "ops" is OpsNet, "shared" SharedNet, "handback" HandBackNet, "lstm" and "gru"
     RecurrentLM (context T), "pool" PoolNet (11x11 images),
     "inplace" InplaceNet (9x9 images)."""
@@ -366,6 +387,13 @@ def backward_case(kind, seed=0, **shape):
         T = shape.pop("T", 16)
         m = BlockNet(**shape)
         C = m.head.in_features
+        x = torch.randn(B, T, C, generator=g)
+        y = torch.randint(0, m.head.out_features, (B * T,), generator=g)
+        return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)
+    elif kind == "mha":
+        T = shape.pop("T", 7)
+        m = MHANet(**shape)
+        C = m.inp.in_features
         x = torch.randn(B, T, C, generator=g)
         y = torch.randint(0, m.head.out_features, (B * T,), generator=g)
         return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)

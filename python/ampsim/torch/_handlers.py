@@ -20,6 +20,7 @@ _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
 _BACKWARD = torch.Tensor.backward
 _GRAD_ON = torch.is_grad_enabled
 _RECS = {}          # function -> (op, class, plain): _record's answer, cached
+_DECOMPOSED = ("mha", "sdpa")   # kinds whose body runs op by op under the mode
 
 
 def _record(func):
@@ -108,9 +109,12 @@ class _Mode(TorchFunctionMode):
                 emu._cov.add(func, cls or "unclassified", out if cls != "no_float" else None)
             return out
         kind, name = op
-        # gradients kept in format: each use of an emulated tensor, each output (_grad.py)
+        # gradients kept in format: each use of an emulated tensor, each output
+        # (_grad.py); attention runs its body op by op, and those ops are the
+        # uses (a self-attention's query, key and value, one tensor, stay one)
         args0, kwargs0 = args, kwargs
-        args, kwargs = _grad.uses(args, kwargs)
+        if kind not in _DECOMPOSED:
+            args, kwargs = _grad.uses(args, kwargs)
         if kind == "view":
             if count:
                 emu._cov.add(func, kind)
