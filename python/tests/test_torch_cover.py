@@ -41,6 +41,16 @@ def overridable():
         f = getattr(F, n)
         if inspect.isfunction(f) and "handle_torch_function" in f.__code__.co_names:
             out.append(("F", n, f))
+    # the wider list (in-place forms such as addmm_), and every method of Tensor
+    # (x.new_zeros reaches the function mode though torch lists it as ignored)
+    for ns, fs in torch.overrides.get_overridable_functions().items():
+        out.extend(("Tensor" if ns is T else getattr(ns, "__name__", "torch"), _ops.func_name(f), f) for f in fs)
+    for n in dir(T):
+        f = getattr(T, n, None)
+        # (the class protocol and the mode's own hook never reach the mode)
+        if callable(f) and not isinstance(f, type) and n not in (
+                "__init_subclass__", "__subclasshook__", "__torch_function__", "__class__", "__new__", "__init__"):
+            out.append(("Tensor", n, f))
     return out
 
 
@@ -90,6 +100,9 @@ class TestClassification(unittest.TestCase):
                         (torch.gru_cell, "rnn_cell"), (F.embedding, "embedding"), (F.max_pool2d, "view"),
                         (F.interpolate, "elementwise"), (F.pad, "elementwise"), (torch.Tensor.T.__get__, "view")):
             self.assertEqual(_ops.classify(f)[:2], ("emulated", kind), f)
+        for f, name in ((T.addmm_, "addmm"), (T.baddbmm_, "baddbmm"), (T.cumsum_, "cumsum")):
+            self.assertEqual(_ops.classify(f), ("emulated", "inplace", name))
+        self.assertEqual(_ops.classify(T.new_zeros)[:2], ("classified", "fp32"))
         self.assertEqual(_ops.classify(torch.argmax)[:2], ("classified", "no_float"))
         self.assertEqual(_ops.classify(torch.linalg.svd)[:2], ("classified", "fp32"))
         self.assertEqual(_ops.classify(torch.hspmm)[:2], ("classified", "gemm_unrounded"))
@@ -231,6 +244,45 @@ class TestEmulatedAndNamed(unittest.TestCase):
             cov = {r["op"]: r for r in rows(d, "coverage.csv")}
             # inp, in_proj, out_proj, head: 4 linear GEMMs
             self.assertEqual(int(cov["linear"]["calls"]), 4)
+
+    def test_cross_attention_weight_pieces_are_the_weight(self):
+        """in_proj_weight split (key is value) or chunked (all three differ):
+        its pieces are the weight, cast once per step, with its rows."""
+        for kv_same in (True, False):
+            torch.manual_seed(0)
+            m = nn.MultiheadAttention(8, 2, batch_first=True)
+            q, k = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+            v = k if kv_same else torch.randn(2, 5, 8)
+            d = os.path.join(tmpdir(self), "run%d" % kv_same)
+            with at.emulate(m, "fp16-amp", out=d, log_every=1, strict=True) as emu:
+                m(q, k, v)[0].square().mean().backward()
+                emu.step()
+            t = {r["tensor"]: r for r in rows(d, "tensors.csv")}
+            self.assertIn("in_proj_weight.grad", t)
+            self.assertEqual(int(t["in_proj_weight"]["n"]), m.in_proj_weight.numel())
+            self.assertFalse([n for n in t if n.endswith((".input2", ".input3"))], sorted(t))
+
+    def test_inplace_gemms_and_reductions(self):
+        """x.addmm_(a, w) is the emulated addmm written back; x.cumsum_(1)
+        stays in x's format."""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(6, 6))
+                self.fc = nn.Linear(6, 6)
+
+            def forward(self, x):
+                out = x.clone().addmm_(x, self.w)
+                return out, torch.addmm(x, x, self.w), self.fc(x).clone().cumsum_(1)
+        torch.manual_seed(0)
+        m = M()
+        x = torch.randn(3, 6) / 3
+        with at.emulate(m, "fp16-amp", strict=True):
+            a, b, c = m(x)
+        self.assertTrue(torch.equal(a, b))
+        self.assertTrue(torch.equal(a, a.half().float()))
+        self.assertFalse(torch.equal(a, torch.addmm(x, x, m.w)))
+        self.assertTrue(torch.equal(c, c.half().float()))
 
     def test_mha_output_in_format(self):
         torch.manual_seed(0)

@@ -219,17 +219,19 @@ class _OpHandlers:
             if pv is None and isinstance(src, torch.nn.Parameter):
                 pv = (src, None)
             if fmt is not None or pv is not None:
-                outs = out if isinstance(out, (tuple, list)) else (out,)
-                for o in outs:
+                many = isinstance(out, (tuple, list))
+                for i, o in enumerate(out if many else (out,)):
                     if isinstance(o, torch.Tensor) and o.is_floating_point():
                         if fmt is not None:
                             setattr(o, _FMT, fmt)
-                        if pv is not None and not isinstance(out, (tuple, list)):
+                        if pv is not None:
+                            # (a piece of a split or chunk: the same call, then its item)
                             p, prev = pv
                             rest, kw = args[1:], kwargs
 
-                            def fn(w, prev=prev, rest=rest, kw=kw):
-                                return func(prev(w) if prev else w, *rest, **kw)
+                            def fn(w, prev=prev, rest=rest, kw=kw, i=i if many else None):
+                                y = func(prev(w) if prev else w, *rest, **kw)
+                                return y if i is None else y[i]
                             setattr(o, _PVIEW, (p, fn))
         return out
 
@@ -386,6 +388,8 @@ class _OpHandlers:
         x = args[0] if args else kwargs.get("input", kwargs.get("self"))
         if not isinstance(x, torch.Tensor) or not x.is_floating_point():
             return func(*args, **kwargs)
+        if _ops.KIND.get(name) == "gemm":
+            return self._inplace_gemm(func, name, x, args, kwargs)
         if all(_fmt_of(t) == "fp32" for t in _tensors_in(args, kwargs)) and \
                 not (self._stack and self._stats_due()):
             return func(*args, **kwargs)
@@ -410,6 +414,24 @@ class _OpHandlers:
             setattr(x, _FMT, f)
         elif hasattr(x, _FMT):
             delattr(x, _FMT)
+        return x
+
+    def _inplace_gemm(self, func, name, x, args, kwargs):
+        """x.addmm_(a, b) and the other in-place GEMMs: the out-of-place GEMM
+        emulated (x its added term), its result written back into x, which
+        takes the GEMM's output format."""
+        if not args:
+            return func(*args, **kwargs)
+        with self._quiet():
+            src = x.clone() if x.requires_grad else x
+        y = self._gemm(_ops.INPLACE_OF[func], name, (src,) + tuple(args[1:]), kwargs)
+        if y is x or not isinstance(y, torch.Tensor):
+            return y
+        with self._quiet():
+            x.copy_(y)
+        f = getattr(y, _FMT, None)
+        if f is not None:
+            setattr(x, _FMT, f)
         return x
 
     def _ampsim_kernel(self, name, args, kwargs):

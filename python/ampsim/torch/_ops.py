@@ -147,7 +147,8 @@ _VIEWS = _SPLIT(
     "detach_copy diagonal_copy expand_copy indices_copy narrow_copy permute_copy row_indices_copy "
     "select_copy slice_copy split_copy split_with_sizes_copy squeeze_copy t_copy transpose_copy "
     "unbind_copy unfold_copy unsqueeze_copy values_copy view_as_real_copy view_copy as_strided_scatter "
-    "diagonal_scatter select_scatter slice_scatter _autocast_to_full_precision _autocast_to_reduced_precision")
+    "diagonal_scatter select_scatter slice_scatter _autocast_to_full_precision _autocast_to_reduced_precision "
+    "_conj _conj_physical _neg_view as_subclass")
 _TABLE.append(("view", "view", _VIEWS))
 
 #: views whose backward adds the gradients of an element picked more than once
@@ -172,6 +173,7 @@ _FP32 = _SPLIT(
     "binomial poisson multinomial exponential_ cauchy_ geometric_ log_normal_ random_ fill_ zero_ "
     "fill_diagonal_ zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor "
     "as_tensor from_numpy empty_strided scalar_tensor normal full_like range tril_indices triu_indices "
+    "new_zeros new_ones new_full new_empty new_tensor new_empty_strided "
     # batch norm internals, native kernels, quantization, sparse
     "batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats "
     "batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats native_batch_norm "
@@ -181,13 +183,18 @@ _FP32 = _SPLIT(
     "choose_qparams_optimized quantized_max_pool1d quantized_max_pool2d int_repr q_per_channel_scales "
     "q_per_channel_zero_points coalesce _coalesced_ indices values _indices _values to_dense _to_dense "
     "to_sparse to_mkldnn sparse_mask sparse_resize_ sparse_resize_and_clear_ resize_as_sparse_ "
-    "crow_indices col_indices ccol_indices row_indices apply_ map_ map2_ numpy _rowwise_prune")
+    "crow_indices col_indices ccol_indices row_indices apply_ map_ map2_ numpy _rowwise_prune "
+    "eig lstsq solve new to_sparse_coo to_sparse_csr to_sparse_csc to_sparse_bsr to_sparse_bsc to_padded_tensor "
+    "_nested_tensor_layer_norm")
 _NO_FLOAT = _SPLIT(
     "eq ne lt le gt ge greater greater_equal less less_equal not_equal equal allclose isclose isfinite "
     "isinf isnan isneginf isposinf isreal isin signbit logical_and logical_or logical_xor logical_not "
     "bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift gcd lcm "
     "__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __and__ __or__ __xor__ __invert__ __lshift__ __rshift__ "
-    "__rand__ __ror__ __rxor__ __rlshift__ __rrshift__ argmax argmin argsort argwhere nonzero "
+    "__rand__ __ror__ __rxor__ __rlshift__ __rrshift__ __iand__ __ior__ __ixor__ __ilshift__ __irshift__ "
+    "__getstate__ __reduce__ __sizeof__ __str__ __delattr__ __delitem__ __dir__ __getattribute__ __setattr__ "
+    "__torch_dispatch__ __torch_function__ _fix_weakref _is_zerotensor _make_subclass _make_wrapper_subclass "
+    "_reduce_ex_internal reinforce argmax argmin argsort argwhere nonzero "
     "count_nonzero bincount bucketize searchsorted all any unique unique_consecutive one_hot "
     "randint_like long int short char byte bool size dim numel nelement ndimension element_size stride "
     "storage_offset data_ptr item tolist __len__ __bool__ __float__ __int__ __index__ __complex__ "
@@ -205,7 +212,8 @@ _GEMM_UNROUNDED = _SPLIT(
     "fbgemm_linear_int8_weight_fp32_activation fbgemm_linear_quantize_weight fbgemm_pack_gemm_matrix_fp16 "
     "fbgemm_pack_quantized_matrix miopen_convolution miopen_convolution_add_relu miopen_convolution_relu "
     "miopen_convolution_transpose miopen_depthwise_convolution miopen_rnn quantized_gru_cell "
-    "quantized_lstm_cell quantized_rnn_relu_cell quantized_rnn_tanh_cell matrix_rank")
+    "quantized_lstm_cell quantized_rnn_relu_cell quantized_rnn_tanh_cell matrix_rank "
+    "_addmm_activation")
 # Tensor properties (the mode sees their __get__): the views keep the format
 _VIEW_PROPS = ("T", "mT", "H", "mH", "real")
 # accessors of a tensor's FP32 companions (its gradient, its storage view)
@@ -271,6 +279,15 @@ for _kind, _name, _paths in _TABLE:
         elif _kind == "view":          # squeeze_, t_, transpose_ ...: still a view
             for _f in _resolve(_word(_p) + "_"):
                 OPS.setdefault(_f, ("view", "view"))
+# the in-place GEMMs (x.addmm_(a, b): the product emulated, written back) and
+# in-place reductions along a dimension (x.cumsum_(0): in x's format, as an
+# in-place op keeps its tensor's dtype under autocast)
+for _w in ("addmm", "baddbmm", "addbmm", "addmv", "addr", "cumsum", "cumprod", "renorm", "scatter_reduce",
+           "index_reduce"):
+    _fi, _fo = _resolve("T." + _w + "_"), _resolve("T." + _w)
+    if _fi and _fo and _fi[0] not in OPS:
+        OPS[_fi[0]] = ("inplace", OPS[_fo[0]][1] if _fo[0] in OPS else _w)
+        INPLACE_OF[_fi[0]] = _fo[0]
 for _cls, _words in (("fp32", _FP32), ("no_float", _NO_FLOAT), ("gemm_unrounded", _GEMM_UNROUNDED)):
     for _w in _words:
         for _f in _resolve(_w) + _resolve(_w + "_"):
