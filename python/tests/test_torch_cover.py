@@ -108,6 +108,45 @@ class TestClassification(unittest.TestCase):
         self.assertEqual(_ops.classify(torch.hspmm)[:2], ("classified", "gemm_unrounded"))
 
 
+class _OpNet(nn.Module if HAVE_TORCH else object):
+    """A Linear (a bf16 tensor under CPU autocast), then fn of its output."""
+
+    def __init__(self, n, fn):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(self.fc(x))
+
+
+# (input shape, fn): ops on torch 1.13's CPU FP32 list, ops on neither list and
+# a few on the low-precision list, each on a bf16 input
+CPU_LIST_CASES = {
+    "conv_transpose2d": ((1, 2, 6, 6), lambda h: F.conv_transpose2d(h, torch.randn(2, 3, 3, 3))),
+    "conv_transpose1d": ((1, 2, 6), lambda h: F.conv_transpose1d(h, torch.randn(2, 3, 3), stride=2)),
+    "avg_pool3d": ((1, 2, 4, 4, 4), lambda h: F.avg_pool3d(h, 2)),
+    "max_pool3d": ((1, 2, 4, 4, 4), lambda h: F.max_pool3d(h, 2)),
+    "adaptive_avg_pool3d": ((1, 2, 4, 4, 4), lambda h: F.adaptive_avg_pool3d(h, 2)),
+    "reflect_pad2d": ((1, 2, 6, 6), lambda h: F.pad(h, (1, 1, 1, 1), mode="reflect")),
+    "reflect_pad3d": ((1, 2, 4, 4, 4), lambda h: F.pad(h, (1, 1, 1, 1, 1, 1), mode="reflect")),
+    "replicate_pad1d": ((1, 2, 6), lambda h: F.pad(h, (2, 1), mode="replicate")),
+    "circular_pad2d": ((1, 2, 6, 6), lambda h: F.pad(h, (1, 1, 1, 1), mode="circular")),
+    "grid_sample": ((1, 2, 5, 5), lambda h: F.grid_sample(h, torch.rand(1, 3, 3, 2) * 2 - 1, align_corners=False)),
+    "prod": ((3, 4), lambda h: h.prod(1)),
+    "cdist": ((1, 3, 4), lambda h: torch.cdist(h, h)),
+    "trace": ((4, 4), lambda h: h.trace()),
+    "mv": ((4, 5), lambda h: h.mv(h[0])),
+    "outer": ((5,), lambda h: torch.outer(h, h)),
+    "dot": ((5,), lambda h: h.dot(h)),
+    "outer_fp32": ((5,), lambda h: torch.outer(h.float(), h.float())),
+    "addmv_fp32": ((4, 5), lambda h: torch.addmv(torch.ones(4), h.float(), h[0].float())),
+    "max_pool2d": ((1, 2, 4, 4), lambda h: F.max_pool2d(h, 2)),
+    "conv2d": ((1, 2, 6, 6), lambda h: F.conv2d(h, torch.randn(3, 2, 3, 3))),
+    "softmax": ((3, 4), lambda h: F.softmax(h, -1)),
+}
+
+
 class Residual(nn.Module if HAVE_TORCH else object):
     """conv, batch norm, hardswish, in-place residual add (+=) and relu_."""
 
@@ -284,6 +323,28 @@ class TestEmulatedAndNamed(unittest.TestCase):
         self.assertFalse(torch.equal(a, torch.addmm(x, x, m.w)))
         self.assertTrue(torch.equal(c, c.half().float()))
 
+    def test_basic_indexing_keeps_the_format(self):
+        """x[0], x[1:3], x[..., 2] (torch 1.13's fast path, which skips the
+        function mode) keep their input's format, and arithmetic on them is
+        rounded as on any emulated tensor; Tensor.__getitem__ is PyTorch's
+        again after the block."""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(5, 5)
+
+            def forward(self, x):
+                h = self.fc(x)
+                return h[0], h[1:3], h[..., 2], h[0] * 2.1
+        torch.manual_seed(0)
+        m = M()
+        with at.emulate(m, "fp16-amp", strict=True):
+            outs = m(torch.randn(4, 5))
+        for o in outs:
+            self.assertEqual(getattr(o, "_ampsim_fmt", None), "fp16")
+        self.assertTrue(torch.equal(outs[3], (outs[0] * 2.1).half().float()))
+        self.assertNotIn("__getitem__", torch.Tensor.__dict__)
+
     def test_mha_output_in_format(self):
         torch.manual_seed(0)
         m = Attn()
@@ -364,6 +425,29 @@ class TestEmulatedAndNamed(unittest.TestCase):
                 self.assertEqual(getattr(o, "_ampsim_fmt", None), fmt, pol)
                 want = ref if fmt is None else ref.bfloat16().float()
                 self.assertTrue(torch.equal(o, want), pol)
+
+    def test_cpu_lists_against_cpu_autocast(self):
+        """bf16-amp-cpu follows torch.autocast("cpu")'s own lists where they
+        differ from CUDA's: each op's output format is autocast's dtype, its
+        values are autocast's, and so are the gradients."""
+        from ampsim.torch.diagnose import diff_grads
+        for name, (shape, fn) in CPU_LIST_CASES.items():
+            with self.subTest(op=name):
+                torch.manual_seed(0)
+                m = _OpNet(shape[-1], fn)
+                x = torch.randn(*shape)
+                torch.manual_seed(1)
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    ref = m(x)
+                torch.manual_seed(1)
+                with at.emulate(m, "bf16-amp-cpu", strict=True):
+                    got = m(x)
+                want = "fp32" if ref.dtype == torch.float32 else "bf16"
+                self.assertEqual(getattr(got, "_ampsim_fmt", "fp32"), want)
+                self.assertTrue(torch.equal(got, ref.float()))
+                torch.manual_seed(2)
+                r = diff_grads(m, lambda mod: mod(x).square().sum(), "bf16-amp-cpu")
+                self.assertEqual(r.identical_fraction, 1.0, str(r))
 
     def test_embedding_pure_policy(self):
         torch.manual_seed(0)

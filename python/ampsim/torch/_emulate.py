@@ -136,6 +136,8 @@ class emulate(_OpHandlers, _Checks):
         self.model = models[0][1] if models and len(models) == 1 else model
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
         pol = self.policy
+        # PyTorch's CPU autocast lists, where they differ from CUDA's (_ops.cpu_fp32)
+        self._cpu_lists = pol.json.get("kernels") == "torch_cpu" and not pol.is_fp32()
         if pol.accumulator != "fp32":
             raise EmulationError("emulate: policy %s accumulates GEMMs in %s: ampsim.torch emulates FP32 "
                                  "accumulation only (use ampsim train for narrow accumulators)"

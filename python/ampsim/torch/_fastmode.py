@@ -16,7 +16,8 @@ restores it when the last active emulation ends. Where torch lacks these
 internals (other versions, which dispatch into the stack in C++), both do
 nothing.
 
-While an emulation is active, install() also has torch.optim.Optimizer.zero_grad
+While an emulation is active, install() also makes Tensor.__getitem__ visible
+to the mode for every index (getitem() below), and has torch.optim.Optimizer.zero_grad
 and torch.nn.Module.zero_grad run with the emulation's mode off the stack
 (``quiet``, set by the emulation: a context manager, or None when none is
 active). They touch only the parameters' FP32 .grad tensors, which the
@@ -89,6 +90,25 @@ def _quiet_call(orig):
 
 _QUIET_ZERO_GRAD = [(cls, _quiet_call(f)) for cls, f in _ZERO_GRAD]
 
+# Indexing with integers, slices and Ellipsis (x[0], x[:, 1:]) takes a fast
+# path in torch 1.13 that does not consult the function mode, so its result
+# would not carry its input's format. While an emulation is active,
+# Tensor.__getitem__ is getitem(), which hands such a call to the mode stack
+# (torch.overrides.handle_torch_function) when a mode is on it; a mode's
+# handler runs with it popped, so the call inside reaches PyTorch's own.
+_GETITEM = torch._C._TensorBase.__getitem__
+_has_modes = getattr(_C, "_len_torch_function_stack", None)
+
+
+def getitem(self, idx):
+    if _has_modes is not None and _has_modes():
+        return _ov.handle_torch_function(getitem, (self,), self, idx)
+    return _GETITEM(self, idx)
+
+
+getitem.__doc__ = _GETITEM.__doc__
+getitem.__name__ = getitem.__qualname__ = "__getitem__"
+
 
 def install():
     """Use _StackMode and the quiet zero_grad while at least one emulation is
@@ -100,6 +120,8 @@ def install():
             return
         if _OK and _ov._TorchFunctionStackMode is _ORIG:
             _ov._TorchFunctionStackMode = _StackMode
+        if _has_modes is not None and "__getitem__" not in torch.Tensor.__dict__:
+            torch.Tensor.__getitem__ = getitem
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is orig:
                 cls.zero_grad = q
@@ -114,6 +136,8 @@ def uninstall():
             return
         if _OK and _ov._TorchFunctionStackMode is _StackMode:
             _ov._TorchFunctionStackMode = _ORIG
+        if torch.Tensor.__dict__.get("__getitem__") is getitem:
+            del torch.Tensor.__getitem__
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is q:
                 cls.zero_grad = orig

@@ -109,6 +109,11 @@ class _Mode(TorchFunctionMode):
                 emu._cov.add(func, cls or "unclassified", out if cls != "no_float" else None)
             return out
         kind, name = op
+        if emu._cpu_lists and kind not in _DECOMPOSED:
+            if _ops.cpu_fp32(func, name, args, kwargs):
+                return _cpu_fp32_call(emu, func, args, kwargs, count)
+            if func in _ops.CPU_UNLISTED_GEMMS:
+                kind = "elementwise"
         # gradients kept in format: each use of an emulated tensor, each output
         # (_grad.py); attention runs its body op by op, and those ops are the
         # uses (a self-attention's query, key and value, one tensor, stay one)
@@ -150,6 +155,18 @@ class _Mode(TorchFunctionMode):
             if kind in ("mha", "sdpa", "rnn", "rnn_cell"):
                 return out          # its ops made their own gradient sources
         return _grad.sources(out, emu._grad_fmt)
+
+
+def _cpu_fp32_call(emu, func, args, kwargs, count):
+    """A call on the FP32 list of PyTorch's CPU autocast: run on the float32
+    tensors as they are (a low-precision value is exact in float32, as
+    autocast's cast to float32 is), output FP32; each low-precision input's
+    gradient is rounded by its source, as the cast's backward rounds it."""
+    args, kwargs = _grad.uses(args, kwargs)
+    out = func(*args, **kwargs)
+    if count:
+        emu._cov.add(func, "fp32", out)
+    return out
 
 
 def _lowp_selection(emu, func, args, kwargs):

@@ -342,6 +342,46 @@ for _mod, _cls in ((getattr(torch, "linalg", None), "fp32"), (getattr(torch, "ff
         else:
             CLASSES[_f] = "fp32"
 
+# ---- PyTorch's CPU autocast lists (policies with "kernels": "torch_cpu") ----------------
+# Where torch 1.13's CPU lists differ from the CUDA ones the table above follows:
+# these functions are on its FP32 list (inputs cast to float32, output
+# float32, whatever the input's dtype), measured against torch.autocast("cpu")
+# by test_torch_cover.py; F.pad with mode "reflect" on 3-D and 4-D inputs and
+# "replicate" on 3-D to 5-D inputs runs its reflection_pad / replication_pad
+# kernels, also on that list.
+_CPU_FP32 = _SPLIT(
+    "conv_transpose1d conv_transpose2d conv_transpose3d avg_pool3d adaptive_avg_pool3d max_pool3d "
+    "max_pool3d_with_indices adaptive_max_pool3d adaptive_max_pool3d_with_indices max_unpool2d max_unpool3d "
+    "fractional_max_pool2d fractional_max_pool3d fractional_max_pool2d_with_indices "
+    "fractional_max_pool3d_with_indices reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d "
+    "replication_pad3d grid_sample grid_sampler grid_sampler_2d grid_sampler_3d prod quantile nanquantile "
+    "cdist trace")
+#: GEMM-like functions on neither CPU list: they run in the dtype they are
+#: given (bf16 operands: a bf16 product; float32 ones: float32)
+_CPU_UNLISTED_GEMMS = _SPLIT("mv addmv dot vdot outer ger addr bilinear convolution")
+CPU_FP32 = set()
+CPU_UNLISTED_GEMMS = set()
+for _words, _set in ((_CPU_FP32, CPU_FP32), (_CPU_UNLISTED_GEMMS, CPU_UNLISTED_GEMMS)):
+    for _w in _words:
+        _set.update(_f for _f in _resolve(_w) if _f in OPS)
+_CPU_FP32_PAD = {"reflect": (3, 4), "replicate": (3, 4, 5)}
+
+
+def cpu_fp32(func, name, args, kwargs):
+    """True when torch 1.13's CPU autocast runs this call in FP32 (its FP32 list)."""
+    if func in CPU_FP32:
+        return True
+    if name != "pad":
+        return False
+    x = args[0] if args else kwargs.get("input")
+    mode = args[2] if len(args) > 2 else kwargs.get("mode", "constant")
+    return isinstance(x, torch.Tensor) and x.dim() in _CPU_FP32_PAD.get(mode, ())
+
+
+# Tensor.__getitem__ as an emulation installs it (_fastmode.getitem): a view
+from . import _fastmode as _fm  # noqa: E402
+OPS[_fm.getitem] = ("view", "view")
+
 # the bias argument of GEMM-like ops: (position, keyword)
 BIAS_ARG = {"linear": (2, "bias"), "addmm": (0, "input"), "baddbmm": (0, "input"), "addbmm": (0, "input"),
             "addmv": (0, "input"), "addr": (0, "input"), "bilinear": (3, "bias"), "convolution": (2, "bias"),

@@ -28,7 +28,7 @@ import sys
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _grad
+from . import _fastmode, _grad
 from ._emulate import emulate
 from ._policy import Policy
 from ._scope import tensors_in
@@ -138,12 +138,15 @@ class GradDiff:
 
 def _run(model, loss_fn, ctx):
     rec = _Recorder(model)
+    # (both runs see every indexing call, as the emulation does: _fastmode.getitem)
+    _fastmode.install()
     try:
         with ctx:
             with rec:
                 loss = loss_fn(model)
             loss.backward()
     finally:
+        _fastmode.uninstall()
         rec.close()
     return rec
 
