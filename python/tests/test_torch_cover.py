@@ -345,6 +345,41 @@ class TestEmulatedAndNamed(unittest.TestCase):
         self.assertTrue(torch.equal(outs[3], (outs[0] * 2.1).half().float()))
         self.assertNotIn("__getitem__", torch.Tensor.__dict__)
 
+    def test_writes_into_an_emulated_tensor_are_rounded(self):
+        """x[0] = v, x[idx] = v, x[i, j] = 0.1 into a low-precision tensor:
+        the value rounded into its format, as the copy into an fp16 tensor
+        rounds it; under fp32 the run equals PyTorch's."""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(5, 5)
+                self.v = nn.Parameter(torch.randn(5))
+
+            def forward(self, x):
+                h = self.fc(x) * 1.0
+                h[0] = self.v * 1.0001
+                h[torch.tensor([1, 2])] = self.v * 1.0003
+                h[3, 1] = 0.1
+                return h
+        torch.manual_seed(0)
+        m = M()
+        x = torch.randn(4, 5)
+        with at.emulate(m, "fp16-amp", strict=True):
+            h = m(x)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(h, h.half().float()))
+            self.assertTrue(torch.equal(h[0], (m.v * 1.0001).half().float()))
+            self.assertEqual(float(h[3, 1]), float(torch.tensor(0.1).half()))
+        self.assertNotIn("__setitem__", torch.Tensor.__dict__)
+        self.check_fp32(M, lambda mod, s: mod(x).square().sum())
+
+    def check_fp32(self, make, loss):
+        torch.manual_seed(1)
+        ref = run_steps(make(), loss, None)
+        torch.manual_seed(1)
+        got = run_steps(make(), loss, "fp32", out=os.path.join(tmpdir(self), "fp32"))
+        self.assertTrue(same(ref[0], got[0]) and same(ref[1], got[1]))
+
     def test_mha_output_in_format(self):
         torch.manual_seed(0)
         m = Attn()

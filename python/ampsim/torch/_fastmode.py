@@ -16,8 +16,8 @@ restores it when the last active emulation ends. Where torch lacks these
 internals (other versions, which dispatch into the stack in C++), both do
 nothing.
 
-While an emulation is active, install() also makes Tensor.__getitem__ visible
-to the mode for every index (getitem() below), and has torch.optim.Optimizer.zero_grad
+While an emulation is active, install() also makes Tensor.__getitem__ and
+__setitem__ visible to the mode for every index (getitem(), setitem() below), and has torch.optim.Optimizer.zero_grad
 and torch.nn.Module.zero_grad run with the emulation's mode off the stack
 (``quiet``, set by the emulation: a context manager, or None when none is
 active). They touch only the parameters' FP32 .grad tensors, which the
@@ -90,9 +90,9 @@ def _quiet_call(orig):
 
 _QUIET_ZERO_GRAD = [(cls, _quiet_call(f)) for cls, f in _ZERO_GRAD]
 
-# Indexing with integers, slices and Ellipsis (x[0], x[:, 1:]) takes a fast
-# path in torch 1.13 that does not consult the function mode, so its result
-# would not carry its input's format. While an emulation is active,
+# Indexing with integers, slices and Ellipsis (x[0], x[:, 1:], x[0] = v) takes
+# a fast path in torch 1.13 that does not consult the function mode, so its
+# result would not carry its input's format (nor a written value be rounded). While an emulation is active,
 # Tensor.__getitem__ is getitem(), which hands such a call to the mode stack
 # (torch.overrides.handle_torch_function) when a mode is on it; a mode's
 # handler runs with it popped, so the call inside reaches PyTorch's own.
@@ -108,6 +108,18 @@ def getitem(self, idx):
 
 getitem.__doc__ = _GETITEM.__doc__
 getitem.__name__ = getitem.__qualname__ = "__getitem__"
+_SETITEM = torch._C._TensorBase.__setitem__
+
+
+def setitem(self, idx, value):
+    """Tensor.__setitem__ handed to the mode stack likewise (x[0] = v)."""
+    if _has_modes is not None and _has_modes():
+        return _ov.handle_torch_function(setitem, (self,), self, idx, value)
+    return _SETITEM(self, idx, value)
+
+
+setitem.__name__ = setitem.__qualname__ = "__setitem__"
+_INDEXING = (("__getitem__", getitem), ("__setitem__", setitem))
 
 
 def install():
@@ -120,8 +132,9 @@ def install():
             return
         if _OK and _ov._TorchFunctionStackMode is _ORIG:
             _ov._TorchFunctionStackMode = _StackMode
-        if _has_modes is not None and "__getitem__" not in torch.Tensor.__dict__:
-            torch.Tensor.__getitem__ = getitem
+        for name, fn in _INDEXING:
+            if _has_modes is not None and name not in torch.Tensor.__dict__:
+                setattr(torch.Tensor, name, fn)
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is orig:
                 cls.zero_grad = q
@@ -136,8 +149,9 @@ def uninstall():
             return
         if _OK and _ov._TorchFunctionStackMode is _StackMode:
             _ov._TorchFunctionStackMode = _ORIG
-        if torch.Tensor.__dict__.get("__getitem__") is getitem:
-            del torch.Tensor.__getitem__
+        for name, fn in _INDEXING:
+            if torch.Tensor.__dict__.get(name) is fn:
+                delattr(torch.Tensor, name)
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is q:
                 cls.zero_grad = orig

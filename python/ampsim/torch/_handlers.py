@@ -123,8 +123,8 @@ class _Mode(TorchFunctionMode):
         if kind == "view":
             if count:
                 emu._cov.add(func, kind)
-            out = _lowp_selection(emu, func, args, kwargs)
-            if out is None:
+            out = _lowp_selection(emu, func, args, kwargs) if name != "setitem" else emu._setitem(func, args)
+            if out is None and name != "setitem":
                 out = emu._view(func, args, kwargs)
             if args and out is args[0]:         # (x.contiguous() of a contiguous x: x itself)
                 return _grad.handed_back(out, args0, kwargs0, args, kwargs)
@@ -205,6 +205,15 @@ _SCALAR_OPS = {"add", "sub", "mul", "div"}
 _SCALAR_CACHE = {}
 
 
+def _scalar_in(a, fmt):
+    """The Python number a rounded into fmt (cached)."""
+    key = (fmt, a)
+    r = _SCALAR_CACHE.get(key)
+    if r is None:
+        r = _SCALAR_CACHE[key] = float(_rt.round_t(torch.tensor([float(a)]), fmt)[0][0])
+    return r
+
+
 def _cpu_scalars(args):
     """args with each Python number rounded into the format of the 16-bit
     tensor beside it (torch_cpu policies: x_bf16 * 0.3535534 multiplies by
@@ -215,11 +224,7 @@ def _cpu_scalars(args):
     out = []
     for a in args:
         if isinstance(a, (int, float)) and not isinstance(a, bool):
-            key = (fmt, a)
-            r = _SCALAR_CACHE.get(key)
-            if r is None:
-                r = _SCALAR_CACHE[key] = float(_rt.round_t(torch.tensor([float(a)]), fmt)[0][0])
-            a = r
+            a = _scalar_in(a, fmt)
         out.append(a)
     return tuple(out)
 
@@ -251,6 +256,26 @@ class _OpHandlers:
                                 return y if i is None else y[i]
                             setattr(o, _PVIEW, (p, fn))
         return out
+
+    def _setitem(self, func, args):
+        """x[idx] = v: v rounded into x's format first, as the copy into a
+        low-precision tensor rounds it (a tensor through a rounding whose
+        backward rounds its gradient; a Python number once, cached)."""
+        if len(args) != 3:
+            return func(*args)
+        x, idx, v = args
+        fmt = _fmt_of(x)
+        if fmt != "fp32" and isinstance(x, torch.Tensor) and x.is_floating_point():
+            if isinstance(v, torch.Tensor) and v.is_floating_point() and _fmt_of(v) != fmt \
+                    and v.dtype == torch.float32:
+                site = self._site("setitem")
+                if site + ".out" not in self._ids:
+                    self._tid(site + ".out")
+                    self._tid(site + ".out.grad")
+                v = _RoundFn.apply(v, self, site + ".out", fmt, self.policy.act_grad)
+            elif isinstance(v, float):
+                v = _scalar_in(v, fmt)
+        return func(x, idx, v)
 
     def _gemm(self, func, name, args, kwargs):
         pol = self.policy

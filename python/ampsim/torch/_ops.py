@@ -381,6 +381,9 @@ def cpu_fp32(func, name, args, kwargs):
 # Tensor.__getitem__ as an emulation installs it (_fastmode.getitem): a view
 from . import _fastmode as _fm  # noqa: E402
 OPS[_fm.getitem] = ("view", "view")
+# x[idx] = v: a write into x, whose value is rounded into x's format (_handlers._setitem)
+for _f in (_fm.setitem, T.__setitem__):
+    OPS[_f] = ("view", "setitem")
 
 # the bias argument of GEMM-like ops: (position, keyword)
 BIAS_ARG = {"linear": (2, "bias"), "addmm": (0, "input"), "baddbmm": (0, "input"), "addbmm": (0, "input"),
