@@ -237,13 +237,60 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
             h = lin(x) * 0.5                # bf16: the second GEMM takes h as it is
             h2 = nn.functional.linear(h, lin.weight, lin.bias)
             h.mul_(2)
-            with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation: an operand of"):
+            with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
                 h2.sum().backward()
         h = lin(x) * 0.5
         h2 = nn.functional.linear(h, lin.weight, lin.bias)
         h.mul_(2)
         with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
             h2.sum().backward()
+
+
+class _Mixed(nn.Module if HAVE_TORCH else object):
+    """A conv (the inner-graph GEMM), an LSTM layer, attention, tanh and
+    softmax (rules that read the rounded output), linear GEMMs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 6, 3, padding=1)
+        self.rnn = nn.LSTM(6, 6, batch_first=True)
+        self.attn = nn.MultiheadAttention(6, 2, batch_first=True)
+        self.out = nn.Linear(6, 3)
+
+    def forward(self, x):
+        h = self.conv(x).transpose(1, 2)
+        h = self.rnn(h)[0]
+        h = torch.tanh(h + self.attn(h, h, h)[0])
+        return self.out(F.softmax(h, -1) * h)
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestRetainedGraph(unittest.TestCase):
+    def test_a_second_backward_adds_the_same_gradients(self):
+        """loss.backward(retain_graph=True) then loss.backward(): every
+        parameter's gradient is twice the first, under every policy, as in
+        PyTorch (fp8-hybrid: the first backward's amaxes move the gradients'
+        delayed scales, so the second is only checked to run); without
+        retain_graph the second raises PyTorch's error."""
+        x = torch.randn(2, 4, 5)
+        for pol in ("fp32", "fp16-amp", "bf16-amp-cpu", "bf16-pure", "fp8-hybrid"):
+            with self.subTest(policy=pol):
+                torch.manual_seed(0)
+                m = _Mixed()
+                with at.emulate(m, pol):
+                    loss = m(x).square().mean()
+                    loss.backward(retain_graph=True)
+                    once = [p.grad.clone() for p in m.parameters()]
+                    loss.backward()
+                    for p, g in zip(m.parameters(), once):
+                        if pol == "fp8-hybrid":
+                            self.assertTrue(bool(torch.isfinite(p.grad).all()))
+                        else:
+                            self.assertTrue(torch.equal(p.grad, 2 * g))
+                    loss = m(x).square().mean()
+                    loss.backward()
+                    with self.assertRaisesRegex(RuntimeError, "backward through the graph a second time"):
+                        loss.backward()
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)

@@ -82,7 +82,12 @@ class _GemmFn(torch.autograd.Function):
         ctx.form = form
         if form is not None:
             out = call(*casts)
-            ctx.out, ctx.leaves, ctx.vers = None, casts, _gemm_grad.versions(form, casts)
+            # autograd's saved tensors (freed after a backward that does not
+            # retain the graph, checked for in-place changes): the operands
+            # the backward reads; the others are kept for their shapes
+            read = _gemm_grad.SAVED[form]
+            ctx.save_for_backward(*[t if i in read else None for i, t in enumerate(casts)])
+            ctx.others = {i: t for i, t in enumerate(casts) if i not in read}
         else:
             prev = torch.is_grad_enabled()          # (torch.enable_grad(), without its context object)
             torch._C._set_grad_enabled(True)
@@ -95,7 +100,7 @@ class _GemmFn(torch.autograd.Function):
                     out = out.float()
             finally:
                 torch._C._set_grad_enabled(prev)
-            ctx.out, ctx.leaves = out, leaves
+            ctx.save_for_backward(out, *leaves)
         ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
         ctx.fp8 = pol.fp8_scaling and not call.act_only
         if dt is not None and emu._stats_due("act"):
@@ -121,13 +126,18 @@ class _GemmFn(torch.autograd.Function):
                                saturate=pol.saturate, fp8_role="grad")
             nin = ctx.needs_input_grad[4:]
             need = [i for i, n in enumerate(nin) if n]
-            res = [None] * len(ctx.leaves)
+            res = [None] * len(nin)
             if need:
+                saved = ctx.saved_tensors
                 if ctx.form is not None:
-                    _gemm_grad.check_versions(ctx.form, ctx.leaves, ctx.vers, site)
-                    gs = dict(enumerate(_gemm_grad.grads(ctx.form, ctx.leaves, g, nin)))
+                    ts = [ctx.others.get(i, t) for i, t in enumerate(saved)]
+                    gs = dict(enumerate(_gemm_grad.grads(ctx.form, ts, g, nin)))
                 else:
-                    gs = torch.autograd.grad(ctx.out, [ctx.leaves[i] for i in need], g, allow_unused=True)
+                    # (the inner graph is kept for a backward that retains the
+                    # outer one; it goes with the saved tensors otherwise)
+                    out, leaves = saved[0], saved[1:]
+                    gs = torch.autograd.grad(out, [leaves[i] for i in need], g, allow_unused=True,
+                                             retain_graph=True)
                     gs = dict(zip(need, (x.float() if x is not None else None for x in gs)))
                 # the C emulator's order: weight gradient, bias gradient, input gradient
                 for i in sorted(need, key=lambda i: _BWD_ORDER.get(ctx.kinds[i], 2)):
@@ -150,7 +160,6 @@ class _GemmFn(torch.autograd.Function):
                         fresh = gi._base is None and gi.data_ptr() != g.data_ptr()
                         gi = emu._round(gi, pol.act_grad, None, "act_grad", inplace=fresh)
                     res[i] = gi
-            ctx.out = ctx.leaves = None
         return (None, None, None, None) + tuple(res)
 
 
@@ -238,16 +247,16 @@ class _SavedOutFn(torch.autograd.Function):
     def forward(ctx, x, name, fmt, dim, per_op):
         fn, ctx.bwd = _OUT_RULES[name]
         y = fn(x, dim) if dim is not None else fn(x)
-        ctx.y, ctx.dim, ctx.fmt, ctx.per_op = _rt.round_t(y, fmt)[0], dim, fmt, per_op
+        ctx.save_for_backward(_rt.round_t(y, fmt)[0])
+        ctx.dim, ctx.fmt, ctx.per_op = dim, fmt, per_op
         return y
 
     @staticmethod
     def backward(ctx, g):
         fmt = ctx.fmt
         r = (lambda v: _rt.round_t(v, fmt)[0]) if ctx.per_op else (lambda v: v)
-        gx = ctx.bwd(g, ctx.y, ctx.dim, r)
-        ctx.y = None
-        return gx, None, None, None, None
+        y, = ctx.saved_tensors
+        return ctx.bwd(g, y, ctx.dim, r), None, None, None, None
 
 
 class _DivFn(torch.autograd.Function):

@@ -80,19 +80,20 @@ class _LowFn(torch.autograd.Function):
             out = call(*leaves)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point():
             raise TypeError("not a floating tensor")
-        ctx.out, ctx.leaves = out, leaves
+        # (saved: kept for a backward that retains the graph, freed otherwise)
+        ctx.save_for_backward(out, *leaves)
         return out.detach().float()
 
     @staticmethod
     def backward(ctx, g):
-        out, leaves = ctx.out, ctx.leaves
+        out, *leaves = ctx.saved_tensors
         need = [i for i, x in enumerate(leaves) if x.requires_grad]
         res = [None] * len(leaves)
         if need and out.requires_grad:
-            gs = torch.autograd.grad(out, [leaves[i] for i in need], g.to(out.dtype), allow_unused=True)
+            gs = torch.autograd.grad(out, [leaves[i] for i in need], g.to(out.dtype), allow_unused=True,
+                                     retain_graph=True)
             for i, gi in zip(need, gs):
                 res[i] = gi.float() if gi is not None else None
-        ctx.out = ctx.leaves = None
         return (None,) + tuple(res)
 
 

@@ -272,8 +272,7 @@ class _LSTMLayer(torch.autograd.Function):
             hs[t], sv[t], hys[t] = h, (cx, yi, yf, yg, yo, tc), hy
             h, cx = hy, cy
         p.end(False)
-        _save(ctx, p, w, b, hs, h0)
-        ctx.sv = sv
+        _save(ctx, p, w, b, hs, sv)
         ctx.need_c0 = ctx.needs_input_grad[2]
         return tuple(hys) + (cx,)
 
@@ -327,8 +326,7 @@ class _GRULayer(torch.autograd.Function):
             hs[t], sv[t], hys[t] = h, (hw, yr, yz, d, nt), hy
             h = hy
         p.end(False)
-        _save(ctx, p, w, b, hs, h0)
-        ctx.sv = sv
+        _save(ctx, p, w, b, hs, sv)
         ctx.need_h0b = ctx.needs_input_grad[2]
         return tuple(hys)
 
@@ -360,18 +358,23 @@ def _backward(ctx, grads, steps, carry):
     gradient, the weight copies' gradients); steps(p, saved) gives xw's
     gradient and the step function, carry is the last step's (c_n's gradient)."""
     p = ctx.p
+    sv = _restore(ctx)
     p.begin(True)
     with p.emu._quiet():
-        gx, step = steps(p, ctx.sv)
+        gx, step = steps(p, sv)
         dh, carry, gw = _backward_loop(ctx, p, grads, step, _dense(carry))
     p.end(True)
     _free(ctx)
     return dh, carry, gx, gw
 
 
-def _save(ctx, p, w, b, hs, h0):
+def _save(ctx, p, w, b, hs, sv):
+    """The forward's tensors as autograd's saved tensors (kept for a backward
+    that retains the graph, freed after one that does not; the outputs among
+    them without a reference cycle through ctx) and the layer's plan."""
     ctx.set_materialize_grads(False)
-    ctx.p, ctx.w, ctx.b, ctx.hs = p, w, b, hs
+    ctx.save_for_backward(w, b, *hs, *[x for st in sv for x in st])
+    ctx.p, ctx.T, ctx.nsv = p, len(hs), len(sv[0]) if sv else 0
     ctx.need_h0 = ctx.needs_input_grad[1]
     ctx.need_w = ctx.needs_input_grad[4]
     ctx.has_b = b is not None
@@ -385,8 +388,18 @@ def _save(ctx, p, w, b, hs, h0):
     ctx.bbuf = _weight_buf(emu, p.bparam, pol.bias) if ctx.need_b else None
 
 
+def _restore(ctx):
+    """ctx.w, ctx.b, ctx.hs from the saved tensors; returns the steps' saved lists."""
+    saved = ctx.saved_tensors
+    T, k = ctx.T, ctx.nsv
+    ctx.w, ctx.b, ctx.hs = saved[0], saved[1], list(saved[2:2 + T])
+    rest = saved[2 + T:]
+    return [tuple(rest[t * k:(t + 1) * k]) for t in range(T)]
+
+
 def _free(ctx):
-    ctx.hs = ctx.sv = ctx.w = ctx.b = ctx.wbuf = ctx.bbuf = None
+    """The backward's references dropped (the saved tensors stay autograd's)."""
+    ctx.hs = ctx.w = ctx.b = None
 
 
 def _wname(emu, p, site, bias):
