@@ -326,6 +326,15 @@ class TestErrorsAndEvents(unittest.TestCase):
             with at.emulate(m, "bf16-amp"):
                 m(torch.rand(2, 4))
 
+    def test_bad_logging_periods(self):
+        m = MLP()
+        for v, err in ((-1, ValueError), (2.5, TypeError), (None, TypeError), (True, TypeError)):
+            with self.assertRaisesRegex(err, "log_every must be an integer >= 0"):
+                at.emulate(m, "fp32", log_every=v)
+        with self.assertRaisesRegex(ValueError, "hist_every must be an integer >= 0"):
+            at.emulate(m, "fp32", hist_every=-5)
+        self.assertEqual(at.emulate(m, "fp32", log_every=0).log_every, 0)
+
     def test_bad_policy(self):
         with self.assertRaisesRegex(ValueError, "unknown precision 'fp17'"):
             at.emulate(MLP(), "fp17")
@@ -392,6 +401,103 @@ class TestSteps(unittest.TestCase):
         # each backward rounds its share; autograd sums them into the FP32 .grad
         self.assertEqual(n["fc1.weight.grad"], 2 * 32 * 64)
         self.assertEqual(list(r["metrics"]["loss"]), [1.5])
+
+    def test_grad_norm_without_a_scaler(self):
+        """A plain loop (zero_grad, backward, step; no GradScaler, no wrapped
+        optimizer): metrics.csv's gradient norm is the one the optimizer saw,
+        though the step ends at the next forward, after zero_grad."""
+        torch.manual_seed(0)
+        m = MLP()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        d = os.path.join(tmpdir(self), "run")
+        norms = []
+        with at.emulate(m, "bf16-amp", out=d, log_every=1):
+            for _ in range(3):
+                opt.zero_grad()
+                m(torch.rand(4, 64)).square().sum().backward()
+                norms.append(float(torch.cat([p.grad.double().flatten() for p in m.parameters()]).norm()))
+                opt.step()
+        got = [float(v) for v in ampsim.read_run(d)["metrics"]["grad_norm"]]
+        self.assertEqual(len(got), 3)
+        for a, b in zip(got, norms):
+            self.assertAlmostEqual(a, b, delta=1e-6 * b)
+
+    def test_checkpointed_block_runs_directly(self):
+        """torch.utils.checkpoint (both forms, imported by name or not) inside
+        emulate: the block's values and gradients are those of the model
+        without checkpointing, an event says so, and the module is PyTorch's
+        again after the block."""
+        import torch.utils.checkpoint as ckpt
+        from torch.utils.checkpoint import checkpoint
+        orig = ckpt.CheckpointFunction
+
+        class Net(nn.Module):
+            def __init__(self, mode):
+                super().__init__()
+                self.a, self.b, self.mode = nn.Linear(6, 6), nn.Linear(6, 3), mode
+
+            def forward(self, x):
+                h = torch.tanh(self.a(x))
+                if self.mode is not None:
+                    return self.b(checkpoint(lambda t: F.gelu(self.b.weight.t().matmul(self.b(t).t()).t()), h,
+                                             use_reentrant=self.mode))
+                return self.b(F.gelu(self.b.weight.t().matmul(self.b(h).t()).t()))
+        x = torch.randn(4, 6)
+        for mode in (True, False):
+            grads = []
+            for m_ in (None, mode):
+                torch.manual_seed(0)
+                m = Net(m_)
+                d = os.path.join(tmpdir(self), "run%s%s" % (mode, m_))
+                with at.emulate(m, "fp16-amp", out=d, log_every=1) as emu:
+                    m(x).square().sum().backward()
+                    emu.step()
+                grads.append([p.grad for p in m.parameters()])
+                events = list(ampsim.read_run(d)["events"]["event"])
+                self.assertEqual("checkpoint_direct" in events, m_ is not None)
+            for a, b in zip(*grads):
+                self.assertTrue(torch.equal(a, b))
+        self.assertIs(ckpt.CheckpointFunction, orig)
+
+    def test_sparse_embedding_gradients(self):
+        """nn.Embedding(sparse=True): fp32 equal to PyTorch, and the pure
+        policies round the sparse gradient's values (and its update)."""
+        def run(policy):
+            torch.manual_seed(0)
+            m = nn.Sequential(nn.Embedding(20, 8, sparse=True), nn.Flatten(), nn.Linear(24, 3))
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            g = torch.Generator().manual_seed(1)
+            ctx = at.emulate(m, policy, out=os.path.join(tmpdir(self), policy)) if policy else None
+            if ctx is not None:
+                emu = ctx.__enter__()
+                opt = emu.optimizer(opt) if "pure" in policy else opt
+            try:
+                for _ in range(2):
+                    opt.zero_grad()
+                    m(torch.randint(0, 20, (5, 3), generator=g)).square().mean().backward()
+                    opt.step()
+            finally:
+                if ctx is not None:
+                    ctx.__exit__(None, None, None)
+            return [p.detach().clone() for p in m.parameters()]
+        ref = run(None)
+        for a, b in zip(ref, run("fp32")):
+            self.assertTrue(torch.equal(a, b))
+        w = run("bf16-pure")[0]
+        self.assertTrue(torch.equal(w, w.bfloat16().float()))
+
+    def test_create_graph_is_refused(self):
+        torch.manual_seed(0)
+        m = MLP()
+        x = torch.rand(3, 64, requires_grad=True)
+        with at.emulate(m, "fp16-amp"):
+            y = m(x).sum()
+            with self.assertRaisesRegex(at.EmulationError, "create_graph=True.*outside the emulate block"):
+                torch.autograd.grad(y, x, create_graph=True)
+            with self.assertRaisesRegex(at.EmulationError, "create_graph=True"):
+                y.backward(create_graph=True)
+            g, = torch.autograd.grad(y, x)          # (without a graph: as PyTorch)
+            self.assertEqual(g.shape, x.shape)
 
     def test_inference_under_no_grad(self):
         torch.manual_seed(0)

@@ -50,6 +50,7 @@ class _Run(_emulate.emulate):
         super().__init__(None, policy, **kw)
         self._started = False
         self._held_guard = False
+        self._armed = None          # the hooks of _arm_grad_norm, until the backward has run
 
     def _live(self):
         return self._started and not self._closed
@@ -74,8 +75,36 @@ class _Run(_emulate.emulate):
         self._deactivate(et, ev, tb)
         if et is not None:
             self._abort()
+        elif self.out is not None and self.scaler is None:
+            self._arm_grad_norm()
+
+    def _arm_grad_norm(self):
+        """The backward runs after the block, where the mode does not see it:
+        one-shot hooks on the parameters queue a callback at its end, which
+        takes the gradient norm for metrics.csv (_after_backward)."""
+        if self._armed is not None:
+            return
+        params = [p for p in self._params if p.requires_grad]
+        if not params:
+            return
+        queued = []
+
+        def done():
+            for h in self._armed or ():
+                h.remove()
+            self._armed = None
+            self._after_backward()
+
+        def hook(g):
+            if not queued:
+                queued.append(True)
+                torch.autograd.Variable._execution_engine.queue_callback(done)
+        self._armed = [p.register_hook(hook) for p in params]
 
     def _release(self):
+        for h in self._armed or ():
+            h.remove()
+        self._armed = None
         if self._held_guard:
             self._held_guard = False
             _checks._torch_scaler_guard(False)

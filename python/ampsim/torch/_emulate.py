@@ -47,12 +47,35 @@ except ImportError:
     _cur_mode = _pop_mode = _push_mode = _stack_len = None
 
 
+def _every(v, what, who):
+    """A logging period: an integer >= 0 (0: never)."""
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        raise TypeError("%s: %s must be an integer >= 0 (0: never), not %r" % (who, what, v))
+    v = v.__index__()
+    if v < 0:
+        raise ValueError("%s: %s must be an integer >= 0 (0: never), not %d" % (who, what, v))
+    return v
+
+
 def _active_quiet():
     """The innermost active emulation's quiet context (None: none is active)."""
     return _ACTIVE[-1]._quiet() if _ACTIVE else None
 
 
 _fastmode.quiet = _active_quiet
+
+
+def _checkpoint_run():
+    """A checkpointed block run directly (_fastmode): noted once per run."""
+    if _ACTIVE:
+        e = _ACTIVE[-1]
+        if not e._ckpt_noted:
+            e._ckpt_noted = True
+            e._note_event("checkpoint_direct", e._where(), "activation checkpointing off inside emulate: the "
+                          "block runs once with its graph (same values, more memory)")
+
+
+_fastmode.on_checkpoint = _checkpoint_run
 
 
 class emulate(_OpHandlers, _Checks):
@@ -153,7 +176,9 @@ class emulate(_OpHandlers, _Checks):
             if what_if_format is not None:
                 _rt.fmt_struct(what_if_format)
             self._whatif = _whatif.WhatIf(specs, what_if_format)
-        self.out, self.log_every, self.hist_every = out, int(log_every), int(hist_every)
+        self.out = out
+        self.log_every = _every(log_every, "log_every", self._WHO)
+        self.hist_every = _every(hist_every, "hist_every", self._WHO)
         self.seed = int(seed)
         self.scaler = None
         self._fp8_spec = fp8
@@ -383,6 +408,11 @@ class emulate(_OpHandlers, _Checks):
         is noted."""
         if x.dtype != torch.float32:
             raise EmulationError("ampsim.torch: %s is %s: emulate runs float32 tensors" % (name or "a tensor", x.dtype))
+        if x.is_sparse:         # (a sparse gradient: its stored values rounded, counted and logged)
+            x = x.coalesce()
+            v = self._round(x._values(), fmt, name, role, saturate=saturate, fp8_role=fp8_role, mode=mode,
+                            stream_or=stream_or, check=check)
+            return torch.sparse_coo_tensor(x._indices(), v, x.shape)
         pol = self.policy
         due = name is not None and self._stats_due(role)
         if fmt == "fp32" and not due and not saturate:
@@ -493,6 +523,7 @@ class emulate(_OpHandlers, _Checks):
         self._nf = None
         self._loss = None
         self._bwd_done = False
+        self._bwd_grad_norm = None
         self._pver = None
         self._pending_events = []
         self._step_vanished = 0
@@ -553,6 +584,8 @@ class emulate(_OpHandlers, _Checks):
         if self._log is not None:
             if grad_norm is not None:
                 gn = grad_norm
+            elif self._bwd_grad_norm is not None and self.scaler is None:
+                gn = self._bwd_grad_norm
             else:
                 with self._quiet():
                     gn = self._grad_norm()
@@ -584,6 +617,8 @@ class emulate(_OpHandlers, _Checks):
 
     _scaler_noted = False
     _guarded = False
+    _ckpt_noted = False
+    _bwd_grad_norm = None
 
     def _grad_norm(self):
         sq = 0.0

@@ -122,6 +122,39 @@ setitem.__name__ = setitem.__qualname__ = "__setitem__"
 _INDEXING = (("__getitem__", getitem), ("__setitem__", setitem))
 
 
+# Activation checkpointing (torch.utils.checkpoint.checkpoint): the reentrant
+# form runs the block under no_grad and again, on detached copies, inside the
+# backward, where the emulation's scope no longer sees the model's tensors;
+# the other form repacks the saved tensors of the emulation's own Functions.
+# While an emulation is active checkpoint() runs the block directly, once,
+# with its graph: the values and gradients of the model without
+# checkpointing (its dropout masks drawn once, as the forward draws them),
+# at the memory cost of keeping the block's activations. checkpoint() looks
+# both helpers up in its module at each call, so a name imported before
+# (from torch.utils.checkpoint import checkpoint) is covered too.
+try:
+    import torch.utils.checkpoint as _ckpt
+except ImportError:         # pragma: no cover
+    _ckpt = None
+#: () -> None: called at each checkpointed block run directly (set by _emulate.py)
+on_checkpoint = None
+
+
+def _direct(function, preserve, *args, **kwargs):
+    if on_checkpoint is not None:
+        on_checkpoint()
+    return function(*args, **kwargs)
+
+
+class _DirectCheckpoint:
+    """CheckpointFunction's apply, running the block directly."""
+    apply = staticmethod(_direct)
+
+
+_CKPT = [("CheckpointFunction", _DirectCheckpoint), ("_checkpoint_without_reentrant", _direct)]
+_CKPT_ORIG = {n: getattr(_ckpt, n, None) for n, _ in _CKPT} if _ckpt is not None else {}
+
+
 def install():
     """Use _StackMode and the quiet zero_grad while at least one emulation is
     active (counted)."""
@@ -135,6 +168,9 @@ def install():
         for name, fn in _INDEXING:
             if _has_modes is not None and name not in torch.Tensor.__dict__:
                 setattr(torch.Tensor, name, fn)
+        for name, fn in _CKPT:
+            if _CKPT_ORIG.get(name) is not None and getattr(_ckpt, name) is _CKPT_ORIG[name]:
+                setattr(_ckpt, name, fn)
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is orig:
                 cls.zero_grad = q
@@ -152,6 +188,9 @@ def uninstall():
         for name, fn in _INDEXING:
             if torch.Tensor.__dict__.get(name) is fn:
                 delattr(torch.Tensor, name)
+        for name, fn in _CKPT:
+            if _CKPT_ORIG.get(name) is not None and getattr(_ckpt, name) is fn:
+                setattr(_ckpt, name, _CKPT_ORIG[name])
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is q:
                 cls.zero_grad = orig

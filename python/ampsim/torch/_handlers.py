@@ -18,6 +18,9 @@ _PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
 
 # ---- the function mode --------------------------------------------------------------
 _BACKWARD = torch.Tensor.backward
+_AGRAD = torch.autograd.grad
+# (create_graph's position in each signature, Tensor.backward's self included)
+_CREATE_GRAPH = {_BACKWARD: 3, _AGRAD: 4}
 _GRAD_ON = torch.is_grad_enabled
 _RECS = {}          # function -> (op, class, plain): _record's answer, cached
 _DECOMPOSED = ("mha", "sdpa")   # kinds whose body runs op by op under the mode
@@ -30,7 +33,7 @@ def _record(func):
     attribute (__get__, __set__: not a use), 0 otherwise."""
     op, cls = _ops.OPS.get(func), _ops.CLASSES.get(func)
     plain = 0
-    if op is None and cls in ("fp32", "no_float") and func is not _BACKWARD and func not in _grad.HOOKED \
+    if op is None and cls in ("fp32", "no_float") and func not in _CREATE_GRAPH and func not in _grad.HOOKED \
             and func not in _grad.WIDEN:
         plain = 2 if getattr(func, "__name__", None) in ("__get__", "__set__") else 1
     rec = _RECS[func] = (op, cls, plain)
@@ -89,7 +92,9 @@ class _Mode(TorchFunctionMode):
         count = emu._stack or (not emu._bwd_done and torch.is_grad_enabled())
         op = _ops.OPS.get(func)
         if op is None:
-            if func is torch.Tensor.backward:
+            if func in _CREATE_GRAPH:
+                _refuse_create_graph(emu, func, args, kwargs)
+            if func is _BACKWARD:
                 emu._on_backward(args[0] if args else kwargs.get("self"))
             elif getattr(func, "__name__", None) not in ("__get__", "__set__"):   # not an attribute
                 done, res = _grad.tensor_hook(func, args, kwargs)
@@ -103,6 +108,8 @@ class _Mode(TorchFunctionMode):
                     % (_ops.func_name(func), emu._where(), "a GEMM-like op that would run unrounded"
                        if cls else "neither emulated nor classified (ampsim/torch/_ops.py)"))
             out = _grad.widened(func, args, func(*args, **kwargs))
+            if func is _BACKWARD:
+                emu._after_backward()
             if cls is None or cls == "gemm_unrounded":
                 emu._other(func, args, kwargs, out)
             if count:
@@ -155,6 +162,18 @@ class _Mode(TorchFunctionMode):
             if kind in ("mha", "sdpa", "rnn", "rnn_cell"):
                 return out          # its ops made their own gradient sources
         return _grad.sources(out, emu._grad_fmt)
+
+
+def _refuse_create_graph(emu, func, args, kwargs):
+    """A backward that would build a graph of the gradients (a gradient
+    penalty, higher-order gradients): the emulation's backward, which rounds
+    through foreign calls, is not differentiable, so it is refused."""
+    i = _CREATE_GRAPH[func]
+    if args[i] if len(args) > i else kwargs.get("create_graph", False):
+        raise EmulationError(
+            "ampsim.torch: %s(create_graph=True) in %s: gradients of gradients (a gradient penalty, "
+            "double backward) are not emulated; compute that term outside the emulate block"
+            % ("backward" if func is _BACKWARD else "torch.autograd.grad", emu._where()))
 
 
 def _cpu_fp32_call(emu, func, args, kwargs, count):
@@ -519,4 +538,12 @@ class _OpHandlers:
         if isinstance(loss, torch.Tensor) and loss.numel() == 1 and self._loss is None:
             self._loss = float(loss.detach())
         self._bwd_done = True
+
+    def _after_backward(self):
+        """Without a loss scaler the step ends at the next forward, after the
+        loop's zero_grad: the gradient norm of metrics.csv is taken here, as
+        the optimizer will see it (the last backward of an accumulated step)."""
+        if self.out is not None and self.scaler is None:
+            with self._quiet():
+                self._bwd_grad_norm = self._grad_norm()
 

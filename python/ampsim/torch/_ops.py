@@ -185,7 +185,7 @@ _FP32 = _SPLIT(
     "to_sparse to_mkldnn sparse_mask sparse_resize_ sparse_resize_and_clear_ resize_as_sparse_ "
     "crow_indices col_indices ccol_indices row_indices apply_ map_ map2_ numpy _rowwise_prune "
     "eig lstsq solve new to_sparse_coo to_sparse_csr to_sparse_csc to_sparse_bsr to_sparse_bsc to_padded_tensor "
-    "_nested_tensor_layer_norm")
+    "_nested_tensor_layer_norm _weight_norm _weight_norm_interface")
 _NO_FLOAT = _SPLIT(
     "eq ne lt le gt ge greater greater_equal less less_equal not_equal equal allclose isclose isfinite "
     "isinf isnan isneginf isposinf isreal isin signbit logical_and logical_or logical_xor logical_not "
@@ -298,6 +298,7 @@ for _w in ("_record_function_enter", "_record_function_enter_new", "_record_func
     _f = getattr(getattr(torch.ops, "profiler", None), _w, None)
     if _f is not None:
         CLASSES[_f] = "no_float"
+CLASSES[torch.autograd.grad] = "no_float"          # (a backward: create_graph is refused, _handlers.py)
 for _w in _INIT:
     _f = getattr(torch.nn.init, _w, None)
     if _f is not None:

@@ -65,6 +65,8 @@ class EmulatedOptimizer:
             for (p, group), old, name in zip(params, olds, names):
                 if self._plain_sgd(group):
                     u = p.grad.detach() * (-float(group["lr"]))
+                    if u.is_sparse:             # (nn.Embedding(sparse=True): the update of every row)
+                        u = u.to_dense()
                 else:
                     u = (p.detach().double() - old.double())
                 store = pol.weight if narrow else "fp32"

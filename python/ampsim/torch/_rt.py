@@ -179,6 +179,8 @@ def sumsq_unscaled(g, inv):
     """Sum of squares of a float32 gradient unscaled by inv (float), as the C
     training step forms the gradient norm: one foreign call."""
     g = g.detach()
+    if g.is_sparse:                 # (a sparse gradient, nn.Embedding(sparse=True): its stored values)
+        g = g.coalesce()._values()
     if g.dtype != torch.float32:
         return float((g.double() * inv).pow(2).sum())
     if not g.is_contiguous():
@@ -193,10 +195,11 @@ def unscale_sumsq(g, inv):
     """g multiplied by inv (float) in place, as g.mul_(inv) does; returns
     (sumsq_unscaled(g, 1.0) of the result, its count of inf and NaN). One
     pass (amp_unscale_sumsq_f32) for a contiguous float32 tensor."""
-    if g.dtype != torch.float32 or not g.is_contiguous():
+    if g.is_sparse or g.dtype != torch.float32 or not g.is_contiguous():
         if inv != 1.0:
             g.mul_(inv)
-        return sumsq_unscaled(g, 1.0), int((~torch.isfinite(g)).sum())
+        v = g.coalesce()._values() if g.is_sparse else g
+        return sumsq_unscaled(v, 1.0), int((~torch.isfinite(v)).sum())
     nf = _SIZE_T(0)
     sq = _lib.lib.amp_unscale_sumsq_f32(g.data_ptr(), g.numel(), inv, ctypes.addressof(nf))
     return sq, nf.value
