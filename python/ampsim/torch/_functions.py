@@ -100,7 +100,9 @@ class _GemmFn(torch.autograd.Function):
                     out = out.float()
             finally:
                 torch._C._set_grad_enabled(prev)
-            ctx.save_for_backward(out, *leaves)
+            # (kept with the node for a backward that retains the graph; the
+            # inner graph checks the in-place changes PyTorch checks)
+            ctx.out, ctx.leaves = out, leaves
         ctx.emu, ctx.site, ctx.kinds, ctx.pre = emu, site, kinds, pre
         ctx.fp8 = pol.fp8_scaling and not call.act_only
         if dt is not None and emu._stats_due("act"):
@@ -128,14 +130,12 @@ class _GemmFn(torch.autograd.Function):
             need = [i for i, n in enumerate(nin) if n]
             res = [None] * len(nin)
             if need:
-                saved = ctx.saved_tensors
                 if ctx.form is not None:
-                    ts = [ctx.others.get(i, t) for i, t in enumerate(saved)]
+                    ts = [ctx.others.get(i, t) for i, t in enumerate(ctx.saved_tensors)]
                     gs = dict(enumerate(_gemm_grad.grads(ctx.form, ts, g, nin)))
                 else:
-                    # (the inner graph is kept for a backward that retains the
-                    # outer one; it goes with the saved tensors otherwise)
-                    out, leaves = saved[0], saved[1:]
+                    # (the inner graph is kept for a backward that retains the outer one)
+                    out, leaves = ctx.out, ctx.leaves
                     gs = torch.autograd.grad(out, [leaves[i] for i in need], g, allow_unused=True,
                                              retain_graph=True)
                     gs = dict(zip(need, (x.float() if x is not None else None for x in gs)))

@@ -80,13 +80,15 @@ class _LowFn(torch.autograd.Function):
             out = call(*leaves)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point():
             raise TypeError("not a floating tensor")
-        # (saved: kept for a backward that retains the graph, freed otherwise)
-        ctx.save_for_backward(out, *leaves)
+        # (kept with the node, for a backward that retains the graph: not
+        # autograd's saved tensors, whose version check would refuse in-place
+        # changes that the inner graph, which saved what PyTorch saves, allows)
+        ctx.out, ctx.leaves = out, leaves
         return out.detach().float()
 
     @staticmethod
     def backward(ctx, g):
-        out, *leaves = ctx.saved_tensors
+        out, leaves = ctx.out, ctx.leaves
         need = [i for i, x in enumerate(leaves) if x.requires_grad]
         res = [None] * len(leaves)
         if need and out.requires_grad:
