@@ -293,6 +293,22 @@ class TestRetainedGraph(unittest.TestCase):
                         loss.backward()
 
 
+    def test_in_place_change_of_an_unsaved_output(self):
+        """y = h * noise on real bf16 tensors (bf16-amp-cpu), then y += h (as
+        torchvision's stochastic depth and residual do): PyTorch's mul saves
+        its inputs, not its output, so the change is allowed, as under CPU
+        autocast."""
+        torch.manual_seed(0)
+        lin = nn.Linear(6, 6)
+        x, noise = torch.randn(3, 6), torch.rand(3, 1)
+        for ctx in (torch.autocast("cpu", dtype=torch.bfloat16), at.emulate(lin, "bf16-amp-cpu")):
+            with ctx:
+                h = lin(x)
+                y = h * noise
+                y += h
+                y.float().sum().backward()
+
+
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestGraphLifetime(unittest.TestCase):
     def test_steps_leave_no_cyclic_garbage(self):
