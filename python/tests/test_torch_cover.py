@@ -328,16 +328,8 @@ class TestEmulatedAndNamed(unittest.TestCase):
         function mode) keep their input's format, and arithmetic on them is
         rounded as on any emulated tensor; Tensor.__getitem__ is PyTorch's
         again after the block."""
-        class M(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(5, 5)
-
-            def forward(self, x):
-                h = self.fc(x)
-                return h[0], h[1:3], h[..., 2], h[0] * 2.1
         torch.manual_seed(0)
-        m = M()
+        m = _OpNet(5, lambda h: (h[0], h[1:3], h[..., 2], h[0] * 2.1))
         with at.emulate(m, "fp16-amp", strict=True):
             outs = m(torch.randn(4, 5))
         for o in outs:

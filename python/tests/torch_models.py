@@ -383,17 +383,10 @@ def backward_case(kind, seed=0, **shape):
         m = ResMLP(**shape)
         x = torch.randn(B, m.inp.in_features, generator=g)
         y = torch.randint(0, m.out.out_features, (B,), generator=g)
-    elif kind == "block":
-        T = shape.pop("T", 16)
-        m = BlockNet(**shape)
+    elif kind in ("block", "mha"):
+        T = shape.pop("T", 16 if kind == "block" else 7)
+        m = (BlockNet if kind == "block" else MHANet)(**shape)
         C = m.head.in_features
-        x = torch.randn(B, T, C, generator=g)
-        y = torch.randint(0, m.head.out_features, (B * T,), generator=g)
-        return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)
-    elif kind == "mha":
-        T = shape.pop("T", 7)
-        m = MHANet(**shape)
-        C = m.inp.in_features
         x = torch.randn(B, T, C, generator=g)
         y = torch.randint(0, m.head.out_features, (B * T,), generator=g)
         return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)
