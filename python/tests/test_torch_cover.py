@@ -349,6 +349,7 @@ class TestEmulatedAndNamed(unittest.TestCase):
 
             def forward(self, x):
                 h = self.fc(x) * 1.0
+                self.before = h * 2         # (a use of h before the writes)
                 h[0] = self.v * 1.0001
                 h[torch.tensor([1, 2])] = self.v * 1.0003
                 h[3, 1] = 0.1
@@ -358,11 +359,17 @@ class TestEmulatedAndNamed(unittest.TestCase):
         x = torch.randn(4, 5)
         with at.emulate(m, "fp16-amp", strict=True):
             h = m(x)
+            (h.sum() + m.before.sum()).backward()
         with torch.no_grad():
             self.assertTrue(torch.equal(h, h.half().float()))
             self.assertTrue(torch.equal(h[0], (m.v * 1.0001).half().float()))
             self.assertEqual(float(h[3, 1]), float(torch.tensor(0.1).half()))
         self.assertNotIn("__setitem__", torch.Tensor.__dict__)
+        # the writes are on h's graph: v receives its gradient, and the
+        # overwritten rows pass none back to fc
+        self.assertTrue(torch.allclose(m.v.grad, torch.full((5,), 1.0001 + 2 * 1.0003), rtol=1e-6))
+        # (bias: 2 from each of the 4 rows of before; 1 from row 3 but at its written column 1)
+        self.assertTrue(torch.equal(m.fc.bias.grad, torch.tensor([9.0, 8.0, 9.0, 9.0, 9.0])), m.fc.bias.grad)
         self.check_fp32(M, lambda mod, s: mod(x).square().sum())
 
     def check_fp32(self, make, loss):

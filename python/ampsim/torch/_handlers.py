@@ -125,13 +125,17 @@ class _Mode(TorchFunctionMode):
         # (_grad.py); attention runs its body op by op, and those ops are the
         # uses (a self-attention's query, key and value, one tensor, stay one)
         args0, kwargs0 = args, kwargs
+        if name == "setitem":
+            if count:
+                emu._cov.add(func, kind)
+            return emu._setitem(func, args)
         if kind not in _DECOMPOSED:
             args, kwargs = _grad.uses(args, kwargs)
         if kind == "view":
             if count:
                 emu._cov.add(func, kind)
-            out = _lowp_selection(emu, func, args, kwargs) if name != "setitem" else emu._setitem(func, args)
-            if out is None and name != "setitem":
+            out = _lowp_selection(emu, func, args, kwargs)
+            if out is None:
                 out = emu._view(func, args, kwargs)
             if args and out is args[0]:         # (x.contiguous() of a contiguous x: x itself)
                 return _grad.handed_back(out, args0, kwargs0, args, kwargs)
@@ -279,10 +283,14 @@ class _OpHandlers:
     def _setitem(self, func, args):
         """x[idx] = v: v rounded into x's format first, as the copy into a
         low-precision tensor rounds it (a tensor through a rounding whose
-        backward rounds its gradient; a Python number once, cached)."""
+        backward rounds its gradient; a Python number once, cached). The
+        write goes into x itself, so that autograd records it on x's graph:
+        only v is a use."""
         if len(args) != 3:
             return func(*args)
         x, idx, v = args
+        if isinstance(v, torch.Tensor) and torch.is_grad_enabled():
+            v = _grad.use(v)
         fmt = _fmt_of(x)
         if fmt != "fp32" and isinstance(x, torch.Tensor) and x.is_floating_point():
             if isinstance(v, torch.Tensor) and v.is_floating_point() and _fmt_of(v) != fmt \
