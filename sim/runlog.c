@@ -151,18 +151,7 @@ static void put_field(FILE *fp, const char *s)
     fputc('"', fp);
 }
 
-/* The decimal digits of v at p (a minus sign first for a negative v); returns the end. */
-static char *put_int(char *p, long long v)
-{
-    char d[24];
-    int n = 0;
-    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-    do d[n++] = (char)('0' + u % 10); while (u /= 10);
-    if (v < 0) *p++ = '-';
-    while (n) *p++ = d[--n];
-    return p;
-}
-
+/* The decimal digits of u at p; returns the end. */
 static char *put_uint(char *p, unsigned long long u)
 {
     char d[24];
@@ -170,6 +159,13 @@ static char *put_uint(char *p, unsigned long long u)
     do d[n++] = (char)('0' + u % 10); while (u /= 10);
     while (n) *p++ = d[--n];
     return p;
+}
+
+/* The same for v, a minus sign first when it is negative. */
+static char *put_int(char *p, long long v)
+{
+    if (v < 0) *p++ = '-';
+    return put_uint(p, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v);
 }
 
 /* One tensor's hist.csv rows "step,name,binade,count": the prefix "step,name,"

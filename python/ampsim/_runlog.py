@@ -16,6 +16,8 @@ from ._round import Format, Stats
 __all__ = ["RunLog", "read_run", "roles"]
 
 ROLES = tuple(_lib.names(lib.amp_role_name))
+_ROLE_ID = {r: i for i, r in enumerate(ROLES)}
+_FMT_NAMES = {}     # format as given (a name, as a policy spells it) -> the library's name (bytes)
 
 
 def roles():
@@ -89,6 +91,7 @@ class RunLog:
                                   encode_str(text + "\n", "config")))
         self._h = h
         self._lock = threading.Lock()
+        self._names = {}        # tensor name -> its encoded bytes (a logged step writes a row per tensor)
 
     def _handle(self):
         if self._h is None:
@@ -155,12 +158,22 @@ class RunLog:
         step = _i64(step, "step")
         if not isinstance(stats, Stats):
             raise TypeError("stats must be ampsim.Stats, not %s" % type(stats).__name__)
-        if role not in ROLES:
+        r = _ROLE_ID.get(role)
+        if r is None:
             raise ValueError("role must be one of %s, got %r" % (", ".join(ROLES), role))
-        f = fmt if isinstance(fmt, Format) else Format(fmt)
+        # (names and formats converted once, not per row)
+        f = _FMT_NAMES.get(fmt) if isinstance(fmt, str) else None
+        if f is None:
+            f = (fmt if isinstance(fmt, Format) else Format(fmt)).name.encode()
+            if isinstance(fmt, str):
+                _FMT_NAMES[fmt] = f
+        n = self._names.get(name)
+        if n is None:
+            n = encode_str(name, "name")
+            if isinstance(name, str):
+                self._names[name] = n
         with self._lock:
-            check(lib.amp_runlog_tensor(self._handle(), step, encode_str(name, "name"), ROLES.index(role),
-                                        f.name.encode(), ctypes.byref(stats._s), 1, int(bool(hist))))
+            check(lib.amp_runlog_tensor(self._handle(), step, n, r, f, ctypes.byref(stats._s), 1, int(bool(hist))))
 
     def event(self, step, event, tensor="", detail=""):
         """Append one events.csv row (``event`` e.g. "backoff", "overflow")."""

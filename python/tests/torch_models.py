@@ -367,6 +367,11 @@ class InplaceNet(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(out, 1).flatten(1))
 
 
+# kinds of backward_case on a flat input: (model class, its first and last Linear)
+_FLAT_CASES = {"mlp": (ResMLP, "inp", "out"), "ops": (OpsNet, "a", "c"), "handback": (HandBackNet, "a", "o"),
+               "shared": (SharedNet, "a", "o")}
+
+
 def backward_case(kind, seed=0, **shape):
     """(model, loss_fn) of the backward-fidelity tests: kind "mlp" (ResMLP),
     "block" (BlockNet), "mha" (MHANet) or "cnn" (BNCNN, 16x16 images); loss_fn(model) is the
@@ -379,10 +384,11 @@ def backward_case(kind, seed=0, **shape):
     g = torch.Generator().manual_seed(seed + 1)
     shape = dict(shape)
     B = shape.pop("B", 16)
-    if kind == "mlp":
-        m = ResMLP(**shape)
-        x = torch.randn(B, m.inp.in_features, generator=g)
-        y = torch.randint(0, m.out.out_features, (B,), generator=g)
+    if kind in _FLAT_CASES:
+        cls, inp, out = _FLAT_CASES[kind]
+        m = cls(**shape)
+        x = torch.randn(B, getattr(m, inp).in_features, generator=g)
+        y = torch.randint(0, getattr(m, out).out_features, (B,), generator=g)
     elif kind in ("block", "mha"):
         T = shape.pop("T", 16 if kind == "block" else 7)
         m = (BlockNet if kind == "block" else MHANet)(**shape)
@@ -404,14 +410,6 @@ def backward_case(kind, seed=0, **shape):
         x = torch.randint(0, V, (B, T), generator=g)
         y = torch.randint(0, V, (B * T,), generator=g)
         return m, lambda mod: F.cross_entropy(mod(x).flatten(0, 1), y)
-    elif kind == "ops":
-        m = OpsNet(**shape)
-        x = torch.randn(B, m.a.in_features, generator=g)
-        y = torch.randint(0, m.c.out_features, (B,), generator=g)
-    elif kind == "handback":
-        m = HandBackNet(**shape)
-        x = torch.randn(B, m.a.in_features, generator=g)
-        y = torch.randint(0, m.o.out_features, (B,), generator=g)
     elif kind == "inplace":
         m = InplaceNet(**shape)
         x = torch.randn(B, 3, 9, 9, generator=g)
@@ -420,10 +418,6 @@ def backward_case(kind, seed=0, **shape):
         m = PoolNet(**shape)
         x = torch.randn(B, m.conv.in_channels, 11, 11, generator=g)
         y = torch.randint(0, m.fc.out_features, (B,), generator=g)
-    elif kind == "shared":
-        m = SharedNet(**shape)
-        x = torch.randn(B, m.a.in_features, generator=g)
-        y = torch.randint(0, m.o.out_features, (B,), generator=g)
     elif kind == "cnn":
         m = BNCNN(**shape)
         x = torch.randn(B, m.conv1.in_channels, 16, 16, generator=g)

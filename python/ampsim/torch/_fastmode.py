@@ -92,33 +92,29 @@ _QUIET_ZERO_GRAD = [(cls, _quiet_call(f)) for cls, f in _ZERO_GRAD]
 
 # Indexing with integers, slices and Ellipsis (x[0], x[:, 1:], x[0] = v) takes
 # a fast path in torch 1.13 that does not consult the function mode, so its
-# result would not carry its input's format (nor a written value be rounded). While an emulation is active,
-# Tensor.__getitem__ is getitem(), which hands such a call to the mode stack
+# result would not carry its input's format (nor a written value be rounded).
+# While an emulation is active, Tensor.__getitem__ and __setitem__ are
+# getitem() and setitem(), which hand such a call to the mode stack
 # (torch.overrides.handle_torch_function) when a mode is on it; a mode's
 # handler runs with it popped, so the call inside reaches PyTorch's own.
-_GETITEM = torch._C._TensorBase.__getitem__
 _has_modes = getattr(_C, "_len_torch_function_stack", None)
 
 
-def getitem(self, idx):
-    if _has_modes is not None and _has_modes():
-        return _ov.handle_torch_function(getitem, (self,), self, idx)
-    return _GETITEM(self, idx)
+def _to_modes(name):
+    """Tensor.<name> (a _TensorBase slot) as a function that goes through the
+    mode stack when a mode is on it."""
+    orig = getattr(torch._C._TensorBase, name)
+
+    def fn(self, *args):
+        if _has_modes is not None and _has_modes():
+            return _ov.handle_torch_function(fn, (self,), self, *args)
+        return orig(self, *args)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = orig.__doc__
+    return fn
 
 
-getitem.__doc__ = _GETITEM.__doc__
-getitem.__name__ = getitem.__qualname__ = "__getitem__"
-_SETITEM = torch._C._TensorBase.__setitem__
-
-
-def setitem(self, idx, value):
-    """Tensor.__setitem__ handed to the mode stack likewise (x[0] = v)."""
-    if _has_modes is not None and _has_modes():
-        return _ov.handle_torch_function(setitem, (self,), self, idx, value)
-    return _SETITEM(self, idx, value)
-
-
-setitem.__name__ = setitem.__qualname__ = "__setitem__"
+getitem, setitem = _to_modes("__getitem__"), _to_modes("__setitem__")
 _INDEXING = (("__getitem__", getitem), ("__setitem__", setitem))
 
 

@@ -9,7 +9,6 @@ from . import _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import EmulationError
 from ._rt import fmt_of as _fmt_of
-from ._scope import TAINT_ATTR as _TAINT
 from ._scope import join as _join
 from ._scope import tensors_in as _tensors_in
 
@@ -57,27 +56,14 @@ class _Mode(TorchFunctionMode):
         plain = rec[2]
         if plain:
             # a classified FP32 or no_float function: called as it is, counted
-            # (Coverage.add and Scope.mark written out: the most frequent calls)
             count = stack or (not emu._bwd_done and _GRAD_ON())
             if plain == 1:
                 args, kwargs = _grad.uses(args, kwargs)
             out = func(*args, **kwargs)
             if count:
-                row = emu._cov.rows.get(func)
-                if row is None:
-                    row = emu._cov.rows[func] = [rec[1], 0, 0, 0]
-                row[1] += 1
-                if rec[1] != "no_float" and isinstance(out, torch.Tensor) and out.is_floating_point():
-                    row[2] += out.numel()
+                emu._cov.add(func, rec[1], out if rec[1] != "no_float" else None)
             if not stack:
-                scope = emu._scope
-                if scope.fixed and isinstance(out, torch.Tensor):
-                    try:
-                        setattr(out, _TAINT, scope.token)
-                    except (AttributeError, RuntimeError):
-                        pass
-                else:
-                    scope.mark(out)
+                emu._scope.mark(out)
             return out
         if stack:
             return self._dispatch(emu, func, args, kwargs)
@@ -295,14 +281,20 @@ class _OpHandlers:
         if fmt != "fp32" and isinstance(x, torch.Tensor) and x.is_floating_point():
             if isinstance(v, torch.Tensor) and v.is_floating_point() and _fmt_of(v) != fmt \
                     and v.dtype == torch.float32:
-                site = self._site("setitem")
-                if site + ".out" not in self._ids:
-                    self._tid(site + ".out")
-                    self._tid(site + ".out.grad")
+                site = self._out_site("setitem")
                 v = _RoundFn.apply(v, self, site + ".out", fmt, self.policy.act_grad)
             elif isinstance(v, float):
                 v = _scalar_in(v, fmt)
         return func(x, idx, v)
+
+    def _out_site(self, op):
+        """The site of an op whose output is rounded, its output's and that
+        output's gradient's tensor ids registered (in that order) at first use."""
+        site = self._site(op)
+        if site + ".out" not in self._ids:
+            self._tid(site + ".out")
+            self._tid(site + ".out.grad")
+        return site
 
     def _gemm(self, func, name, args, kwargs):
         pol = self.policy
@@ -439,10 +431,7 @@ class _OpHandlers:
             return out
         if fmt == "fp32" and pol.is_fp32() and not out.requires_grad and not self._stats_due():
             return out
-        site = self._site(name)
-        if site + ".out" not in self._ids:
-            self._tid(site + ".out")
-            self._tid(site + ".out.grad")
+        site = self._out_site(name)
         gfmt = pol.act_grad if fmt != "fp32" else "fp32"
         # a masked fill writes its -inf on purpose: not a non-finite result
         y = _RoundFn.apply(out, self, site + ".out", fmt, gfmt, name not in ("masked_fill", "where"))
@@ -451,16 +440,16 @@ class _OpHandlers:
         return y
 
     def _inplace(self, func, name, args, kwargs):
-        """An in-place elementwise op (add_, +=, relu_): the out-of-place op
-        emulated as usual (on a copy when autograd may need the old value),
-        its result written back into the tensor, which takes its format."""
+        """An in-place elementwise op (add_, +=, relu_) or GEMM (x.addmm_(a, b)):
+        the out-of-place op emulated as usual (on a copy when autograd may need
+        the old value; a GEMM with x as its added term), its result written
+        back into the tensor, which takes its format."""
         x = args[0] if args else kwargs.get("input", kwargs.get("self"))
         if not isinstance(x, torch.Tensor) or not x.is_floating_point():
             return func(*args, **kwargs)
-        if _ops.KIND.get(name) == "gemm":
-            return self._inplace_gemm(func, name, x, args, kwargs)
-        if all(_fmt_of(t) == "fp32" for t in _tensors_in(args, kwargs)) and \
-                not (self._stack and self._stats_due()):
+        gemm = _ops.KIND.get(name) == "gemm"
+        if gemm and not args or not gemm and all(_fmt_of(t) == "fp32" for t in _tensors_in(args, kwargs)) \
+                and not (self._stack and self._stats_due()):
             return func(*args, **kwargs)
         base = _ops.INPLACE_OF[func]
         with self._quiet():
@@ -470,10 +459,13 @@ class _OpHandlers:
         if not args:
             kw.pop("input", None)
             kw.pop("self", None)
-        # an in-place result keeps the destination's dtype in PyTorch (a
-        # bf16 tensor += an FP32 one stays bf16): here its format
-        fx = _fmt_of(x)
-        y = self._pointwise(base, "elementwise", name, (src,) + rest, kw, None if fx == "fp32" else fx)
+        if gemm:
+            y = self._gemm(base, name, (src,) + rest, kw)
+        else:
+            # an in-place result keeps the destination's dtype in PyTorch (a
+            # bf16 tensor += an FP32 one stays bf16): here its format
+            fx = _fmt_of(x)
+            y = self._pointwise(base, "elementwise", name, (src,) + rest, kw, None if fx == "fp32" else fx)
         if not isinstance(y, torch.Tensor):
             return func(*args, **kwargs)
         with self._quiet():
@@ -483,24 +475,6 @@ class _OpHandlers:
             setattr(x, _FMT, f)
         elif hasattr(x, _FMT):
             delattr(x, _FMT)
-        return x
-
-    def _inplace_gemm(self, func, name, x, args, kwargs):
-        """x.addmm_(a, b) and the other in-place GEMMs: the out-of-place GEMM
-        emulated (x its added term), its result written back into x, which
-        takes the GEMM's output format."""
-        if not args:
-            return func(*args, **kwargs)
-        with self._quiet():
-            src = x.clone() if x.requires_grad else x
-        y = self._gemm(_ops.INPLACE_OF[func], name, (src,) + tuple(args[1:]), kwargs)
-        if y is x or not isinstance(y, torch.Tensor):
-            return y
-        with self._quiet():
-            x.copy_(y)
-        f = getattr(y, _FMT, None)
-        if f is not None:
-            setattr(x, _FMT, f)
         return x
 
     def _ampsim_kernel(self, name, args, kwargs):

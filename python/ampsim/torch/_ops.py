@@ -284,10 +284,8 @@ for _kind, _name, _paths in _TABLE:
 # in-place op keeps its tensor's dtype under autocast)
 for _w in ("addmm", "baddbmm", "addbmm", "addmv", "addr", "cumsum", "cumprod", "renorm", "scatter_reduce",
            "index_reduce"):
-    _fi, _fo = _resolve("T." + _w + "_"), _resolve("T." + _w)
-    if _fi and _fo and _fi[0] not in OPS:
-        OPS[_fi[0]] = ("inplace", OPS[_fo[0]][1] if _fo[0] in OPS else _w)
-        INPLACE_OF[_fi[0]] = _fo[0]
+    _fo = _resolve("T." + _w)
+    _add_inplace("T." + _w, OPS[_fo[0]][1] if _fo and _fo[0] in OPS else _w)
 for _cls, _words in (("fp32", _FP32), ("no_float", _NO_FLOAT), ("gemm_unrounded", _GEMM_UNROUNDED)):
     for _w in _words:
         for _f in _resolve(_w) + _resolve(_w + "_"):

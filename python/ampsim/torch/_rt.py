@@ -25,9 +25,6 @@ def fmt_of(t):
     return getattr(t, FMT_ATTR, "fp32")
 
 
-_ROLES = ("weight", "act", "act_grad", "weight_grad", "master", "optim_state", "update")
-ROLE_ID = {r: i for i, r in enumerate(_ROLES)}
-
 _fmt_cache = {}
 _opts_cache = {}
 

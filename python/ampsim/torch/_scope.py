@@ -251,18 +251,8 @@ class Scope:
         if self.emu._stack or not self.fixed:
             return False
         tok, params = self.token, self.emu._param_names
-        for a in args:
-            if isinstance(a, torch.Tensor):
-                if getattr(a, TAINT_ATTR, None) == tok or id(a) in params or hasattr(a, FMT_ATTR):
-                    return False
-            elif isinstance(a, (list, tuple)):
-                for t in a:
-                    if isinstance(t, torch.Tensor) and (getattr(t, TAINT_ATTR, None) == tok or id(t) in params
-                                                        or hasattr(t, FMT_ATTR)):
-                        return False
-        for t in kwargs.values():
-            if isinstance(t, torch.Tensor) and (getattr(t, TAINT_ATTR, None) == tok or id(t) in params
-                                                or hasattr(t, FMT_ATTR)):
+        for t in tensors_in(args, kwargs):
+            if getattr(t, TAINT_ATTR, None) == tok or id(t) in params or hasattr(t, FMT_ATTR):
                 return False
         return True
 
