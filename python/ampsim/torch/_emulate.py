@@ -202,6 +202,7 @@ class emulate(_OpHandlers, _Checks):
         self._stack = []
         self._root_inputs = set()
         self._casts = {}
+        self._attn_rows = {}        # _attn.py: coverage rows of an attention call, by its key
         self._bwd_done = False
         self._pver = None
         self._events_seen = set()

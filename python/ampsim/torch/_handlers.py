@@ -300,6 +300,16 @@ class _OpHandlers:
         pol = self.policy
         if pol.is_fp32() and not self._stats_due():
             return func(*args, **kwargs)
+        site, call, kinds, ts = self._gemm_setup(func, name, args, kwargs)
+        y = _GemmFn.apply(self, site, call, kinds, *ts)
+        setattr(y, _FMT, pol.act)
+        return y
+
+    def _gemm_setup(self, func, name, args, kwargs):
+        """(site, call, kinds, operands) of a GEMM call: its site named and
+        registered, its weights cast (this step's casts), and call(*operands)
+        the product as _GemmFn runs it."""
+        pol = self.policy
         site = self._site(name)
         bias_pos, bias_kw = _ops.BIAS_ARG.get(name, (None, None))
         args = list(args)
@@ -359,10 +369,7 @@ class _OpHandlers:
         # every operand a positional tensor, PyTorch's own kernel: the backward
         # may be written out (_gemm_grad.py)
         call.positional = form is None and not pairs and not kwargs and len(ts) == len(args)
-
-        y = _GemmFn.apply(self, site, call, tuple(kinds), *ts)
-        setattr(y, _FMT, pol.act)
-        return y
+        return site, call, tuple(kinds), ts
 
     def _register_site(self, site, ts, kinds):
         if site + ".out" in self._ids:

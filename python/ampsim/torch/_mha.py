@@ -19,6 +19,7 @@ import types
 import torch
 import torch.nn.functional as F
 
+from . import _attn
 from ._scope import Frame
 
 
@@ -81,7 +82,32 @@ def run(emu, mode, func, args, kwargs):
         ins = ["in_proj_q", "in_proj_kv"]
     else:
         ins = ["in_proj_q", "in_proj_k", "in_proj_v"]
-    return _run_named(emu, mode, ins + ["out_proj"], _MHA, args, kwargs)
+    names = ins + ["out_proj"]
+    if ins != ["in_proj"] or not _attn.ENABLED:
+        return _run_named(emu, mode, names, _MHA, args, kwargs)
+    ba = _MHA_SIG.bind(*args, **kwargs)
+    ba.apply_defaults()
+    p = ba.arguments
+    key = _attn.key(emu, p)
+    if key is None:
+        return _run_named(emu, mode, names, _MHA, args, kwargs)
+    rows = emu._attn_rows.get(key)
+    if rows is not None and not emu._stats_due():
+        path = emu._stack[-1].path if emu._stack else ""
+        emu._stack.append(Frame(path, False, _renamer(names)))
+        try:
+            return _attn.run(emu, p, rows)
+        finally:
+            emu._stack.pop()
+    # op by op, its coverage rows kept for the unit's later calls
+    rec = _attn.Recorder(emu._cov)
+    emu._cov = rec
+    try:
+        out = _run_named(emu, mode, names, _MHA, args, kwargs)
+    finally:
+        emu._cov = rec.inner
+    emu._attn_rows[key] = rec.kept
+    return out
 
 
 def sdpa_body(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,

@@ -1,0 +1,178 @@
+"""Self-attention as one unit (_attn.py) against the op-by-op emulation of
+F.multi_head_attention_forward (_mha.py): losses, every parameter gradient
+and the run directory's files bit for bit, for masks of each kind, key
+padding, dropout, returned attention weights (averaged or per head), both
+layouts, odd sizes, a query that is a low-precision tensor or an FP32 one,
+a module called twice in one forward, nn.TransformerEncoder and torchvision's
+VisionTransformer; and the unit is used where it serves, and only there."""
+import os
+import unittest
+
+from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir
+
+if HAVE_TORCH:
+    torch = import_torch()
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    import ampsim.torch as at
+    from ampsim.torch import _attn
+
+SERVED = ("fp16-amp", "bf16-amp", "fp8-e4m3")
+OTHERS = ("fp32", "bf16-amp-cpu", "fp8-hybrid", "fp16-pure")
+FILES = ("tensors.csv", "coverage.csv", "hist.csv", "events.csv", "metrics.csv", "summary.json")
+
+
+class AttnNet(nn.Module if HAVE_TORCH else object):
+    """A Linear (or a LayerNorm: an FP32 query under autocast), then
+    nn.MultiheadAttention in one of several forms, then a head."""
+
+    def __init__(self, E, H, batch_first, form):
+        super().__init__()
+        self.form, self.bf = form, batch_first
+        self.pre = nn.LayerNorm(E) if "ln" in form else nn.Linear(E, E)
+        self.attn = nn.MultiheadAttention(E, H, dropout=0.3 if "drop" in form else 0.0, batch_first=batch_first,
+                                          bias="nobias" not in form)
+        self.head = nn.Linear(E, 3)
+
+    def forward(self, x):
+        B, T = (x.shape[0], x.shape[1]) if self.bf else (x.shape[1], x.shape[0])
+        h = self.pre(x)
+        kw = {"need_weights": "weights" in self.form, "average_attn_weights": "perhead" not in self.form}
+        if "causal" in self.form:
+            kw["attn_mask"] = torch.triu(torch.full((T, T), float("-inf")), 1)
+        if "bool" in self.form:
+            kw["attn_mask"] = torch.ones(T, T, dtype=torch.bool).triu(1)
+        if "kpm" in self.form:
+            kpm = torch.zeros(B, T, dtype=torch.bool)
+            kpm[0, -2:] = True
+            kw["key_padding_mask"] = kpm
+        a, w = self.attn(h, h, h, **kw)
+        if "twice" in self.form:
+            a = a + self.attn(a, a, a, need_weights=False)[0]
+        y = self.head(a + h).mean()
+        if w is not None:
+            y = y + 0.5 * w.square().sum()
+        return y
+
+
+def train(E, H, T, B, bf, form, policy, fused, out):
+    """Losses and the gradients of 4 steps (statistics on steps 0 and 2)."""
+    torch.manual_seed(0)
+    m = AttnNet(E, H, bf, form)
+    opt = torch.optim.SGD(m.parameters(), lr=0.05)
+    prev = _attn.ENABLED
+    _attn.ENABLED = fused
+    losses, grads = [], []
+    try:
+        with at.emulate(m, policy, out=out, log_every=2, hist_every=2, strict=True) as emu:
+            if policy.endswith("-pure"):
+                opt = emu.optimizer(opt)
+            sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
+            for s in range(4):
+                g = torch.Generator().manual_seed(s)
+                x = torch.randn((B, T, E) if bf else (T, B, E), generator=g)
+                loss = m(x)
+                opt.zero_grad()
+                sc.scale(loss).backward()
+                grads.append([p.grad.clone() for p in m.parameters()])
+                sc.step(opt)
+                sc.update()
+                losses.append(loss.detach().clone())
+    finally:
+        _attn.ENABLED = prev
+    return losses, grads
+
+
+def read(d, name):
+    with open(os.path.join(d, name)) as f:
+        return f.read()
+
+
+def same(case, la, ga, lb, gb, a, b, what):
+    for x, y in zip(la, lb):
+        case.assertTrue(torch.equal(x.view(torch.int32), y.view(torch.int32)), "%s: loss %r %r" % (what, x, y))
+    for s, (x, y) in enumerate(zip(ga, gb)):
+        for i, (p, q) in enumerate(zip(x, y)):
+            case.assertTrue(torch.equal(p.view(torch.int32), q.view(torch.int32)),
+                            "%s: step %d parameter %d gradient differs" % (what, s, i))
+    for f in FILES:
+        if os.path.exists(os.path.join(a, f)):
+            case.assertEqual(read(a, f), read(b, f), "%s: %s differs" % (what, f))
+
+
+class Counted:
+    """Counts the calls of _attn.run while in use."""
+
+    def __enter__(self):
+        self.orig, self.calls = _attn.run, 0
+
+        def counted(*a, **k):
+            self.calls += 1
+            return self.orig(*a, **k)
+        _attn.run = counted
+        return self
+
+    def __exit__(self, *a):
+        _attn.run = self.orig
+
+
+@unittest.skipUnless(HAVE_TORCH, NO_TORCH)
+class TestAttentionUnit(unittest.TestCase):
+    def check(self, policy, form="", E=12, H=3, T=5, B=2, bf=True):
+        d = tmpdir(self)
+        a, b = os.path.join(d, "op"), os.path.join(d, "unit")
+        what = "%s E=%d H=%d T=%d B=%d batch_first=%s %s" % (policy, E, H, T, B, bf, form)
+        la, ga = train(E, H, T, B, bf, form, policy, False, a)
+        with Counted() as c:
+            lb, gb = train(E, H, T, B, bf, form, policy, True, b)
+        # (steps 1 and 3 log no statistics: there the unit runs)
+        self.assertEqual(c.calls, (2 if "twice" not in form else 4) if policy in SERVED else 0, what)
+        same(self, la, ga, lb, gb, a, b, what)
+        self.assertIn("attn.matmul2.out", read(b, "tensors.csv"), what)
+
+    def test_forms(self):
+        for form in ("", "causal", "bool", "kpm", "causal kpm", "bool kpm", "drop", "weights", "weights perhead drop",
+                     "ln", "twice", "nobias", "ln causal drop weights"):
+            self.check("fp16-amp", form)
+
+    def test_policies(self):
+        for policy in SERVED + OTHERS:
+            self.check(policy, "causal drop")
+
+    def test_shapes(self):
+        self.check("bf16-amp", "causal", E=8, H=1, T=1, B=1)
+        self.check("fp16-amp", "kpm", E=20, H=4, T=7, B=3, bf=False)
+        self.check("bf16-amp", "ln drop", E=16, H=2, T=9, B=1, bf=False)
+
+    def test_zoo(self):
+        """nn.TransformerEncoder (dropout, a causal mask) and the ViT, a few
+        steps each, both ways."""
+        from zoo_models import train_step, zoo
+        for name in ("transformer_encoder", "vit"):
+            make, batch, loss_fn = zoo(1)[name]
+            d = tmpdir(self)
+            res = []
+            for fused in (False, True):
+                torch.manual_seed(0)
+                m = make()
+                opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+                out = os.path.join(d, str(fused))
+                prev, _attn.ENABLED = _attn.ENABLED, fused
+                losses, grads = [], []
+                try:
+                    with at.emulate(m, "fp16-amp", out=out, log_every=3, hist_every=3):
+                        sc = at.GradScaler("torch")
+                        for s in range(4):
+                            x, y = batch(s)
+                            losses.append(train_step(m, opt, loss_fn, x, y, sc).detach().clone())
+                            grads.append([p.grad.clone() for p in m.parameters()])
+                finally:
+                    _attn.ENABLED = prev
+                res.append((losses, grads, out))
+            (la, ga, a), (lb, gb, b) = res
+            same(self, la, ga, lb, gb, a, b, name)
+
+
+if __name__ == "__main__":
+    unittest.main()
