@@ -56,8 +56,8 @@ class AttnNet(nn.Module if HAVE_TORCH else object):
         return y
 
 
-def train(E, H, T, B, bf, form, policy, fused, out):
-    """Losses and the gradients of 4 steps (statistics on steps 0 and 2)."""
+def train(E, H, T, B, bf, form, policy, fused, out, every=2):
+    """Losses and the gradients of 4 steps (statistics every 2nd step, or every step)."""
     torch.manual_seed(0)
     m = AttnNet(E, H, bf, form)
     opt = torch.optim.SGD(m.parameters(), lr=0.05)
@@ -65,7 +65,7 @@ def train(E, H, T, B, bf, form, policy, fused, out):
     _attn.ENABLED = fused
     losses, grads = [], []
     try:
-        with at.emulate(m, policy, out=out, log_every=2, hist_every=2, strict=True) as emu:
+        with at.emulate(m, policy, out=out, log_every=every, hist_every=every, strict=True) as emu:
             if policy.endswith("-pure"):
                 opt = emu.optimizer(opt)
             sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
@@ -119,15 +119,19 @@ class Counted:
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestAttentionUnit(unittest.TestCase):
-    def check(self, policy, form="", E=12, H=3, T=5, B=2, bf=True):
+    def check(self, policy, form="", E=12, H=3, T=5, B=2, bf=True, every=2):
         d = tmpdir(self)
         a, b = os.path.join(d, "op"), os.path.join(d, "unit")
-        what = "%s E=%d H=%d T=%d B=%d batch_first=%s %s" % (policy, E, H, T, B, bf, form)
-        la, ga = train(E, H, T, B, bf, form, policy, False, a)
+        what = "%s E=%d H=%d T=%d B=%d batch_first=%s %s every %d" % (policy, E, H, T, B, bf, form, every)
+        la, ga = train(E, H, T, B, bf, form, policy, False, a, every)
         with Counted() as c:
-            lb, gb = train(E, H, T, B, bf, form, policy, True, b)
-        # (steps 1 and 3 log no statistics: there the unit runs)
-        self.assertEqual(c.calls, (2 if "twice" not in form else 4) if policy in SERVED else 0, what)
+            lb, gb = train(E, H, T, B, bf, form, policy, True, b, every)
+        # the first call runs op by op; steps with statistics run op by op
+        # where the masks are bool or padding or the weights are returned
+        logged = not any(f in form for f in ("bool", "kpm", "weights"))
+        n = 2 if "twice" in form else 1
+        calls = 4 * n - 1 if logged else (0 if every == 1 else 2 * n)
+        self.assertEqual(c.calls, calls if policy in SERVED else 0, what)
         same(self, la, ga, lb, gb, a, b, what)
         self.assertIn("attn.matmul2.out", read(b, "tensors.csv"), what)
 
@@ -135,6 +139,12 @@ class TestAttentionUnit(unittest.TestCase):
         for form in ("", "causal", "bool", "kpm", "causal kpm", "bool kpm", "drop", "weights", "weights perhead drop",
                      "ln", "twice", "nobias", "ln causal drop weights"):
             self.check("fp16-amp", form)
+
+    def test_statistics(self):
+        """Statistics at every step: the unit logs softmax and dropout as op by op does."""
+        for form in ("", "causal drop", "ln causal", "bool", "kpm drop", "weights", "twice drop"):
+            self.check("fp16-amp", form, every=1)
+        self.check("bf16-amp", "causal drop", E=16, H=2, T=9, B=1, bf=False, every=1)
 
     def test_policies(self):
         for policy in SERVED + OTHERS:

@@ -23,7 +23,9 @@ the same point, so the two give the same bits (tests compare them).
 The unit serves a call when (served()):
   - the policy keeps softmax in FP32 and runs no per-tensor FP8 scaling and
     no torch_cpu kernels (fp16-amp, bf16-amp, fp8-e4m3), kernels="torch";
-  - no statistics are due this step (those steps run op by op);
+  - on a step with statistics, the masks are float (or none) and the call
+    returns no weights: the unit then also logs the softmax and dropout
+    outputs, as the op-by-op path does; other such steps run op by op;
   - PyTorch is 1.13 (the body copied here is that version's);
   - query is key is value, a 3-D batch, with the packed in_proj_weight, no
     bias_k/bias_v, add_zero_attn or static keys; masks that are bool or
@@ -124,8 +126,13 @@ def key(emu, p):
         return None
     if kpm is not None and (tuple(kpm.shape) != (N, L) or kpm.dtype != torch.bool and am is not None):
         return None
-    return (tuple(x.shape), H, _mask_sig(am), _mask_sig(kpm), bool(p["need_weights"]),
-            bool(p["average_attn_weights"]), dp > 0.0, p["in_proj_bias"] is None, p["out_proj_bias"] is None)
+    need_w = bool(p["need_weights"])
+    # (last: whether the unit also serves the steps with statistics, where the
+    # op-by-op path logs each FP32 op of the body: softmax and dropout here;
+    # a bool or padding mask's and the averaged weights' ops are not written out)
+    stats = kpm is None and (am is None or am.dtype == torch.float32) and not need_w
+    return (tuple(x.shape), H, _mask_sig(am), _mask_sig(kpm), need_w, bool(p["average_attn_weights"]),
+            dp > 0.0, p["in_proj_bias"] is None, p["out_proj_bias"] is None, stats)
 
 
 def _mask(am, kpm, N, H, L):
@@ -154,7 +161,7 @@ def _fmt(t, f):
 
 class _Unit:
     """One call's state: shapes, the rules' contexts and what the backward reads."""
-    __slots__ = ("emu", "L", "N", "E", "H", "scale", "dp", "noise", "P", "weights", "avg", "c", "slots")
+    __slots__ = ("emu", "L", "N", "E", "H", "scale", "dp", "noise", "P", "weights", "avg", "c", "slots", "logged")
 
 
 def _gemm(emu, u, i, func, name, args, acts):
@@ -172,6 +179,13 @@ def _gemm(emu, u, i, func, name, args, acts):
     return _fmt(y, emu.policy.act), ts, kinds
 
 
+def _logged(emu, u, i, op, y):
+    """An FP32 output y of the body's op under the _RoundFn the op-by-op path
+    puts it behind on a step with statistics."""
+    c = u.c[i] = _Ctx((True,))
+    return _RoundFn.forward(c, y, emu, emu._out_site(op) + ".out", "fp32", "fp32", True)
+
+
 def run(emu, p, rows):
     """The call (bound arguments p, key(p) not None, coverage rows recorded)
     as one unit: (output, averaged weights or None), as the body returns them."""
@@ -179,7 +193,7 @@ def run(emu, p, rows):
     (x,), _ = _grad.uses((x,), {})
     act = pol.act
     u = _Unit()
-    u.emu, u.c = emu, [None] * 5
+    u.emu, u.c = emu, [None] * 7
     L, N, E = x.shape
     H = p["num_heads"]
     hd = E // H
@@ -207,11 +221,17 @@ def run(emu, p, rows):
         s, _, _ = _gemm(emu, u, 2, torch.bmm, "bmm", (qs, kt), (need, need))
     with torch.no_grad():
         P = u.P = s.softmax(-1)
+        # (a step with statistics logs the FP32 outputs of softmax and dropout)
+        u.logged = emu._stats_due()
+        if u.logged:
+            P = _logged(emu, u, 5, "softmax", P)
         u.noise = None
         if u.dp > 0.0:
             u.noise = torch.empty_like(P).bernoulli_(1 - u.dp)
             u.noise.div_(1 - u.dp)
             P = P * u.noise
+            if u.logged:
+                P = _logged(emu, u, 6, "dropout", P)
     o, _, _ = _gemm(emu, u, 3, torch.bmm, "bmm", (P, v), (need, need))
     with torch.no_grad():
         o = _fmt(o.transpose(0, 1).contiguous().view(L * N, E), act)
@@ -270,8 +290,12 @@ class _AttnFn(torch.autograd.Function):
                     t = t.unsqueeze(1).expand(N, H, L, L)
                 t = t.reshape(N * H, L, L)
                 gp = t if gp is None else gp + t
-            if gp is not None and u.noise is not None:
-                gp = gp * u.noise
+            if u.noise is not None:
+                if u.logged:
+                    gp = _RoundFn.backward(c[6], gp)[0]
+                gp = gp * u.noise if gp is not None else None
+            if u.logged:
+                gp = _RoundFn.backward(c[5], gp)[0]
             gs = torch._softmax_backward_data(gp, u.P, -1, torch.float32) if gp is not None else None
             r3 = _GemmFn.backward(c[2], gs)[4:]
             gqs, gkt = r3[-2], r3[-1]

@@ -37,6 +37,25 @@ _MHA_SIG = inspect.signature(F.multi_head_attention_forward)
 _SEP = list(_MHA_SIG.parameters).index("use_separate_proj_weight")
 
 
+_NAMES = list(_MHA_SIG.parameters)
+_DEFAULTS = {n: q.default for n, q in _MHA_SIG.parameters.items() if q.default is not q.empty}
+
+
+def _bound(args, kwargs):
+    """The arguments of a F.multi_head_attention_forward call by name, the
+    defaults applied (inspect's bind, without its cost); None when they do
+    not bind, and the op-by-op call raises PyTorch's own error."""
+    if len(args) > len(_NAMES):
+        return None
+    p = dict(_DEFAULTS)
+    p.update(zip(_NAMES, args))
+    for k, v in kwargs.items():
+        if k not in _DEFAULTS and k not in _NAMES or k in _NAMES[:len(args)]:
+            return None
+        p[k] = v
+    return p if len(p) == len(_NAMES) else None
+
+
 def _arg(args, kwargs, i, name, default=None):
     """Parameter i (name) of F.multi_head_attention_forward as the call gave it."""
     return args[i] if len(args) > i else kwargs.get(name, default)
@@ -85,14 +104,12 @@ def run(emu, mode, func, args, kwargs):
     names = ins + ["out_proj"]
     if ins != ["in_proj"] or not _attn.ENABLED:
         return _run_named(emu, mode, names, _MHA, args, kwargs)
-    ba = _MHA_SIG.bind(*args, **kwargs)
-    ba.apply_defaults()
-    p = ba.arguments
-    key = _attn.key(emu, p)
+    p = _bound(args, kwargs)
+    key = _attn.key(emu, p) if p is not None else None
     if key is None:
         return _run_named(emu, mode, names, _MHA, args, kwargs)
     rows = emu._attn_rows.get(key)
-    if rows is not None and not emu._stats_due():
+    if rows is not None and (key[-1] or not emu._stats_due()):
         path = emu._stack[-1].path if emu._stack else ""
         emu._stack.append(Frame(path, False, _renamer(names)))
         try:
