@@ -143,6 +143,11 @@ def _gemm_cases():
             ("linear", F_, [r(3, 5).t(), r(4, 3), r(4)]), ("linear", F_, [r(5, 3), r(3, 4).t(), r(4)]),
             ("linear", F_, [r(1, 3), r(4, 3), r(4)]), ("linear", F_, [r(6, 1), r(1, 1), r(1)]),
             ("linear", F_, [r(1, 1), r(9, 1), r(9)]), ("linear", F_, [r(1, 9, 3), r(2, 3), r(2)]),
+            ("linear", F_, [r(5, 3), r(4, 3)]), ("linear", F_, [r(3, 5).t(), r(4, 3)]),
+            ("linear", F_, [r(2, 7, 3), r(4, 3)]), ("linear", F_, [r(7, 2, 3).transpose(0, 1), r(4, 3)]),
+            ("linear", F_, [r(7, 2, 3).transpose(0, 1), r(4, 3), r(4)]),
+            ("linear", F_, [r(2, 7, 5)[:, :, 1:4], r(4, 3), r(4)]), ("linear", F_, [r(1, 1, 3), r(1, 3), r(1)]),
+            ("linear", F_, [r(9, 1, 3).transpose(0, 1), r(2, 3), r(2)]),
             ("bmm", torch.bmm, [r(3, 5, 2), r(3, 2, 7)]), ("bmm", torch.bmm, [r(3, 2, 5).transpose(1, 2), r(3, 2, 7)]),
             ("bmm", torch.bmm, [r(1, 1, 4), r(1, 4, 1)]),
             ("baddbmm", torch.baddbmm, [r(5, 7), r(3, 5, 2), r(3, 2, 7)]),
@@ -174,9 +179,8 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
 
     def test_other_forms_keep_the_inner_graph(self):
         from ampsim.torch import _gemm_grad
-        x3 = torch.randn(4, 2, 3).transpose(0, 1)
-        for op, ts in (("linear", [x3, torch.randn(5, 3), torch.randn(5)]),    # aten: matmul + add_
-                       ("linear", [torch.randn(2, 3), torch.randn(5, 3)]),      # no bias
+        x3 = torch.randn(4, 3, 2).transpose(1, 2)       # (matmul may run bmm: not folded)
+        for op, ts in (("linear", [x3, torch.randn(5, 3), torch.randn(5)]),
                        ("linear", [torch.randn(2, 2, 2, 3), torch.randn(5, 3), torch.randn(5)]),
                        ("matmul", [torch.randn(2, 3), torch.randn(3, 4)])):
             self.assertIsNone(_gemm_grad.plan(op, ts))

@@ -15,7 +15,12 @@ FunctionsManual.cpp):
   linear       aten's linear is addmm(b, x, w^T) for a 2-D x with bias, and
                addmm on x.view(B*T, I) for a contiguous 3-D x with bias (viewed
                back: a reshape in the backward); w^T's gradient is transposed
-               back (TBackward).
+               back (TBackward). Otherwise (no bias, or a 3-D x that is not
+               contiguous) it is matmul(x, w^T), then x + b: matmul folds a
+               3-D x whose last dimension is dense into x.reshape(-1, I)
+               (a view or a contiguous copy) and runs mm; the backward is the mm
+               rules on that fold, reshaped back, and sum_to(g, b's shape) of
+               the add, on the output's gradient as it comes ("linear_mm").
 Each operand's gradient is the same tensor, with the same strides, as the
 nested autograd run returns; the tests compare both paths bit for bit.
 
@@ -28,13 +33,16 @@ def plan(op, ts):
     """The form of a GEMM on operands ts (all positional float32 tensors, in
     argument order), or None when its backward is not written out here."""
     if op == "linear":
-        if len(ts) != 3 or ts[1].dim() != 2 or ts[2].dim() != 1:
+        bias = len(ts) == 3
+        if len(ts) not in (2, 3) or ts[1].dim() != 2 or bias and ts[2].dim() != 1:
             return None
         x = ts[0]
         if x.dim() == 2:
-            return "linear2"
-        if x.dim() == 3 and x.is_contiguous():
+            return "linear2" if bias else "linear_mm"
+        if x.dim() == 3 and x.is_contiguous() and bias:
             return "linear3"
+        if x.dim() == 3 and x.stride(2) == 1:
+            return "linear_mm"
         return None
     if op == "bmm" and len(ts) == 2 and ts[0].dim() == 3 and ts[1].dim() == 3:
         return "bmm"
@@ -82,6 +90,18 @@ def grads(form, ts, g, need):
             out[1] = _mm_mat2(g2, mat1, mat2).t()
         if need[2]:
             out[2] = sum_to(g2, b.shape)
+    elif form == "linear_mm":
+        x, w = ts[0], ts[1]
+        mat1 = x if x.dim() == 2 else x.reshape(-1, x.size(-1))
+        g2 = g if x.dim() == 2 else g.reshape(mat1.size(0), w.size(0))
+        mat2 = w.t()
+        if need[0]:
+            d = _mm_mat1(g2, mat2, mat1)
+            out[0] = d if x.dim() == 2 else d.reshape(x.shape)
+        if need[1]:
+            out[1] = _mm_mat2(g2, mat1, mat2).t()
+        if len(ts) == 3 and need[2]:
+            out[2] = sum_to(g, ts[2].shape)
     elif form == "bmm":
         a, m = ts
         if need[0]:
@@ -103,4 +123,4 @@ def grads(form, ts, g, need):
 
 # the operands each form's backward reads (autograd saves these; an added
 # bias or mask it does not, and may be changed in place after the forward)
-SAVED = {"linear2": (0, 1), "linear3": (0, 1), "bmm": (0, 1), "baddbmm": (1, 2)}
+SAVED = {"linear2": (0, 1), "linear3": (0, 1), "linear_mm": (0, 1), "bmm": (0, 1), "baddbmm": (1, 2)}
