@@ -146,6 +146,31 @@ class TestAttentionUnit(unittest.TestCase):
             self.check("fp16-amp", form, every=1)
         self.check("bf16-amp", "causal drop", E=16, H=2, T=9, B=1, bf=False, every=1)
 
+    def test_computed_weight(self):
+        """A projection weight computed by the model (not a parameter) runs op
+        by op, and its gradient reaches the parameter it came from."""
+        grads = []
+        for fused in (False, True):
+            torch.manual_seed(0)
+            m = nn.MultiheadAttention(8, 2)
+            scale = nn.Parameter(torch.tensor(1.5))
+            prev, _attn.ENABLED = _attn.ENABLED, fused
+            try:
+                with at.emulate(m, "fp16-amp", log_every=0), Counted() as c:
+                    for s in range(2):
+                        x = torch.randn(4, 3, 8, generator=torch.Generator().manual_seed(s))
+                        out, _ = F.multi_head_attention_forward(
+                            x, x, x, 8, 2, m.in_proj_weight * scale, m.in_proj_bias, None, None, False, 0.0,
+                            m.out_proj.weight, m.out_proj.bias, need_weights=False)
+                        out.square().sum().backward()
+            finally:
+                _attn.ENABLED = prev
+            self.assertEqual(c.calls, 0)
+            grads.append((scale.grad.clone(), m.in_proj_bias.grad.clone()))
+        self.assertIsNotNone(grads[0][0])
+        for a, b in zip(*grads):
+            self.assertTrue(torch.equal(a, b))
+
     def test_policies(self):
         for policy in SERVED + OTHERS:
             self.check(policy, "causal drop")

@@ -20,14 +20,15 @@ Each view's output inside the body has one use, so its gradient passes
 through unrounded in both paths; every rounding is the op-by-op path's, at
 the same point, so the two give the same bits (tests compare them).
 
-The unit serves a call when (served()):
+The unit serves a call when (key() is not None):
   - the policy keeps softmax in FP32 and runs no per-tensor FP8 scaling and
     no torch_cpu kernels (fp16-amp, bf16-amp, fp8-e4m3), kernels="torch";
   - on a step with statistics, the masks are float (or none) and the call
     returns no weights: the unit then also logs the softmax and dropout
     outputs, as the op-by-op path does; other such steps run op by op;
-  - PyTorch is 1.13 (the body copied here is that version's);
-  - query is key is value, a 3-D batch, with the packed in_proj_weight, no
+  - PyTorch is 1.13 (the body written out here is that version's);
+  - query is key is value, a 3-D batch, the weights and biases parameters
+    (or no biases), with the packed in_proj_weight, no
     bias_k/bias_v, add_zero_attn or static keys; masks that are bool or
     float and need no gradient; dropout below 1;
   - the same call (shapes, masks, options) ran op by op once in this
@@ -40,7 +41,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from . import _grad
+from . import _coverage, _grad
 from ._functions import _GemmFn, _RoundFn
 from ._rt import FMT_ATTR as _FMT
 
@@ -62,21 +63,16 @@ class _Ctx:
 
 
 class Recorder:
-    """The coverage account during one op-by-op call: passed on, and kept as
-    {func: [class, calls, elements, macs]} for later calls of the unit."""
+    """The coverage account during one op-by-op call: passed on, and kept
+    (kept.rows: {func: [class, calls, elements, macs]}) for later calls of
+    the unit."""
 
     def __init__(self, inner):
-        self.inner, self.kept = inner, {}
+        self.inner, self.kept = inner, _coverage.Coverage()
 
     def add(self, func, cls, out=None, macs=0):
         self.inner.add(func, cls, out, macs)
-        r = self.kept.get(func)
-        if r is None:
-            r = self.kept[func] = [cls, 0, 0, 0]
-        r[1] += 1
-        if out is not None and isinstance(out, torch.Tensor) and out.is_floating_point():
-            r[2] += out.numel()
-        r[3] += macs
+        self.kept.add(func, cls, out, macs)
 
 
 def replay(cov, rows):
@@ -114,6 +110,12 @@ def key(emu, p):
     if not isinstance(H, int) or H <= 0 or E != p["embed_dim_to_check"] or E % H or w is None \
             or tuple(w.shape) != (3 * E, E) or x.dtype != torch.float32:
         return None
+    # (the weights are the module's parameters: a weight computed by the model
+    # is an activation operand, whose gradient the op-by-op path forms)
+    for n in ("in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias"):
+        t = p[n]
+        if not isinstance(t, torch.nn.Parameter) and (t is not None or n.endswith("weight")):
+            return None
     dp = p["dropout_p"] if p["training"] else 0.0
     if not 0.0 <= dp < 1.0:
         return None
@@ -161,7 +163,7 @@ def _fmt(t, f):
 
 class _Unit:
     """One call's state: shapes, the rules' contexts and what the backward reads."""
-    __slots__ = ("emu", "L", "N", "E", "H", "scale", "dp", "noise", "P", "weights", "avg", "c", "slots", "logged")
+    __slots__ = ("emu", "L", "N", "E", "H", "scale", "dp", "noise", "P", "avg", "c", "slots", "logged")
 
 
 def _gemm(emu, u, i, func, name, args, acts):

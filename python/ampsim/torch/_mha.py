@@ -123,7 +123,7 @@ def run(emu, mode, func, args, kwargs):
         out = _run_named(emu, mode, names, _MHA, args, kwargs)
     finally:
         emu._cov = rec.inner
-    emu._attn_rows[key] = rec.kept
+    emu._attn_rows[key] = rec.kept.rows
     return out
 
 
