@@ -11,7 +11,9 @@ with separate kdim/vdim weights), ``<m>.scale`` (q / sqrt(head_dim)),
 ``<m>.matmul1`` (scores, with the additive mask when there is one),
 ``<m>.softmax``, ``<m>.dropout``, ``<m>.matmul2``, ``<m>.out_proj``; the
 weights keep their parameter names (``<m>.in_proj_weight``,
-``<m>.out_proj.weight``)."""
+``<m>.out_proj.weight``). A self-attention call that _attn.py serves runs
+there, as one unit, from its second call on (the first, op by op, records
+its coverage rows)."""
 import inspect
 import math
 import types
