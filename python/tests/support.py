@@ -130,3 +130,48 @@ def first_diff(x, a, b):
     return "%d differences; first at %d: input %s (%r), expected %s (%r), got %s (%r); seed %d" % (
         len(bad), i, float(xi).hex(), float(xi), float(a[i]).hex(), float(a[i]), float(b[i]).hex(),
         float(b[i]), SEED)
+
+
+def read(d, name):
+    """The text of file name in folder d."""
+    with open(os.path.join(d, name)) as f:
+        return f.read()
+
+
+#: the run-directory files two emulated runs that should agree are compared on
+RUN_FILES = ("tensors.csv", "coverage.csv", "hist.csv", "events.csv", "metrics.csv", "summary.json")
+
+
+def assert_same_runs(case, la, ga, lb, gb, a, b, what):
+    """Two training runs agree bit for bit: their losses la, lb, their
+    per-step parameter gradients ga, gb, and the files of their run
+    directories a, b (RUN_FILES that the first wrote)."""
+    import torch
+    for x, y in zip(la, lb):
+        case.assertTrue(torch.equal(x.view(torch.int32), y.view(torch.int32)), "%s: loss %r %r" % (what, x, y))
+    for s, (x, y) in enumerate(zip(ga, gb)):
+        for i, (p, q) in enumerate(zip(x, y)):
+            case.assertTrue(torch.equal(p.view(torch.int32), q.view(torch.int32)),
+                            "%s: step %d parameter %d gradient differs" % (what, s, i))
+    for f in RUN_FILES:
+        if os.path.exists(os.path.join(a, f)):
+            case.assertEqual(read(a, f), read(b, f), "%s: %s differs" % (what, f))
+
+
+class Counted:
+    """Counts the calls of module.name while in use (a context manager)."""
+
+    def __init__(self, module, name):
+        self.module, self.name, self.calls = module, name, 0
+
+    def __enter__(self):
+        self.orig = fn = getattr(self.module, self.name)
+
+        def counted(*a, **k):
+            self.calls += 1
+            return fn(*a, **k)
+        setattr(self.module, self.name, counted)
+        return self
+
+    def __exit__(self, *a):
+        setattr(self.module, self.name, self.orig)

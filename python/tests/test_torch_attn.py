@@ -8,7 +8,7 @@ VisionTransformer; and the unit is used where it serves, and only there."""
 import os
 import unittest
 
-from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir
+from support import HAVE_TORCH, NO_TORCH, Counted, assert_same_runs, import_torch, read, tmpdir
 
 if HAVE_TORCH:
     torch = import_torch()
@@ -20,7 +20,6 @@ if HAVE_TORCH:
 
 SERVED = ("fp16-amp", "bf16-amp", "fp8-e4m3")
 OTHERS = ("fp32", "bf16-amp-cpu", "fp8-hybrid", "fp16-pure")
-FILES = ("tensors.csv", "coverage.csv", "hist.csv", "events.csv", "metrics.csv", "summary.json")
 
 
 class AttnNet(nn.Module if HAVE_TORCH else object):
@@ -84,39 +83,6 @@ def train(E, H, T, B, bf, form, policy, fused, out, every=2):
     return losses, grads
 
 
-def read(d, name):
-    with open(os.path.join(d, name)) as f:
-        return f.read()
-
-
-def same(case, la, ga, lb, gb, a, b, what):
-    for x, y in zip(la, lb):
-        case.assertTrue(torch.equal(x.view(torch.int32), y.view(torch.int32)), "%s: loss %r %r" % (what, x, y))
-    for s, (x, y) in enumerate(zip(ga, gb)):
-        for i, (p, q) in enumerate(zip(x, y)):
-            case.assertTrue(torch.equal(p.view(torch.int32), q.view(torch.int32)),
-                            "%s: step %d parameter %d gradient differs" % (what, s, i))
-    for f in FILES:
-        if os.path.exists(os.path.join(a, f)):
-            case.assertEqual(read(a, f), read(b, f), "%s: %s differs" % (what, f))
-
-
-class Counted:
-    """Counts the calls of _attn.run while in use."""
-
-    def __enter__(self):
-        self.orig, self.calls = _attn.run, 0
-
-        def counted(*a, **k):
-            self.calls += 1
-            return self.orig(*a, **k)
-        _attn.run = counted
-        return self
-
-    def __exit__(self, *a):
-        _attn.run = self.orig
-
-
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestAttentionUnit(unittest.TestCase):
     def check(self, policy, form="", E=12, H=3, T=5, B=2, bf=True, every=2):
@@ -124,7 +90,7 @@ class TestAttentionUnit(unittest.TestCase):
         a, b = os.path.join(d, "op"), os.path.join(d, "unit")
         what = "%s E=%d H=%d T=%d B=%d batch_first=%s %s every %d" % (policy, E, H, T, B, bf, form, every)
         la, ga = train(E, H, T, B, bf, form, policy, False, a, every)
-        with Counted() as c:
+        with Counted(_attn, "run") as c:
             lb, gb = train(E, H, T, B, bf, form, policy, True, b, every)
         # the first call runs op by op; steps with statistics run op by op
         # where the masks are bool or padding or the weights are returned
@@ -132,7 +98,7 @@ class TestAttentionUnit(unittest.TestCase):
         n = 2 if "twice" in form else 1
         calls = 4 * n - 1 if logged else (0 if every == 1 else 2 * n)
         self.assertEqual(c.calls, calls if policy in SERVED else 0, what)
-        same(self, la, ga, lb, gb, a, b, what)
+        assert_same_runs(self, la, ga, lb, gb, a, b, what)
         self.assertIn("attn.matmul2.out", read(b, "tensors.csv"), what)
 
     def test_forms(self):
@@ -156,7 +122,7 @@ class TestAttentionUnit(unittest.TestCase):
             scale = nn.Parameter(torch.tensor(1.5))
             prev, _attn.ENABLED = _attn.ENABLED, fused
             try:
-                with at.emulate(m, "fp16-amp", log_every=0), Counted() as c:
+                with at.emulate(m, "fp16-amp", log_every=0), Counted(_attn, "run") as c:
                     for s in range(2):
                         x = torch.randn(4, 3, 8, generator=torch.Generator().manual_seed(s))
                         out, _ = F.multi_head_attention_forward(
@@ -206,7 +172,7 @@ class TestAttentionUnit(unittest.TestCase):
                     _attn.ENABLED = prev
                 res.append((losses, grads, out))
             (la, ga, a), (lb, gb, b) = res
-            same(self, la, ga, lb, gb, a, b, name)
+            assert_same_runs(self, la, ga, lb, gb, a, b, name)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ forward, a model that reads h_n only; and each path is taken where it applies.""
 import os
 import unittest
 
-from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir
+from support import HAVE_TORCH, NO_TORCH, Counted, assert_same_runs, import_torch, read, tmpdir
 
 if HAVE_TORCH:
     torch = import_torch()
@@ -128,34 +128,6 @@ def train(cell, layers, bidir, hidden, policy, path, out, form=""):
     return losses, grads
 
 
-def read(d, name):
-    with open(os.path.join(d, name)) as f:
-        return f.read()
-
-
-def bits(t):
-    return t.view(torch.int32)
-
-
-class Counted:
-    """Counts the calls of module.name while in use."""
-
-    def __init__(self, module, name):
-        self.module, self.name, self.calls = module, name, 0
-
-    def __enter__(self):
-        self.orig = fn = getattr(self.module, self.name)
-
-        def counted(*a, **k):
-            self.calls += 1
-            return fn(*a, **k)
-        setattr(self.module, self.name, counted)
-        return self
-
-    def __exit__(self, *a):
-        setattr(self.module, self.name, self.orig)
-
-
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestFusedSteps(unittest.TestCase):
     def check(self, cell, layers, bidir, hidden, policy, path="layer", form=""):
@@ -168,15 +140,7 @@ class TestFusedSteps(unittest.TestCase):
         whole = path == "layer" and layers > 0 and policy in LAYER
         self.assertEqual(lay.calls > 0, whole, what)
         self.assertEqual(steps.calls > 0, policy in FUSED and not whole, what)
-        for x, y in zip(la, lb):
-            self.assertTrue(torch.equal(bits(x), bits(y)), "%s: loss %r %r" % (what, x, y))
-        for s, (x, y) in enumerate(zip(ga, gb)):
-            for i, (p, q) in enumerate(zip(x, y)):
-                self.assertTrue(torch.equal(bits(p), bits(q)),
-                                "%s: step %d parameter %d gradient differs" % (what, s, i))
-        for f in ("tensors.csv", "coverage.csv", "hist.csv", "events.csv", "metrics.csv", "summary.json"):
-            if os.path.exists(os.path.join(a, f)):
-                self.assertEqual(read(a, f), read(b, f), "%s: %s differs" % (what, f))
+        assert_same_runs(self, la, ga, lb, gb, a, b, what)
         sfx = "_l0" if layers else ""
         self.assertIn(("rnn.cell.c_tanh" if not layers else "rnn.c_tanh") + sfx + ".out.grad" if cell == "lstm"
                       else ("rnn.cell.new_gate" if not layers else "rnn.new_gate") + sfx + ".out.grad",

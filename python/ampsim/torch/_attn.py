@@ -75,17 +75,6 @@ class Recorder:
         self.kept.add(func, cls, out, macs)
 
 
-def replay(cov, rows):
-    """The recorded rows added to the account cov."""
-    for func, (cls, calls, el, macs) in rows.items():
-        r = cov.rows.get(func)
-        if r is None:
-            r = cov.rows[func] = [cls, 0, 0, 0]
-        r[1] += calls
-        r[2] += el
-        r[3] += macs
-
-
 def _mask_sig(m):
     return None if m is None else (m.dtype, tuple(m.shape))
 
@@ -96,8 +85,7 @@ def key(emu, p):
     if not (ENABLED and _TORCH_OK) or emu.kernels != "torch":
         return None
     pol = emu.policy
-    if pol.act == "fp32" or pol.fp8_scaling or pol.json.get("kernels") == "torch_cpu" \
-            or "softmax" not in pol.fp32_ops:
+    if pol.act == "fp32" or pol.fp8_scaling or emu._cpu_lists or "softmax" not in pol.fp32_ops:
         return None
     x = p["query"]
     if not (x is p["key"] and x is p["value"]) or not isinstance(x, torch.Tensor) or x.dim() != 3:
@@ -250,7 +238,7 @@ def run(emu, p, rows):
     # to the casts' nodes, as the op-by-op GEMMs' do)
     params = [t for t, kd in zip(ts1, k1) if kd in ("w", "b")] + [t for t, kd in zip(ts5, k5) if kd in ("w", "b")]
     u.slots = ([i for i, kd in enumerate(k1) if kd in ("w", "b")], [i for i, kd in enumerate(k5) if kd in ("w", "b")])
-    replay(emu._cov, rows)
+    emu._cov.merge(rows)
     res = _AttnFn.apply(u, out.view(L, N, E), weights, x, *params)
     if weights is None:
         res = (res[0], None)

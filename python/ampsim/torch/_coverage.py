@@ -35,6 +35,17 @@ class Coverage:
             r[2] += out.numel()
         r[3] += macs
 
+    def merge(self, rows):
+        """Counts {func: [class, calls, elements, macs]} added (the rows of
+        calls that an emulated unit stands for)."""
+        for func, (cls, calls, el, macs) in rows.items():
+            r = self.rows.get(func)
+            if r is None:
+                r = self.rows[func] = [cls, 0, 0, 0]
+            r[1] += calls
+            r[2] += el
+            r[3] += macs
+
     def table(self):
         """[(op, class, emulated, calls, elements, macs)], sorted by class and op."""
         agg = {}

@@ -24,9 +24,10 @@ FunctionsManual.cpp):
 Each operand's gradient is the same tensor, with the same strides, as the
 nested autograd run returns; the tests compare both paths bit for bit.
 
-plan() answers None for every other form (matmul's folding, a linear
-without bias or on another input, keyword arguments, alpha and beta,
-low-precision dtypes); such a GEMM keeps the inner graph."""
+plan() answers None for every other form (matmul itself, a linear on a
+4-D input or on a 3-D one whose last dimension is strided, keyword
+arguments, alpha and beta, low-precision dtypes); such a GEMM keeps the
+inner graph."""
 
 
 def plan(op, ts):
@@ -78,19 +79,9 @@ def grads(form, ts, g, need):
     """The gradients of operands ts (None where need[i] is false) for the
     output gradient g, by the rules above."""
     out = [None] * len(ts)
-    if form in ("linear2", "linear3"):
-        x, w, b = ts
-        mat1 = x if form == "linear2" else x.view(x.size(0) * x.size(1), x.size(2))
-        g2 = g if form == "linear2" else g.reshape(mat1.size(0), w.size(0))
-        mat2 = w.t()
-        if need[0]:
-            d = _mm_mat1(g2, mat2, mat1)
-            out[0] = d if form == "linear2" else d.reshape(x.shape)
-        if need[1]:
-            out[1] = _mm_mat2(g2, mat1, mat2).t()
-        if need[2]:
-            out[2] = sum_to(g2, b.shape)
-    elif form == "linear_mm":
+    if form in ("linear2", "linear3", "linear_mm"):
+        # the product on x as a matrix (a 3-D x folded: a view when it is
+        # contiguous, else the copy that reshape makes, as aten's fold does)
         x, w = ts[0], ts[1]
         mat1 = x if x.dim() == 2 else x.reshape(-1, x.size(-1))
         g2 = g if x.dim() == 2 else g.reshape(mat1.size(0), w.size(0))
@@ -101,7 +92,8 @@ def grads(form, ts, g, need):
         if need[1]:
             out[1] = _mm_mat2(g2, mat1, mat2).t()
         if len(ts) == 3 and need[2]:
-            out[2] = sum_to(g, ts[2].shape)
+            # addmm's bias: summed over the product's rows; the add's: over the output's shape
+            out[2] = sum_to(g if form == "linear_mm" else g2, ts[2].shape)
     elif form == "bmm":
         a, m = ts
         if need[0]:

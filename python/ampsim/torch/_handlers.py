@@ -366,10 +366,10 @@ class _OpHandlers:
         # a product of activations only (attention) stays in the activation
         # formats under FP8 scaling, as in Transformer Engine's recipes
         call.act_only = "w" not in kinds and "b" not in kinds
-        # every operand a positional tensor (a linear's bias may be None),
-        # PyTorch's own kernel: the backward may be written out (_gemm_grad.py)
-        call.positional = form is None and not pairs and not kwargs and (
-            len(ts) == len(args) or name == "linear" and len(args) == 3 and args[2] is None and len(ts) == 2)
+        # every argument a tensor or None (a linear's absent bias), PyTorch's
+        # own kernel: the backward may be written out (_gemm_grad.py)
+        call.positional = form is None and not pairs and not kwargs and \
+            all(a is None or isinstance(a, torch.Tensor) for a in args)
         return site, call, tuple(kinds), ts
 
     def _register_site(self, site, ts, kinds):

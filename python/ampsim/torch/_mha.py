@@ -82,14 +82,23 @@ def _renamer(linears):
     return rename
 
 
-def _run_named(emu, mode, linears, fn, args, kwargs):
+def _named(emu, linears, fn, *a):
+    """fn(*a) in a frame of the calling module's path that names the
+    attention's ops (_renamer)."""
     path = emu._stack[-1].path if emu._stack else ""
     emu._stack.append(Frame(path, False, _renamer(linears)))
     try:
-        with mode:
-            return fn(*args, **kwargs)
+        return fn(*a)
     finally:
         emu._stack.pop()
+
+
+def _run_named(emu, mode, linears, fn, args, kwargs):
+    """fn(*args, **kwargs) op by op: its ops through the mode, named."""
+    def body():
+        with mode:
+            return fn(*args, **kwargs)
+    return _named(emu, linears, body)
 
 
 def run(emu, mode, func, args, kwargs):
@@ -112,12 +121,7 @@ def run(emu, mode, func, args, kwargs):
         return _run_named(emu, mode, names, _MHA, args, kwargs)
     rows = emu._attn_rows.get(key)
     if rows is not None and (key[-1] or not emu._stats_due()):
-        path = emu._stack[-1].path if emu._stack else ""
-        emu._stack.append(Frame(path, False, _renamer(names)))
-        try:
-            return _attn.run(emu, p, rows)
-        finally:
-            emu._stack.pop()
+        return _named(emu, names, _attn.run, emu, p, rows)
     # op by op, its coverage rows kept for the unit's later calls
     rec = _attn.Recorder(emu._cov)
     emu._cov = rec
