@@ -144,6 +144,8 @@ CPU_LIST_CASES = {
     "max_pool2d": ((1, 2, 4, 4), lambda h: F.max_pool2d(h, 2)),
     "conv2d": ((1, 2, 6, 6), lambda h: F.conv2d(h, torch.randn(3, 2, 3, 3))),
     "softmax": ((3, 4), lambda h: F.softmax(h, -1)),
+    # (a dropout that draws nothing hands back its input, whose two uses sum in bf16)
+    "dropout_p0": ((3, 4), lambda h: F.dropout(h, 0.0, True) * h + h),
 }
 
 
@@ -482,6 +484,24 @@ class TestEmulatedAndNamed(unittest.TestCase):
                 torch.manual_seed(2)
                 r = diff_grads(m, lambda mod: mod(x).square().sum(), "bf16-amp-cpu")
                 self.assertEqual(r.identical_fraction, 1.0, str(r))
+
+    def test_dropout_that_draws_nothing_hands_back_its_input(self):
+        """F.dropout with p = 0, or with training off, returns its input
+        itself on the CPU (no new tensor, no rounding, no noise drawn) under
+        every policy, and is counted in the coverage account."""
+        torch.manual_seed(0)
+        m = _OpNet(4, lambda h: h)
+        x = torch.randn(3, 4)
+        calls = ((0.0, True), (0.5, False))
+        for pol in ("fp16-amp", "bf16-amp", "bf16-amp-cpu", "fp8-hybrid", "fp16-pure"):
+            with self.subTest(policy=pol), at.emulate(m, pol, strict=True) as emu:
+                h = m(x)
+                state = torch.get_rng_state()
+                for p, training in calls:
+                    self.assertIs(F.dropout(h, p, training), h)
+                    self.assertIs(nn.functional.dropout(h, p, training, True), h)
+                self.assertTrue(torch.equal(torch.get_rng_state(), state))
+                self.assertEqual(emu._cov.rows[F.dropout][1:3], [4, 4 * h.numel()])
 
     def test_embedding_pure_policy(self):
         torch.manual_seed(0)

@@ -111,6 +111,14 @@ class _Mode(TorchFunctionMode):
         # (_grad.py); attention runs its body op by op, and those ops are the
         # uses (a self-attention's query, key and value, one tensor, stay one)
         args0, kwargs0 = args, kwargs
+        if name == "dropout" and _dropout_noop(args):
+            # (PyTorch's CPU dropout hands back its input: nothing is computed,
+            # and the input's next consumer is its use, as under autocast)
+            out = func(*args, **kwargs)
+            if out is args[0]:
+                if count:
+                    emu._cov.add(func, kind, out)
+                return out
         if name == "setitem":
             if count:
                 emu._cov.add(func, kind)
@@ -164,6 +172,14 @@ def _refuse_create_graph(emu, func, args, kwargs):
             "ampsim.torch: %s(create_graph=True) in %s: gradients of gradients (a gradient penalty, "
             "double backward) are not emulated; compute that term outside the emulate block"
             % ("backward" if func is _BACKWARD else "torch.autograd.grad", emu._where()))
+
+
+def _dropout_noop(args):
+    """True for a dropout call given (input, p, training, ...) positionally
+    with p = 0 or training off, which draws no noise and, on the CPU, returns
+    its input itself (the module's call: F.dropout(x, self.p, self.training,
+    self.inplace))."""
+    return len(args) >= 3 and isinstance(args[0], torch.Tensor) and (args[1] == 0 or args[2] is False)
 
 
 def _cpu_fp32_call(emu, func, args, kwargs, count):
