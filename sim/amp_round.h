@@ -110,6 +110,14 @@ AMP_API amp_status amp_round_f32_nonfinite(const amp_format *f, const amp_round_
 AMP_API amp_status amp_round_f64_nonfinite(const amp_format *f, const amp_round_opts *o, const double *x, float *y,
                                            size_t n, amp_stats *st, size_t *nonfinite);
 
+/* k roundings in one call (a step's weight casts): for each j < k, x[j][0..n[j])
+ * into f[j] with o[j], results to y[j] (may alias x[j]), nonfinite[j] set to
+ * how many results are inf or NaN; no statistics. The same bytes and counts
+ * as k calls of amp_round_f32_nonfinite, in order; stops at the first
+ * failure and returns it (message set). */
+AMP_API amp_status amp_round_f32_many(size_t k, const amp_format *const *f, const amp_round_opts *const *o,
+                                      const float *const *x, float *const *y, const size_t *n, size_t *nonfinite);
+
 /* The hand-written SIMD paths of the rounding kernels: GENERIC is the
  * compiler-vectorised C alone; AVX512 adds the fused rne scan and error sums
  * in AVX-512 intrinsics; GFNI adds the GFNI histogram. Every path gives the

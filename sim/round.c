@@ -133,6 +133,17 @@ amp_status amp_round_f64_nonfinite(const amp_format *f, const amp_round_opts *o,
     return run_chunks(f, o, x, 1, y, n, st, nonfinite);
 }
 
+amp_status amp_round_f32_many(size_t k, const amp_format *const *f, const amp_round_opts *const *o,
+                              const float *const *x, float *const *y, const size_t *n, size_t *nonfinite)
+{
+    for (size_t j = 0; j < k; j++) {
+        nonfinite[j] = 0;
+        amp_status s = run_chunks(f[j], o[j], x[j], 0, y[j], n[j], NULL, &nonfinite[j]);
+        if (s != AMP_OK) return s;
+    }
+    return AMP_OK;
+}
+
 size_t amp_round_abi_size(const char *type)
 {
     if (!type) return 0;

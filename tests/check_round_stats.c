@@ -403,6 +403,64 @@ START_TEST(round_counts_nonfinite)
 }
 END_TEST
 
+/* amp_round_f32_many: the same bytes and non-finite counts as one
+ * amp_round_f32_nonfinite call per array, for arrays of several sizes,
+ * formats, modes and overflow flags in one call, one of them rounded in
+ * place; a bad option stops it with AMP_EINVAL. */
+START_TEST(round_many_equals_each)
+{
+    enum { K = 6 };
+    static const size_t sizes[K] = { 1, 37, 4096 + 3, 0, 777, ((size_t)1 << 16) + 5 };
+    static const amp_format_id fids[K] = { AMP_FMT_FP16, AMP_FMT_BF16, AMP_FMT_E4M3, AMP_FMT_FP16,
+                                           AMP_FMT_E5M2, AMP_FMT_BF16 };
+    const amp_format *f[K];
+    amp_round_opts ob[K];
+    const amp_round_opts *o[K];
+    const float *x[K];
+    float *xs[K], *y[K], *y0[K];
+    size_t n[K], got[K];
+    rt_rng r = { seed + 41 };
+    for (int j = 0; j < K; j++) {
+        n[j] = sizes[j];
+        f[j] = amp_format_get(fids[j]);
+        ob[j] = amp_round_defaults();
+        ob[j].mode = (amp_rounding)(j % AMP_RND_COUNT);
+        ob[j].flags = j % 2 ? AMP_SATURATE : 0;
+        ob[j].seed = 9;
+        o[j] = &ob[j];
+        xs[j] = malloc((n[j] + 1) * sizeof *xs[j]);
+        y0[j] = malloc((n[j] + 1) * sizeof *y0[j]);
+        ck_assert(xs[j] && y0[j]);
+        for (size_t i = 0; i < n[j]; i++) {
+            uint64_t u = rt_next(&r);
+            xs[j][i] = u % 17 == 0 ? NAN : (float)ldexp(1.0 + rt_unif(&r), (int)(rt_next(&r) % 60) - 30);
+        }
+        size_t c = 0;
+        ck_assert(amp_round_f32_nonfinite(f[j], o[j], xs[j], y0[j], n[j], NULL, &c) == AMP_OK);
+        got[j] = c;                                   /* (the expected count, until the call below) */
+        x[j] = xs[j];
+        y[j] = j == 2 ? xs[j] : malloc((n[j] + 1) * sizeof *y[j]);    /* one in place */
+        ck_assert(y[j]);
+    }
+    size_t want[K];
+    memcpy(want, got, sizeof want);
+    memset(got, 0xff, sizeof got);
+    ck_assert(amp_round_f32_many(K, f, o, x, y, n, got) == AMP_OK);
+    for (int j = 0; j < K; j++) {
+        ck_assert_msg(!memcmp(y[j], y0[j], n[j] * sizeof *y[j]), "array %d: other bytes", j);
+        ck_assert_msg(got[j] == want[j], "array %d: %zu non-finite counted, %zu expected", j, got[j], want[j]);
+    }
+    ob[4].sr_bits = 99;                               /* a bad option */
+    ob[4].mode = AMP_RND_SR;
+    ck_assert(amp_round_f32_many(K, f, o, x, y, n, got) == AMP_EINVAL);
+    for (int j = 0; j < K; j++) {
+        if (y[j] != xs[j]) free(y[j]);
+        free(xs[j]);
+        free(y0[j]);
+    }
+}
+END_TEST
+
 /* Every writer of the histogram keeps its bins inside [hist_lo, hist_hi]
  * (fast kernels, the generic path, float64 input, merged chunks), and
  * amp_stats_reset then leaves exactly what amp_stats_init does. */
@@ -793,6 +851,7 @@ int main(void)
     tcase_add_test(tc, stats_hist_spans);
     tcase_add_test(tc, stats_nonfinite_counts);
     tcase_add_test(tc, round_counts_nonfinite);
+    tcase_add_test(tc, round_many_equals_each);
     tcase_add_test(tc, stats_reset_equals_init);
     tcase_add_test(tc, paths_same_bits);
     suite_add_tcase(s, tc);
