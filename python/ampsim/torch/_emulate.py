@@ -29,7 +29,7 @@ call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _coverage, _fastmode, _grad, _rt
+from . import _castall, _coverage, _fastmode, _grad, _rt
 from . import _scope
 from . import _whatif
 from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
@@ -202,6 +202,8 @@ class emulate(_OpHandlers, _Checks):
         self._stack = []
         self._root_inputs = set()
         self._casts = {}
+        self._cast_seen = {}        # _castall.py: this step's casts, the next step's plan
+        self._cast_plan = None
         self._attn_rows = {}        # _attn.py: coverage rows of an attention call, by its key
         self._bwd_done = False
         self._pver = None
@@ -406,7 +408,7 @@ class emulate(_OpHandlers, _Checks):
         """x rounded into fmt (a new float32 tensor; with inplace, x itself
         where it can be: a fresh tensor only the caller holds); statistics
         under name on logged steps; the first non-finite result of the step
-        is noted."""
+        is noted (check False: not; a list: its count is appended instead)."""
         if x.dtype != torch.float32:
             raise EmulationError("ampsim.torch: %s is %s: emulate runs float32 tensors" % (name or "a tensor", x.dtype))
         if x.is_sparse:         # (a sparse gradient: its stored values rounded, counted and logged)
@@ -433,7 +435,9 @@ class emulate(_OpHandlers, _Checks):
                 prev = self._stats.get(name)
                 self._stats[name] = (role, fmt, st if prev is None else prev[2] + st)
             bad = nf if nf is not None else _rt.count_nonfinite(y)
-            if bad and check and self._nf is None:
+            if isinstance(check, list):
+                check.append(bad)
+            elif bad and check and self._nf is None:
                 self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
         return y
 
@@ -464,15 +468,23 @@ class emulate(_OpHandlers, _Checks):
         return self._round(t, fmt, name, "act", saturate=pol.saturate, fp8_role="act")
 
     def _cast_weight(self, p, site, is_bias):
-        """The per-step cast of a parameter into the weight (or bias) format."""
+        """The per-step cast of a parameter into the weight (or bias) format
+        (on a step without statistics, the first one casts the previous
+        step's parameters at once: _castall.py)."""
         pol = self.policy
         fmt = pol.bias if is_bias else pol.weight
         key = (id(p), fmt)
         hit = self._casts.get(key)
+        if hit is None and self._cast_plan is not None:
+            _castall.run(self)
+            hit = self._casts.get(key)
         # (a copy made under no_grad serves no later forward that needs the
         # weight's gradient: that one casts again)
         if hit is not None and hit[0] == p._version and (
                 hit[1].requires_grad or not (p.requires_grad and torch.is_grad_enabled())):
+            if len(hit) > 2:
+                _castall.asked(self, hit[2])
+                self._cast_seen[key] = hit[2].item
             return _grad.use(hit[1])
         name = self._param_names.get(id(p)) or _join(site, "bias" if is_bias else "weight")
         if hit is None and not self._stats_due() and fmt == "fp32" and pol.weight_grad == "fp32":
@@ -484,6 +496,7 @@ class emulate(_OpHandlers, _Checks):
             setattr(w, _FMT, fmt)
             # the cached low-precision copy sums its uses' gradients in format
             w = _grad.source(w, pol.weight_grad)
+            self._cast_seen[key] = (p, fmt, name, sat)
         self._casts[key] = (p._version, w)
         return _grad.use(w)
 
@@ -520,6 +533,8 @@ class emulate(_OpHandlers, _Checks):
             self._do_t = self._collect
         self._stats = {}
         self._casts = {}
+        self._cast_plan = _castall.plan_of(self._cast_seen)
+        self._cast_seen = {}
         self._outside = {}
         self._nf = None
         self._loss = None

@@ -177,6 +177,17 @@ def source(y, gfmt):
     return s
 
 
+def held(y, gfmt, i):
+    """y, output i of a node that holds a buffer per output (node.bufs[i],
+    taken by its backward as begin() takes a MERGED node's), with its
+    gradient buffer in gfmt."""
+    buf = _Buffer(gfmt)
+    node = y.grad_fn
+    node.bufs[i] = buf
+    buf.node = node
+    setattr(y, BUF_ATTR, buf)
+
+
 def use(t):
     """One use of t: t behind a use node when t is a source's output (else t).
     The first use needs none: its consumer has the lowest sequence number, so

@@ -151,6 +151,28 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     return y, (Stats._wrap(st, a[2]) if stats else None), nf.value if count else None
 
 
+_lib._fn("amp_round_f32_many", ctypes.c_int, ctypes.c_size_t, _VP, _VP, _VP, _VP, _VP, _VP)
+
+
+def round_many(xs, fmts, mode="rne", saturate=(), sr_bits=0):
+    """[(y, nonfinite)]: each contiguous float32 tensor xs[j] rounded into
+    fmts[j] (saturating where saturate[j]; mode not "sr", whose draws are
+    keyed per tensor) into a new tensor, as round_count rounds it, in one
+    foreign call (amp_round_f32_many)."""
+    k = len(xs)
+    ys = [torch.empty_like(t) for t in xs]
+    addrs = [_addr_cache.get((f, mode, bool(s), sr_bits)) or round_addrs(f, mode, bool(s), sr_bits)
+             for f, s in zip(fmts, saturate or (False,) * k)]
+    ptrs = ctypes.c_void_p * k
+    nf = (ctypes.c_size_t * k)()
+    rc = _lib.lib.amp_round_f32_many(k, ptrs(*[a[0] for a in addrs]), ptrs(*[a[1] for a in addrs]),
+                                     ptrs(*[t.data_ptr() for t in xs]), ptrs(*[t.data_ptr() for t in ys]),
+                                     (ctypes.c_size_t * k)(*[t.numel() for t in xs]), nf)
+    if rc:
+        _lib.check(rc)
+    return list(zip(ys, nf))
+
+
 def dense(t):
     """True when t's elements fill a span of memory of t.numel() elements,
     in some order of its dimensions (non-overlapping and dense: a permutation
