@@ -8,7 +8,7 @@ import inspect
 import os
 import unittest
 
-from support import HAVE_TORCH, NO_TORCH, import_torch, tmpdir
+from support import HAVE_TORCH, NO_TORCH, Counted, import_torch, tmpdir
 
 if HAVE_TORCH:
     torch = import_torch()
@@ -490,18 +490,21 @@ class TestEmulatedAndNamed(unittest.TestCase):
         itself on the CPU (no new tensor, no rounding, no noise drawn) under
         every policy, and is counted in the coverage account."""
         torch.manual_seed(0)
-        m = _OpNet(4, lambda h: h)
+        m = _OpNet(4, nn.Dropout(0.0))
         x = torch.randn(3, 4)
         calls = ((0.0, True), (0.5, False))
         for pol in ("fp16-amp", "bf16-amp", "bf16-amp-cpu", "fp8-hybrid", "fp16-pure"):
-            with self.subTest(policy=pol), at.emulate(m, pol, strict=True) as emu:
-                h = m(x)
+            with self.subTest(policy=pol), at.emulate(m, pol, strict=True) as emu, \
+                    Counted(type(emu), "_pointwise") as elementwise:
+                h = m.fc(x)
                 state = torch.get_rng_state()
                 for p, training in calls:
                     self.assertIs(F.dropout(h, p, training), h)
-                    self.assertIs(nn.functional.dropout(h, p, training, True), h)
+                    self.assertIs(F.dropout(h, p=p, training=training, inplace=True), h)
+                self.assertIs(m.fn(h), h)
                 self.assertTrue(torch.equal(torch.get_rng_state(), state))
-                self.assertEqual(emu._cov.rows[F.dropout][1:3], [4, 4 * h.numel()])
+                self.assertEqual(emu._cov.rows[F.dropout][1:3], [5, 5 * h.numel()])
+                self.assertEqual(elementwise.calls, 0, pol)     # (called and counted, nothing else)
 
     def test_embedding_pure_policy(self):
         torch.manual_seed(0)

@@ -111,7 +111,7 @@ class _Mode(TorchFunctionMode):
         # (_grad.py); attention runs its body op by op, and those ops are the
         # uses (a self-attention's query, key and value, one tensor, stay one)
         args0, kwargs0 = args, kwargs
-        if name == "dropout" and _dropout_noop(args):
+        if name == "dropout" and _dropout_noop(args, kwargs):
             # (PyTorch's CPU dropout hands back its input: nothing is computed,
             # and the input's next consumer is its use, as under autocast)
             out = func(*args, **kwargs)
@@ -174,12 +174,15 @@ def _refuse_create_graph(emu, func, args, kwargs):
             % ("backward" if func is _BACKWARD else "torch.autograd.grad", emu._where()))
 
 
-def _dropout_noop(args):
-    """True for a dropout call given (input, p, training, ...) positionally
-    with p = 0 or training off, which draws no noise and, on the CPU, returns
-    its input itself (the module's call: F.dropout(x, self.p, self.training,
-    self.inplace))."""
-    return len(args) >= 3 and isinstance(args[0], torch.Tensor) and (args[1] == 0 or args[2] is False)
+def _dropout_noop(args, kwargs):
+    """True for a dropout call whose p = 0 or training off is given (in the
+    arguments or by keyword, as F.dropout hands them to the mode), which
+    draws no noise and, on the CPU, returns its input itself."""
+    if not args or not isinstance(args[0], torch.Tensor):
+        return False
+    p = args[1] if len(args) > 1 else kwargs.get("p")
+    train = args[2] if len(args) > 2 else kwargs.get("training", kwargs.get("train"))
+    return p == 0 or train is False
 
 
 def _cpu_fp32_call(emu, func, args, kwargs, count):
