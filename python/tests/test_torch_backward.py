@@ -155,6 +155,24 @@ def _gemm_cases():
             ("baddbmm", torch.baddbmm, [r(3, 5, 7), r(3, 5, 2), r(3, 7, 2).transpose(1, 2)])]
 
 
+def _conv_cases():
+    """(op, function, operands, geometry arguments) of the written-out
+    convolution backward: 1-D, 2-D and 3-D, strides, padding, dilation,
+    groups (depthwise included), no bias, a channels-last input."""
+    g = torch.Generator().manual_seed(8)
+
+    def r(*s):
+        return torch.randn(*s, generator=g)
+    return [("conv2d", F.conv2d, [r(2, 3, 9, 9), r(4, 3, 3, 3), r(4)], ((2, 2), (1, 1), (1, 1), 1)),
+            ("conv2d", F.conv2d, [r(1, 3, 8, 8), r(5, 3, 8, 8)], (8, 0, 1, 1)),
+            ("conv2d", F.conv2d, [r(2, 6, 7, 5), r(6, 1, 3, 3), r(6)], (1, (1, 2), (2, 1), 6)),
+            ("conv2d", F.conv2d, [r(2, 4, 6, 6), r(6, 2, 1, 1), r(6)], (1, 0, 1, 2)),
+            ("conv2d", F.conv2d, [r(2, 3, 7, 7).contiguous(memory_format=torch.channels_last), r(4, 3, 3, 3),
+                                  r(4)], (1, 1, 1, 1)),
+            ("conv1d", F.conv1d, [r(3, 2, 11), r(4, 2, 3), r(4)], ((2,), (1,), (1,), 1)),
+            ("conv3d", F.conv3d, [r(1, 2, 5, 4, 6), r(3, 2, 2, 3, 1), r(3)], (1, (0, 1, 0), 1, 1))]
+
+
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
 class TestWrittenOutGemmBackward(unittest.TestCase):
     def test_grads_equal_autograds(self):
@@ -177,6 +195,40 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
                         self.assertTrue(torch.equal(a, b))
                         self.assertEqual(a.stride(), b.stride())
 
+    def test_conv_grads_equal_autograds(self):
+        """The same for convolutions: convolution_backward with the call's
+        geometry gives autograd's gradients, bit for bit and stride for stride."""
+        from ampsim.torch import _gemm_grad
+        for op, fn, ts, geo in _conv_cases():
+            nob = [None] if len(ts) == 2 else []        # (no bias: None in its place)
+            geometry = _gemm_grad.conv_geometry(op, ts + nob + list(geo), {})
+            form = _gemm_grad.plan(op, ts, geometry)
+            self.assertEqual(form, "conv", op)
+            out = fn(*ts, *nob, *geo)
+            gy = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
+            for need in [[True] * len(ts)] + [[j == i for j in range(len(ts))] for i in range(len(ts))]:
+                with self.subTest(op=op, shapes=[tuple(t.shape) for t in ts], geo=geo, need=need):
+                    ls = [t.detach().requires_grad_(n) for t, n in zip(ts, need)]
+                    ref = torch.autograd.grad(fn(*ls, *nob, *geo), [lf for lf in ls if lf.requires_grad], gy)
+                    got = [x for x in _gemm_grad.grads(form, ts, gy, need, geometry) if x is not None]
+                    self.assertEqual(len(got), len(ref))
+                    for a, b in zip(got, ref):
+                        self.assertTrue(torch.equal(a, b))
+                        self.assertEqual(a.stride(), b.stride())
+
+    def test_conv_geometry(self):
+        from ampsim.torch import _gemm_grad
+        x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+        self.assertEqual(_gemm_grad.conv_geometry("conv2d", (x, w), {}), ([1, 1], [0, 0], [1, 1], 1))
+        self.assertEqual(_gemm_grad.conv_geometry("conv2d", (x, w, None, 2), {"padding": (1, 0), "groups": 1}),
+                         ([2, 2], [1, 0], [1, 1], 1))
+        for name, args, kw in (("conv2d", (x, w, None, 1, "same"), {}), ("conv2d", (x, w), {"padding": "valid"}),
+                               ("conv2d", (x, w), {"out": x}), ("conv_transpose2d", (x, w), {}),
+                               ("conv2d", (x, w, None, (1, 2, 3)), {}), ("conv2d", (x, w, None, True), {})):
+            self.assertIsNone(_gemm_grad.conv_geometry(name, args, kw), (name, args, kw))
+        # an unbatched input keeps the inner graph
+        self.assertIsNone(_gemm_grad.plan("conv2d", [x[0], w], ([1, 1], [0, 0], [1, 1], 1)))
+
     def test_other_forms_keep_the_inner_graph(self):
         from ampsim.torch import _gemm_grad
         x3 = torch.randn(4, 3, 2).transpose(1, 2)       # (matmul may run bmm: not folded)
@@ -192,9 +244,15 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
         heads, a masked encoder and an MLP."""
         from ampsim.torch import _gemm_grad
         from zoo_models import EncoderLM
+        from zoo_models import ZOO
         idx = torch.randint(0, 50, (3, 9), generator=torch.Generator().manual_seed(5))
+        img = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(6))
         cases = [backward_case("block", C=30, heads=5, T=11, B=3), backward_case("mlp", B=7),
                  (EncoderLM(), lambda mod: F.cross_entropy(mod(idx).flatten(0, 1), idx.flatten()))]
+        # convolutions: grouped, depthwise, strided, 1x1 (mobilenet_v3_small); the ViT's patches
+        for name in ("mobilenet_v3_small", "vit"):
+            torch.manual_seed(0)
+            cases.append((ZOO[name][0](), lambda mod: mod(img).square().mean()))
         plan = _gemm_grad.plan
         for k, (m, loss_fn) in enumerate(cases):
             m.eval()            # (no dropout draws)
@@ -203,7 +261,7 @@ class TestWrittenOutGemmBackward(unittest.TestCase):
                     grads = []
                     for written in (True, False):
                         m.zero_grad()
-                        _gemm_grad.plan = plan if written else (lambda op, ts: None)
+                        _gemm_grad.plan = plan if written else (lambda op, ts, geometry=None: None)
                         try:
                             with at.emulate(m, pol):
                                 loss_fn(m).backward()

@@ -78,8 +78,10 @@ class _GemmFn(torch.autograd.Function):
         # (oneDNN's bf16 kernels, forward and backward, as under CPU autocast)
         dt = _lowp.gemm_dtype(emu)
         # a common form: the forward without a graph, the backward written out (_gemm_grad.py)
-        form = _gemm_grad.plan(call.op, casts) if call.positional and dt is None else None
-        ctx.form = form
+        form = None
+        if dt is None and (call.positional or call.geometry is not None):
+            form = _gemm_grad.plan(call.op, casts, call.geometry)
+        ctx.form, ctx.geometry = form, call.geometry
         if form is not None:
             out = call(*casts)
             # autograd's saved tensors (freed after a backward that does not
@@ -132,7 +134,7 @@ class _GemmFn(torch.autograd.Function):
             if need:
                 if ctx.form is not None:
                     ts = [ctx.others.get(i, t) for i, t in enumerate(ctx.saved_tensors)]
-                    gs = dict(enumerate(_gemm_grad.grads(ctx.form, ts, g, nin)))
+                    gs = dict(enumerate(_gemm_grad.grads(ctx.form, ts, g, nin, ctx.geometry)))
                 else:
                     # (the inner graph is kept for a backward that retains the outer one)
                     out, leaves = ctx.out, ctx.leaves

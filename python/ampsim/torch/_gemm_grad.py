@@ -21,18 +21,59 @@ FunctionsManual.cpp):
                (a view or a contiguous copy) and runs mm; the backward is the mm
                rules on that fold, reshaped back, and sum_to(g, b's shape) of
                the add, on the output's gradient as it comes ("linear_mm").
+  conv1d/2d/3d on a batched input, with numeric padding: aten's conv<k>d is
+               convolution(x, w, b, stride, padding, dilation, transposed=False,
+               output_padding=0, groups), whose backward is one call of
+               convolution_backward with the same geometry, the bias's sizes and
+               the mask of the operands that need a gradient ("conv"; the
+               geometry comes from conv_geometry).
 Each operand's gradient is the same tensor, with the same strides, as the
 nested autograd run returns; the tests compare both paths bit for bit.
 
 plan() answers None for every other form (matmul itself, a linear on a
 4-D input or on a 3-D one whose last dimension is strided, keyword
-arguments, alpha and beta, low-precision dtypes); such a GEMM keeps the
-inner graph."""
+arguments, alpha and beta, low-precision dtypes, transposed or unbatched
+convolutions, padding="same"); such a GEMM keeps the inner graph."""
+import torch
+
+_CONV_ARGS = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
 
 
-def plan(op, ts):
-    """The form of a GEMM on operands ts (all positional float32 tensors, in
-    argument order), or None when its backward is not written out here."""
+def _ints(v, k):
+    """A geometry argument as the list of k ints that aten's argument parser
+    makes of it (an int repeated), or None."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return [v] * k
+    if isinstance(v, (tuple, list)) and len(v) == k and all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        return list(v)
+    return None
+
+
+def conv_geometry(name, args, kwargs):
+    """(stride, padding, dilation, groups) of a conv1d/2d/3d call, its
+    defaults applied, or None (another op, an unknown keyword, string padding)."""
+    if name not in ("conv1d", "conv2d", "conv3d") or len(args) > len(_CONV_ARGS) \
+            or any(k not in _CONV_ARGS[len(args):] for k in kwargs):
+        return None
+    k = int(name[4])
+    p = dict(zip(_CONV_ARGS, args), **kwargs)
+    geo = (_ints(p.get("stride", 1), k), _ints(p.get("padding", 0), k), _ints(p.get("dilation", 1), k))
+    groups = p.get("groups", 1)
+    if any(v is None for v in geo) or not isinstance(groups, int) or isinstance(groups, bool):
+        return None
+    return geo + (groups,)
+
+
+def plan(op, ts, geometry=None):
+    """The form of a GEMM on operands ts (float32 tensors, in argument order;
+    all its arguments, but for a convolution's geometry (conv_geometry),
+    positional), or None when its backward is not written out here."""
+    if geometry is not None:
+        k = len(geometry[0])
+        if op in ("conv1d", "conv2d", "conv3d") and len(ts) in (2, 3) and ts[0].dim() == k + 2 \
+                and ts[1].dim() == k + 2 and (len(ts) == 2 or ts[2].dim() == 1):
+            return "conv"
+        return None
     if op == "linear":
         bias = len(ts) == 3
         if len(ts) not in (2, 3) or ts[1].dim() != 2 or bias and ts[2].dim() != 1:
@@ -75,11 +116,18 @@ def sum_to(g, shape):
     return g.view(shape) if lead > 0 else g
 
 
-def grads(form, ts, g, need):
+def grads(form, ts, g, need, geometry=None):
     """The gradients of operands ts (None where need[i] is false) for the
-    output gradient g, by the rules above."""
+    output gradient g, by the rules above (geometry: a convolution's)."""
     out = [None] * len(ts)
-    if form in ("linear2", "linear3", "linear_mm"):
+    if form == "conv":
+        stride, padding, dilation, groups = geometry
+        b = ts[2] if len(ts) == 3 else None
+        r = torch.ops.aten.convolution_backward(
+            g, ts[0], ts[1], list(b.shape) if b is not None else None, stride, padding, dilation, False,
+            [0] * len(stride), groups, [bool(need[0]), bool(need[1]), b is not None and bool(need[2])])
+        out = [r[i] if need[i] else None for i in range(len(ts))]
+    elif form in ("linear2", "linear3", "linear_mm"):
         # the product on x as a matrix (a 3-D x folded: a view when it is
         # contiguous, else the copy that reshape makes, as aten's fold does)
         x, w = ts[0], ts[1]
@@ -115,4 +163,5 @@ def grads(form, ts, g, need):
 
 # the operands each form's backward reads (autograd saves these; an added
 # bias or mask it does not, and may be changed in place after the forward)
-SAVED = {"linear2": (0, 1), "linear3": (0, 1), "linear_mm": (0, 1), "bmm": (0, 1), "baddbmm": (1, 2)}
+SAVED = {"linear2": (0, 1), "linear3": (0, 1), "linear_mm": (0, 1), "bmm": (0, 1), "baddbmm": (1, 2),
+         "conv": (0, 1)}

@@ -3,7 +3,7 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _embed, _functions, _grad, _kernels, _lowp, _mha, _ops, _rnn
+from . import _embed, _functions, _gemm_grad, _grad, _kernels, _lowp, _mha, _ops, _rnn
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
@@ -389,6 +389,8 @@ class _OpHandlers:
         # own kernel: the backward may be written out (_gemm_grad.py)
         call.positional = form is None and not pairs and not kwargs and \
             all(a is None or isinstance(a, torch.Tensor) for a in args)
+        # a convolution's geometry (its backward may be written out too)
+        call.geometry = _gemm_grad.conv_geometry(name, args, kwargs) if form is None and not pairs else None
         return site, call, tuple(kinds), ts
 
     def _register_site(self, site, ts, kinds):
