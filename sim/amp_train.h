@@ -130,6 +130,11 @@ AMP_API double amp_sumsq_unscaled_f32(const float *g, size_t n, float inv);
  * *nonfinite (if not NULL) to the number of inf and NaN results: a GradScaler's
  * unscaling, its inf check and the tensor's share of the norm together. */
 AMP_API double amp_unscale_sumsq_f32(float *g, size_t n, float inv, size_t *nonfinite);
+/* amp_unscale_sumsq_f32 over k arrays in one call (a step's gradients):
+ * g[j][0..n[j]) unscaled in place, sq[j] and nonfinite[j] set as one call
+ * per array sets them. */
+AMP_API void amp_unscale_sumsq_f32_many(size_t k, float *const *g, const size_t *n, float inv, double *sq,
+                                        size_t *nonfinite);
 
 typedef struct amp_dp amp_dp;
 /* Per-rank gradient buffers and the "<grad>.allreduce" pseudo-tensors of every

@@ -109,6 +109,12 @@ SQ_CLONES double amp_unscale_sumsq_f32(float *g, size_t n, float inv, size_t *no
     return sq;
 }
 
+void amp_unscale_sumsq_f32_many(size_t k, float *const *g, const size_t *n, float inv, double *sq,
+                                size_t *nonfinite)
+{
+    for (size_t j = 0; j < k; j++) sq[j] = amp_unscale_sumsq_f32(g[j], n[j], inv, &nonfinite[j]);
+}
+
 amp_status amp_train_step_end(amp_model *m, amp_optim *opt, amp_scaler *sc, float scale,
                               amp_step_info *info, amp_scaler_result *res)
 {

@@ -214,6 +214,45 @@ START_TEST(test_unscale_sumsq)
 }
 END_TEST
 
+/* amp_unscale_sumsq_f32_many: the values, sums and counts of one
+ * amp_unscale_sumsq_f32 call per array (an empty one, an inf, a NaN). */
+START_TEST(test_unscale_sumsq_many)
+{
+    enum { K = 4 };
+    static const size_t n[K] = { 5, 0, 1000, 17 };
+    float *g[K], *ref[K];
+    double sq[K], want[K];
+    size_t bad[K], want_bad[K];
+    uint32_t x = 777;
+    for (int j = 0; j < K; j++) {
+        g[j] = malloc((n[j] + 1) * sizeof *g[j]);
+        ref[j] = malloc((n[j] + 1) * sizeof *ref[j]);
+        ck_assert(g[j] && ref[j]);
+        for (size_t i = 0; i < n[j]; i++) {
+            x = x * 1664525u + 1013904223u;
+            g[j][i] = ldexpf((float)(x >> 8) / 16777216.0f - 0.5f, (int)(x % 30) - 10);
+        }
+    }
+    g[2][7] = INFINITY;
+    g[3][2] = NAN;
+    float inv = 0.0009765625f * 3.0f;
+    for (int j = 0; j < K; j++) {
+        memcpy(ref[j], g[j], n[j] * sizeof *g[j]);
+        want[j] = amp_unscale_sumsq_f32(ref[j], n[j], inv, &want_bad[j]);
+    }
+    amp_unscale_sumsq_f32_many(K, g, n, inv, sq, bad);
+    for (int j = 0; j < K; j++) {
+        ck_assert_msg(sq[j] == want[j] || (isnan(sq[j]) && isnan(want[j])), "array %d", j);
+        ck_assert_uint_eq(bad[j], want_bad[j]);
+        ck_assert(n[j] == 0 || memcmp(g[j], ref[j], n[j] * sizeof *g[j]) == 0);
+        free(g[j]);
+        free(ref[j]);
+    }
+    ck_assert_uint_eq(want_bad[2], 1);
+    ck_assert_uint_eq(want_bad[3], 1);
+}
+END_TEST
+
 /* amp_unscale_sumsq_f32 and amp_sumsq_unscaled_f32 against their contract
  * written out plainly here: element k into the k % 8th double partial sum,
  * the sums added in order; the unscaled values written back, inf and NaN
@@ -570,6 +609,7 @@ int main(void)
     tcase_add_test(tc, test_round_counted);
     tcase_add_test(tc, test_unscale_sumsq);
     tcase_add_test(tc, test_sumsq_lanes);
+    tcase_add_test(tc, test_unscale_sumsq_many);
     tcase_add_test(tc, test_policy_json);
     tcase_add_test(tc, test_sgd_fp32_single_rounding);
     tcase_add_test(tc, test_pure_bf16_updates);

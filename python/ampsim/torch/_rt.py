@@ -224,6 +224,28 @@ def unscale_sumsq(g, inv):
     return sq, nf.value
 
 
+_lib._fn("amp_unscale_sumsq_f32_many", None, ctypes.c_size_t, _VP, _VP, ctypes.c_float, _VP, _VP)
+
+
+def unscale_sumsq_many(gs, inv):
+    """[(sumsq, nonfinite)] of unscale_sumsq(g, inv) for each g of gs, the
+    contiguous float32 ones in one foreign call (amp_unscale_sumsq_f32_many),
+    any other one alone."""
+    many = [i for i, g in enumerate(gs) if not g.is_sparse and g.dtype == torch.float32 and g.is_contiguous()]
+    out = [None] * len(gs)
+    k = len(many)
+    if k:
+        sq, nf = (ctypes.c_double * k)(), (ctypes.c_size_t * k)()
+        _lib.lib.amp_unscale_sumsq_f32_many(k, (ctypes.c_void_p * k)(*[gs[i].data_ptr() for i in many]),
+                                            (ctypes.c_size_t * k)(*[gs[i].numel() for i in many]), inv, sq, nf)
+        for j, i in enumerate(many):
+            out[i] = (sq[j], nf[j])
+    for i, g in enumerate(gs):
+        if out[i] is None:
+            out[i] = unscale_sumsq(g, inv)
+    return out
+
+
 _lib.lib.amp_count_nonfinite.restype = ctypes.c_size_t
 _lib.lib.amp_count_nonfinite.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 

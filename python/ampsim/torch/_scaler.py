@@ -122,8 +122,10 @@ class GradScaler:
             self._used_held = self._sc.scale
         if self._emu is not None:
             first = outputs if isinstance(outputs, torch.Tensor) else None
-            if first is not None and first.numel() == 1 and self._emu._loss is None:
-                self._emu._loss = float(first.detach())
+            if first is not None and self._emu._loss is None:
+                with _quiet(self._emu):         # (reads, not the model's ops)
+                    if first.numel() == 1:
+                        self._emu._loss = float(first.detach())
         return _apply(outputs, lambda t: t * s)
 
     def unscale_(self, optimizer):
@@ -135,10 +137,11 @@ class GradScaler:
         inv = LossScaler.inv(s)
         found = False
         with torch.no_grad(), _quiet(self._emu):
-            for g in _grads(optimizer):
-                # one pass: the product, the inf check and the tensor's share
-                # of the gradient norm, kept for the step's metrics row
-                sq, nf = _rt.unscale_sumsq(g, inv)
+            gs = list(_grads(optimizer))
+            # one pass over each (one foreign call for all): the product, the
+            # inf check and the tensor's share of the gradient norm, kept for
+            # the step's metrics row
+            for g, (sq, nf) in zip(gs, _rt.unscale_sumsq_many(gs, inv)):
                 found = found or nf > 0
                 self.sumsq[id(g)] = (g, g._version, sq)
         self._found_inf = self._found_inf or found
