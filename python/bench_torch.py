@@ -13,14 +13,20 @@ SGD with momentum (AdamW for the GPT), one thread. Three configurations each:
              tensors.csv/hist.csv rows on every 10th step (log_every=10)
   every 1    the same with statistics on every step (log_every=1)
 They run in blocks of 10 steps, taking turns, for several rounds. A block of an
-emulated configuration is one emulate context with its run directory, so its
-cost includes the hooks and the run log. Each round gives a ratio to that
+emulated configuration is one emulate context with its run directory. A step's
+time is the block's steps: the run log's opening, the first calls of each
+module and the step with statistics are in it; entering the context (its
+hooks, the run directory's check) and leaving it (the run directory's files
+committed, summary.json written), which a training run does once, are timed
+apart and printed as "open+close ms" (--with-open-close adds them to the
+block's steps, as a 10-step run pays them). Each round gives a ratio to that
 round's plain block, and the median over the rounds is printed. Times are the
 process's CPU time (one thread; every pool pinned to one thread before torch
 loads), which the other processes of a loaded machine change less than the
 wall time. The targets are at most 2x (every 10) and 3x (every 1). Not a test.
 
-Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy P] [MODEL ...]
+Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy P] [--op-by-op]
+       [--with-open-close] [MODEL ...]
 (models: gpt and the zoo's names; default all)"""
 import argparse
 import os
@@ -62,9 +68,10 @@ def setups(scale):
 
 
 def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
-    """CPU seconds of this process per step over one block (log_every None:
-    plain). CPU time, not wall time: on a loaded machine the wall time also
-    counts the other processes' turns."""
+    """(CPU seconds of this process per step over one block, CPU seconds of
+    entering and leaving its emulate context; log_every None: plain, 0.0).
+    CPU time, not wall time: on a loaded machine the wall time also counts
+    the other processes' turns."""
     emu = sc = None
     if log_every is not None:
         emu = at.emulate(model, policy, out=out, log_every=log_every, hist_every=log_every)
@@ -73,16 +80,20 @@ def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
     t0 = time.process_time()
     if emu:
         emu.__enter__()
+    t1 = time.process_time()
     try:
         for x, y in data:
             train_step(model, opt, loss_fn, x, y, sc)
     finally:
+        t2 = time.process_time()
         if emu:
             emu.__exit__(None, None, None)
-    return (time.process_time() - t0) / steps
+    t3 = time.process_time()
+    return (t2 - t1) / steps, (t1 - t0) + (t3 - t2)
 
 
-def bench(name, setup, rounds, policy="fp16-amp"):
+def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False):
+    """{config: (median ms per step, median ratio to plain, median open+close ms)}"""
     make, batch, loss_fn, optname = setup
     configs = (("plain", None), ("every 10", 10), ("every 1", 1))
     models, opts = {}, {}
@@ -93,6 +104,7 @@ def bench(name, setup, rounds, policy="fp16-amp"):
         opts[c] = (torch.optim.AdamW(models[c].parameters(), lr=1e-3) if optname == "adamw" else
                    torch.optim.SGD(models[c].parameters(), lr=0.01, momentum=0.9))
     times = {c: [] for c, _ in configs}
+    opens = {c: [] for c, _ in configs}
     with tempfile.TemporaryDirectory() as d:
         for c, le in configs:                      # warm-up block of each
             block(models[c], opts[c], batch, loss_fn, 2, le, os.path.join(d, "warm-" + c.replace(" ", "")), policy)
@@ -100,11 +112,13 @@ def bench(name, setup, rounds, policy="fp16-amp"):
             order = configs[r % 3:] + configs[:r % 3]
             for c, le in order:
                 out = os.path.join(d, "%s-%d" % (c.replace(" ", ""), r))
-                times[c].append(block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy))
+                step, oc = block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy)
+                times[c].append(step + oc / BLOCK if with_open_close else step)
+                opens[c].append(oc)
     res = {}
     for c, _ in configs:
         ratios = [t / p for t, p in zip(times[c], times["plain"])]
-        res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios))
+        res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios), statistics.median(opens[c]) * 1e3)
     return res
 
 
@@ -117,6 +131,8 @@ def main():
                     "the GradScaler is 'torch' for fp16 policies, else 'none')")
     ap.add_argument("--op-by-op", action="store_true",
                     help="run LSTM/GRU steps and self-attention op by op (not as fused Functions), for comparison")
+    ap.add_argument("--with-open-close", action="store_true",
+                    help="count entering and leaving each block's emulate context in its steps (a 10-step run)")
     ap.add_argument("models", nargs="*", help="gpt and the zoo's names (default: all)")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -129,13 +145,16 @@ def main():
     for n in names:
         if n not in su:
             ap.error("unknown model %r (known: %s)" % (n, ", ".join(su)))
-    print("torch %s, 1 thread; %d rounds of %d-step blocks; %s; zoo batch scale %d%s"
-          % (torch.__version__, a.rounds, BLOCK, a.policy, a.scale, "; RNN steps and attention op by op" if a.op_by_op else ""))
-    print("%-20s %10s %12s %10s %12s %10s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio"))
+    print("torch %s, 1 thread; %d rounds of %d-step blocks; %s; zoo batch scale %d%s%s"
+          % (torch.__version__, a.rounds, BLOCK, a.policy, a.scale, "; RNN steps and attention op by op" if a.op_by_op
+             else "", "; steps include the context's open+close" if a.with_open_close else ""))
+    print("%-20s %10s %12s %10s %12s %10s %15s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio",
+                                                 "open+close ms"))
     for n in names:
-        r = bench(n, su[n], a.rounds, a.policy)
-        print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx" % (n, r["plain"][0], r["every 10"][0], r["every 10"][1],
-                                                          r["every 1"][0], r["every 1"][1]), flush=True)
+        r = bench(n, su[n], a.rounds, a.policy, a.with_open_close)
+        print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx %15.1f"
+              % (n, r["plain"][0], r["every 10"][0], r["every 10"][1], r["every 1"][0], r["every 1"][1],
+                 r["every 10"][2]), flush=True)
     print("targets: every 10 <= 2.00x, every 1 <= 3.00x")
 
 
