@@ -11,7 +11,7 @@ import subprocess
 import sys
 import unittest
 
-from support import HAVE_TORCH, NO_TORCH, import_torch  # noqa: F401  (sets AMPSIM_LIB for the package)
+from support import HAVE_TORCH, NO_TORCH, Counted, import_torch  # noqa: F401  (sets AMPSIM_LIB for the package)
 
 if HAVE_TORCH:
     torch = import_torch()
@@ -19,7 +19,7 @@ if HAVE_TORCH:
     import torch.nn.functional as F
 
     import ampsim.torch as at
-    from ampsim.torch import _rt
+    from ampsim.torch import _grad, _rt
     from ampsim.torch.diagnose import diff_grads
     from torch_models import backward_case
 
@@ -110,6 +110,38 @@ class TestStep0AgainstAutocast(unittest.TestCase):
         self.assertTrue(torch.equal(grads["emulate"][0], grads["autocast"][0]))
         self.assertTrue(torch.equal(grads["emulate"][1], grads["autocast"][1]))
 
+    def test_reads_that_carry_no_gradient_are_not_uses(self):
+        """x.dim(), x.shape, x.size(0), comparisons and indices of an emulated
+        tensor (a BatchNorm's input check) make no use node: the three real
+        consumers below make two, and the gradients are those of the same
+        model without the reads, bit for bit, and CPU autocast's. Iterating
+        over the tensor stays a use (its rows carry gradient)."""
+        torch.manual_seed(0)
+        lin, x = nn.Linear(6, 5), torch.randn(4, 6)
+
+        def f(h, reads, rows):
+            if reads:
+                assert h.dim() == 2 and h.shape[0] == h.size(0) == 4
+                _ = ((h > 0).any(), h.argmax(), h.isfinite().all(), h.numel())
+            y = torch.tanh(h) * h + h * 0.3
+            if rows:
+                y = y + torch.stack([r * 2 for r in h])
+            return y
+        for rows in (False, True):
+            grads = []
+            for reads in (False, True):
+                lin.zero_grad()
+                with at.emulate(lin, "bf16-amp-cpu"), Counted(_grad._UseFn, "apply") as c:
+                    f(lin(x), reads, rows).sum().backward()
+                self.assertEqual(c.calls, 3 if rows else 2, (reads, rows))
+                grads.append([p.grad.clone() for p in lin.parameters()])
+            lin.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                f(lin(x), True, rows).float().sum().backward()
+            grads.append([p.grad.clone() for p in lin.parameters()])
+            for g in grads[1:]:
+                for a, b in zip(grads[0], g):
+                    self.assertTrue(torch.equal(a, b), rows)
 
     def test_a_forward_under_no_grad_before_the_training_forward(self):
         """A forward under torch.no_grad (an evaluation) earlier in the same

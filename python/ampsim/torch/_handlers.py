@@ -29,12 +29,14 @@ def _record(func):
     """(OPS entry, CLASSES entry, plain) of a torch function; plain: 1 for a
     classified FP32 or no_float function with nothing to do but call it (its
     uses of source outputs taken as uses, _grad.py), 2 for such a tensor
-    attribute (__get__, __set__: not a use), 0 otherwise."""
+    attribute (__get__, __set__) or a no_float function whose result carries
+    no gradient (_ops.NO_USE_NAMES: x.dim(), x == y): not a use; 0 otherwise."""
     op, cls = _ops.OPS.get(func), _ops.CLASSES.get(func)
     plain = 0
     if op is None and cls in ("fp32", "no_float") and func not in _CREATE_GRAPH and func not in _grad.HOOKED \
             and func not in _grad.WIDEN:
-        plain = 2 if getattr(func, "__name__", None) in ("__get__", "__set__") else 1
+        n = getattr(func, "__name__", None)
+        plain = 2 if n in ("__get__", "__set__") or cls == "no_float" and n in _ops.NO_USE_NAMES else 1
     rec = _RECS[func] = (op, cls, plain)
     return rec
 

@@ -206,6 +206,19 @@ _NO_FLOAT = _SPLIT(
     "is_floating_point is_inference is_neg is_nonzero is_pinned is_same_size is_set_to is_shared "
     "is_signed is_nonzero _dimI _dimV _is_view _nested_tensor_size _nnz _update_names is_tensor "
     "is_storage numel result_type can_cast promote_types _assert_async _assert")
+# no_float functions whose results carry no gradient at all (metadata, flags,
+# comparisons, indices, Python numbers): not uses of their tensors (_grad.py),
+# so x.dim() before x's consumer (a BatchNorm's input check) adds no use node.
+# (__iter__, copies, in-place flag setters and the like stay uses.)
+NO_USE_NAMES = frozenset(_SPLIT(
+    "eq ne lt le gt ge greater greater_equal less less_equal not_equal equal allclose isclose isfinite "
+    "isinf isnan isneginf isposinf isreal isin signbit logical_and logical_or logical_xor logical_not "
+    "__eq__ __ne__ __lt__ __le__ __gt__ __ge__ argmax argmin argsort argwhere nonzero count_nonzero "
+    "size dim numel nelement ndimension element_size stride storage_offset data_ptr item tolist __len__ "
+    "__bool__ __float__ __int__ __index__ __complex__ __long__ __nonzero__ __repr__ __format__ __hash__ "
+    "get_device has_names dense_dim sparse_dim is_coalesced is_complex is_conj is_contiguous "
+    "is_distributed is_floating_point is_inference is_neg is_nonzero is_pinned is_same_size is_set_to "
+    "is_shared is_signed _is_view _nnz is_tensor result_type can_cast promote_types _assert _assert_async"))
 _GEMM_UNROUNDED = _SPLIT(
     "dsmm hsmm smm saddmm spmm sspaddmm hspmm fbgemm_linear_fp16_weight "
     "fbgemm_linear_fp16_weight_fp32_activation fbgemm_linear_int8_weight "
