@@ -160,7 +160,8 @@ class emulate(_OpHandlers, _Checks):
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
         pol = self.policy
         # PyTorch's CPU autocast lists, where they differ from CUDA's (_ops.cpu_fp32)
-        self._cpu_lists = pol.json.get("kernels") == "torch_cpu" and not pol.is_fp32()
+        self._kcpu = pol.json.get("kernels") == "torch_cpu"      # PyTorch's CPU kernels (bf16-amp-cpu)
+        self._cpu_lists = self._kcpu and not pol.is_fp32()
         if pol.accumulator != "fp32":
             raise EmulationError("emulate: policy %s accumulates GEMMs in %s: ampsim.torch emulates FP32 "
                                  "accumulation only (use ampsim train for narrow accumulators)"

@@ -416,11 +416,11 @@ class _OpHandlers:
             kwargs = dict(kwargs, inplace=False)
         if name == "dropout" and len(args) >= 4 and args[3]:
             args = tuple(args[:3]) + (False,) + tuple(args[4:])
-        if name in _SCALAR_OPS and self.policy.json.get("kernels") == "torch_cpu":
+        if name in _SCALAR_OPS and self._kcpu:
             args = _cpu_scalars(args)
         ins = [t for t in _tensors_in(args, kwargs) if t.is_floating_point()]
         for t in ins:
-            if t.dtype != torch.float32 and t.dtype != torch.float64 or t.device.type != "cpu":
+            if t.dtype != torch.float32 and t.dtype != torch.float64 or not t.is_cpu:
                 raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
         out = low = None
@@ -428,13 +428,13 @@ class _OpHandlers:
             low = _lowp.call(func, args, kwargs)       # (output, its format) or None
             if low is not None:
                 out = low[0]
-        if out is None and (self.kernels == "ampsim" or name == "gelu"):
+        # (GELU under a torch_cpu policy: PyTorch's kernel in the input's format)
+        if out is None and (self.kernels == "ampsim" or name == "gelu" and self._kcpu):
             with self._quiet():
                 out = self._ampsim_kernel(name, args, kwargs)
         if out is None and kind not in pol.fp32_ops and ins and _fmt_of(ins[0]) != "fp32":
             # backward rules that read the rounded output (tanh, softmax...) or round per op (a / b)
-            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]),
-                                               pol.json.get("kernels") != "torch_cpu")
+            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]), not self._kcpu)
         if out is None:
             out = func(*args, **kwargs)
         # an op that hands back its input (dropout with p = 0 or in eval, as
