@@ -1,8 +1,8 @@
 """A step's weight casts in one autograd node.
 
 Each GEMM casts its weight and bias into their formats once per step
-(emulate._cast_weight: a _CastFn node per parameter, about 13 microseconds
-each, most of it autograd's and the rule's Python). On a step without
+(emulate._cast_weight: a _CastFn node and a foreign call per parameter,
+most of its cost autograd's and the rule's Python). On a step without
 statistics, the first cast that the step asks for casts at once every
 parameter that the previous step cast (the plan), in one _CastAllFn node:
 
@@ -19,9 +19,9 @@ parameter that the previous step cast (the plan), in one _CastAllFn node:
 A copy is handed out by _cast_weight from the step's cache as the single
 cast's would be; its non-finite count is noted then, when it is asked for,
 so a parameter the step does not use notes nothing. Steps with statistics
-(whose weight rows are written in the order of the casts), FP8 scaling
-(whose amax histories move at each cast), and casts under no_grad keep one
-node per cast. The parameters' AccumulateGrad nodes run when this node
+(the batch's foreign call forms none, and a parameter the step does not use
+would get a row), FP8 scaling (whose amax histories move at each cast), and
+casts under no_grad keep one node per cast. The parameters' AccumulateGrad nodes run when this node
 does, after every GEMM's backward, instead of after each cast's; the
 gradients are the same. ``ENABLED`` switches the batch off (tests, comparison).
 """
