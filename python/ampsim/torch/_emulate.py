@@ -29,7 +29,7 @@ call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _castall, _coverage, _fastmode, _grad, _rt
+from . import _castall, _coverage, _fastmode, _grad, _rt, _seq
 from . import _scope
 from . import _whatif
 from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
@@ -76,6 +76,17 @@ def _checkpoint_run():
 
 
 _fastmode.on_checkpoint = _checkpoint_run
+
+
+def _seq_unit(seq, x, orig):
+    """nn.Sequential.forward while an emulation is active (_fastmode): the
+    innermost one's unit (_seq.py), else Sequential's own forward."""
+    if _ACTIVE:
+        return _seq.run(_ACTIVE[-1], seq, x, orig)
+    return orig(seq, x)
+
+
+_fastmode.seq_unit = _seq_unit
 
 
 class emulate(_OpHandlers, _Checks):

@@ -90,6 +90,21 @@ def _quiet_call(orig):
 
 _QUIET_ZERO_GRAD = [(cls, _quiet_call(f)) for cls, f in _ZERO_GRAD]
 
+# nn.Sequential.forward, while an emulation is active: seq_unit(seq, input,
+# orig) runs it (as one unit where it can: _seq.py); set by _emulate.py
+seq_unit = None
+_SEQ_FORWARD = torch.nn.Sequential.forward
+
+
+def _sequential_forward(self, input):
+    f = seq_unit
+    if f is None:
+        return _SEQ_FORWARD(self, input)
+    return f(self, input, _SEQ_FORWARD)
+
+
+_sequential_forward.__doc__ = _SEQ_FORWARD.__doc__
+
 # Indexing with integers, slices and Ellipsis (x[0], x[:, 1:], x[0] = v) takes
 # a fast path in torch 1.13 that does not consult the function mode, so its
 # result would not carry its input's format (nor a written value be rounded).
@@ -170,6 +185,8 @@ def install():
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is orig:
                 cls.zero_grad = q
+        if torch.nn.Sequential.__dict__.get("forward") is _SEQ_FORWARD:
+            torch.nn.Sequential.forward = _sequential_forward
 
 
 def uninstall():
@@ -190,3 +207,5 @@ def uninstall():
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is q:
                 cls.zero_grad = orig
+        if torch.nn.Sequential.__dict__.get("forward") is _sequential_forward:
+            torch.nn.Sequential.forward = _SEQ_FORWARD
