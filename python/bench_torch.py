@@ -130,23 +130,25 @@ def main():
     ap.add_argument("--policy", default="fp16-amp", help="policy of the emulated steps (default fp16-amp; "
                     "the GradScaler is 'torch' for fp16 policies, else 'none')")
     ap.add_argument("--op-by-op", action="store_true",
-                    help="run LSTM/GRU steps and self-attention op by op (not as fused Functions), for comparison")
+                    help="run LSTM/GRU steps, self-attention and MLP Sequentials op by op (not as fused Functions), "
+                    "for comparison")
     ap.add_argument("--with-open-close", action="store_true",
                     help="count entering and leaving each block's emulate context in its steps (a 10-step run)")
     ap.add_argument("models", nargs="*", help="gpt and the zoo's names (default: all)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.op_by_op:
-        from ampsim.torch import _attn, _rnn_fused
+        from ampsim.torch import _attn, _rnn_fused, _seq
         _rnn_fused.ENABLED = False
         _attn.ENABLED = False
+        _seq.ENABLED = False
     su = setups(a.scale)
     names = a.models or list(su)
     for n in names:
         if n not in su:
             ap.error("unknown model %r (known: %s)" % (n, ", ".join(su)))
     print("torch %s, 1 thread; %d rounds of %d-step blocks; %s; zoo batch scale %d%s%s"
-          % (torch.__version__, a.rounds, BLOCK, a.policy, a.scale, "; RNN steps and attention op by op" if a.op_by_op
+          % (torch.__version__, a.rounds, BLOCK, a.policy, a.scale, "; RNN steps, attention and MLPs op by op" if a.op_by_op
              else "", "; steps include the context's open+close" if a.with_open_close else ""))
     print("%-20s %10s %12s %10s %12s %10s %15s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio",
                                                  "open+close ms"))
