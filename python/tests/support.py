@@ -175,3 +175,49 @@ class Counted:
 
     def __exit__(self, *a):
         setattr(self.module, self.name, self.orig)
+
+
+def emulated_run(m, opt, policy, out, every, inputs, switch=None, loss=None, strict=True):
+    """(losses, per-step parameter gradients) of a training run of m under
+    emulate(policy, strict=strict) with statistics every `every` steps, one
+    step per input (loss(m, input), default m(input)); a pure policy's
+    optimizer is wrapped, fp16 policies scale the loss (GradScaler "torch");
+    a gradient that is None is zeros(1). switch: (module, value) sets
+    module.ENABLED for the run (a unit's switch: _attn, _seq)."""
+    import torch
+
+    import ampsim.torch as at
+    prev = switch[0].ENABLED if switch else None
+    if switch:
+        switch[0].ENABLED = switch[1]
+    losses, grads = [], []
+    try:
+        with at.emulate(m, policy, out=out, log_every=every, hist_every=every, strict=strict) as emu:
+            if policy.endswith("-pure"):
+                opt = emu.optimizer(opt)
+            sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
+            for x in inputs:
+                value = m(x) if loss is None else loss(m, x)
+                opt.zero_grad()
+                sc.scale(value).backward()
+                grads.append([p.grad.clone() if p.grad is not None else torch.zeros(1) for p in m.parameters()])
+                sc.step(opt)
+                sc.update()
+                losses.append(value.detach().clone())
+    finally:
+        if switch:
+            switch[0].ENABLED = prev
+    return losses, grads
+
+
+def zoo_run(name, out, every, steps, switch):
+    """emulated_run of the zoo's model `name` (zoo_models.py: its batches and
+    loss, SGD with momentum) under fp16-amp for `steps` steps."""
+    import torch
+    from zoo_models import zoo
+    make, batch, loss_fn = zoo(1)[name]
+    torch.manual_seed(0)
+    m = make()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+    return emulated_run(m, opt, "fp16-amp", out, every, [batch(s) for s in range(steps)], switch,
+                        lambda mod, xy: loss_fn(mod, *xy), strict=False)

@@ -8,7 +8,8 @@ VisionTransformer; and the unit is used where it serves, and only there."""
 import os
 import unittest
 
-from support import HAVE_TORCH, NO_TORCH, Counted, assert_same_runs, import_torch, read, tmpdir
+from support import (HAVE_TORCH, NO_TORCH, Counted, assert_same_runs, emulated_run, import_torch, read, tmpdir,
+                     zoo_run)
 
 if HAVE_TORCH:
     torch = import_torch()
@@ -60,27 +61,9 @@ def train(E, H, T, B, bf, form, policy, fused, out, every=2):
     torch.manual_seed(0)
     m = AttnNet(E, H, bf, form)
     opt = torch.optim.SGD(m.parameters(), lr=0.05)
-    prev = _attn.ENABLED
-    _attn.ENABLED = fused
-    losses, grads = [], []
-    try:
-        with at.emulate(m, policy, out=out, log_every=every, hist_every=every, strict=True) as emu:
-            if policy.endswith("-pure"):
-                opt = emu.optimizer(opt)
-            sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
-            for s in range(4):
-                g = torch.Generator().manual_seed(s)
-                x = torch.randn((B, T, E) if bf else (T, B, E), generator=g)
-                loss = m(x)
-                opt.zero_grad()
-                sc.scale(loss).backward()
-                grads.append([p.grad.clone() for p in m.parameters()])
-                sc.step(opt)
-                sc.update()
-                losses.append(loss.detach().clone())
-    finally:
-        _attn.ENABLED = prev
-    return losses, grads
+    inputs = [torch.randn((B, T, E) if bf else (T, B, E), generator=torch.Generator().manual_seed(s))
+              for s in range(4)]
+    return emulated_run(m, opt, policy, out, every, inputs, (_attn, fused))
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
@@ -149,31 +132,11 @@ class TestAttentionUnit(unittest.TestCase):
     def test_zoo(self):
         """nn.TransformerEncoder (dropout, a causal mask) and the ViT, a few
         steps each, both ways."""
-        from zoo_models import train_step, zoo
         for name in ("transformer_encoder", "vit"):
-            make, batch, loss_fn = zoo(1)[name]
             d = tmpdir(self)
-            res = []
-            for fused in (False, True):
-                torch.manual_seed(0)
-                m = make()
-                opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-                out = os.path.join(d, str(fused))
-                prev, _attn.ENABLED = _attn.ENABLED, fused
-                losses, grads = [], []
-                try:
-                    with at.emulate(m, "fp16-amp", out=out, log_every=3, hist_every=3):
-                        sc = at.GradScaler("torch")
-                        for s in range(4):
-                            x, y = batch(s)
-                            losses.append(train_step(m, opt, loss_fn, x, y, sc).detach().clone())
-                            grads.append([p.grad.clone() for p in m.parameters()])
-                finally:
-                    _attn.ENABLED = prev
-                res.append((losses, grads, out))
-            (la, ga, a), (lb, gb, b) = res
-            assert_same_runs(self, la, ga, lb, gb, a, b, name)
-
+            (la, ga), (lb, gb) = [zoo_run(name, os.path.join(d, str(fused)), 3, 4, (_attn, fused))
+                                  for fused in (False, True)]
+            assert_same_runs(self, la, ga, lb, gb, os.path.join(d, "False"), os.path.join(d, "True"), name)
 
 if __name__ == "__main__":
     unittest.main()

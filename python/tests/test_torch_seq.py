@@ -8,7 +8,8 @@ unit is used where it serves, and only there."""
 import os
 import unittest
 
-from support import HAVE_TORCH, NO_TORCH, Counted, assert_same_runs, import_torch, read, tmpdir
+from support import (HAVE_TORCH, NO_TORCH, Counted, assert_same_runs, emulated_run, import_torch, read, tmpdir,
+                     zoo_run)
 
 if HAVE_TORCH:
     torch = import_torch()
@@ -57,26 +58,8 @@ def train(E, shape, form, policy, unit, out, every=2, steps=4):
     torch.manual_seed(0)
     m = SeqNet(E, form)
     opt = torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=0.05)
-    prev = _seq.ENABLED
-    _seq.ENABLED = unit
-    losses, grads = [], []
-    try:
-        with at.emulate(m, policy, out=out, log_every=every, hist_every=every, strict=True) as emu:
-            if policy.endswith("-pure"):
-                opt = emu.optimizer(opt)
-            sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
-            for s in range(steps):
-                x = torch.randn(*shape, E, generator=torch.Generator().manual_seed(s))
-                loss = m(x)
-                opt.zero_grad()
-                sc.scale(loss).backward()
-                grads.append([p.grad.clone() if p.grad is not None else torch.zeros(1) for p in m.parameters()])
-                sc.step(opt)
-                sc.update()
-                losses.append(loss.detach().clone())
-    finally:
-        _seq.ENABLED = prev
-    return losses, grads
+    inputs = [torch.randn(*shape, E, generator=torch.Generator().manual_seed(s)) for s in range(steps)]
+    return emulated_run(m, opt, policy, out, every, inputs, (_seq, unit))
 
 
 @unittest.skipUnless(HAVE_TORCH, NO_TORCH)
@@ -117,33 +100,15 @@ class TestSequentialUnit(unittest.TestCase):
 
     def test_vit(self):
         """torchvision's VisionTransformer: its MLPBlocks served, bit for bit."""
-        from zoo_models import ZOO, train_step
-        make, batch, loss_fn = ZOO["vit"]
         d = tmpdir(self)
         runs = []
         for unit in (False, True):
-            torch.manual_seed(0)
-            m = make()
-            opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
             out = os.path.join(d, str(unit))
-            prev = _seq.ENABLED
-            _seq.ENABLED = unit
-            losses, grads = [], []
-            try:
-                with at.emulate(m, "fp16-amp", out=out, log_every=2, hist_every=2), \
-                        Counted(_seq, "_unit") as c:
-                    sc = at.GradScaler("torch")
-                    for s in range(3):
-                        x, y = batch(s)
-                        losses.append(train_step(m, opt, loss_fn, x, y, sc).detach().clone())
-                        grads.append([p.grad.clone() for p in m.parameters()])
-            finally:
-                _seq.ENABLED = prev
-            runs.append((losses, grads, out, c.calls))
+            with Counted(_seq, "_unit") as c:
+                runs.append(zoo_run("vit", out, 2, 3, (_seq, unit)) + (out, c.calls))
         self.assertEqual(runs[0][3], 0)
         self.assertEqual(runs[1][3], 3)         # step 1: both blocks' MLPs and the heads (one Linear)
         assert_same_runs(self, runs[0][0], runs[0][1], runs[1][0], runs[1][1], runs[0][2], runs[1][2], "vit")
-
 
 if __name__ == "__main__":
     unittest.main()
