@@ -24,7 +24,9 @@ active). They touch only the parameters' FP32 .grad tensors, which the
 emulation neither rounds nor counts (its coverage account is the model's
 forward and its loss), and they make about six torch calls per parameter
 between the forward and the backward, each of which would otherwise pay the
-mode's dispatch. uninstall() puts the originals back with the helper.
+mode's dispatch. It also makes nn.Sequential.forward ask the emulation
+first (seq_unit: an MLP as one unit, _seq.py; Sequential's own forward
+otherwise). uninstall() puts the originals back with the helper.
 """
 import threading
 
