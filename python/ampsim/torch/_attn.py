@@ -32,8 +32,9 @@ The unit serves a call when (key() is not None):
     bias_k/bias_v, add_zero_attn or static keys; masks that are bool or
     float and need no gradient; dropout below 1;
   - the same call (shapes, masks, options) ran op by op once in this
-    emulation: its coverage rows were recorded then and are added again at
-    each call (the account stays what the op-by-op path writes).
+    emulation: its coverage rows were recorded then (_coverage.recorded) and
+    are added again at each call (the account stays what the op-by-op path
+    writes).
 Every other call runs op by op. ``ENABLED`` switches the unit off (tests
 compare the two)."""
 import math
@@ -41,7 +42,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from . import _coverage, _grad
+from . import _grad
 from ._functions import _GemmFn, _RoundFn
 from ._rt import FMT_ATTR as _FMT
 
@@ -60,19 +61,6 @@ class _Ctx:
 
     def set_materialize_grads(self, value):
         pass
-
-
-class Recorder:
-    """The coverage account during one op-by-op call: passed on, and kept
-    (kept.rows: {func: [class, calls, elements, macs]}) for later calls of
-    the unit."""
-
-    def __init__(self, inner):
-        self.inner, self.kept = inner, _coverage.Coverage()
-
-    def add(self, func, cls, out=None, macs=0):
-        self.inner.add(func, cls, out, macs)
-        self.kept.add(func, cls, out, macs)
 
 
 def _mask_sig(m):

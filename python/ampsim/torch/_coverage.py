@@ -24,12 +24,16 @@ class Coverage:
     def __init__(self):
         self.rows = {}
 
-    def add(self, func, cls, out=None, macs=0):
-        """One call of func (class cls); out: its result when its floating
-        elements count."""
+    def _row(self, func, cls):
         r = self.rows.get(func)
         if r is None:
             r = self.rows[func] = [cls, 0, 0, 0]
+        return r
+
+    def add(self, func, cls, out=None, macs=0):
+        """One call of func (class cls); out: its result when its floating
+        elements count."""
+        r = self._row(func, cls)
         r[1] += 1
         if out is not None and isinstance(out, torch.Tensor) and out.is_floating_point():
             r[2] += out.numel()
@@ -39,9 +43,7 @@ class Coverage:
         """Counts {func: [class, calls, elements, macs]} added (the rows of
         calls that an emulated unit stands for)."""
         for func, (cls, calls, el, macs) in rows.items():
-            r = self.rows.get(func)
-            if r is None:
-                r = self.rows[func] = [cls, 0, 0, 0]
+            r = self._row(func, cls)
             r[1] += calls
             r[2] += el
             r[3] += macs
@@ -84,3 +86,27 @@ class Coverage:
             for row in self.table():
                 f.write("%s,%s,%s,%d,%d,%d\n" % row)
         os.replace(tmp, path)
+
+
+class _Recorder:
+    """The coverage account during one op-by-op call: passed on, and kept."""
+
+    def __init__(self, inner):
+        self.inner, self.kept = inner, Coverage()
+
+    def add(self, func, cls, out=None, macs=0):
+        self.inner.add(func, cls, out, macs)
+        self.kept.add(func, cls, out, macs)
+
+
+def recorded(emu, fn, *args):
+    """(fn(*args), its coverage rows {func: [class, calls, elements, macs]}):
+    an emulated unit's first call, run op by op, its rows kept to be added
+    again (Coverage.merge) at each later call the unit serves."""
+    rec = _Recorder(emu._cov)
+    emu._cov = rec
+    try:
+        out = fn(*args)
+    finally:
+        emu._cov = rec.inner
+    return out, rec.kept.rows

@@ -171,8 +171,7 @@ class emulate(_OpHandlers, _Checks):
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
         pol = self.policy
         # PyTorch's CPU autocast lists, where they differ from CUDA's (_ops.cpu_fp32)
-        self._kcpu = pol.json.get("kernels") == "torch_cpu"      # PyTorch's CPU kernels (bf16-amp-cpu)
-        self._cpu_lists = self._kcpu and not pol.is_fp32()
+        self._cpu_lists = pol.torch_cpu and not pol.is_fp32()
         if pol.accumulator != "fp32":
             raise EmulationError("emulate: policy %s accumulates GEMMs in %s: ampsim.torch emulates FP32 "
                                  "accumulation only (use ampsim train for narrow accumulators)"
@@ -217,6 +216,7 @@ class emulate(_OpHandlers, _Checks):
         self._cast_seen = {}        # _castall.py: this step's casts, the next step's plan
         self._cast_plan = None
         self._attn_rows = {}        # _attn.py: coverage rows of an attention call, by its key
+        self._seq_rows = {}         # _seq.py: the same for an MLP Sequential
         self._bwd_done = False
         self._pver = None
         self._events_seen = set()

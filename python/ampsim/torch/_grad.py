@@ -164,9 +164,7 @@ def source(y, gfmt):
     buf = _Buffer(gfmt)
     node = y.grad_fn
     if type(node) in MERGED and node.buf is None:
-        node.buf = buf
-        buf.node = node
-        setattr(y, BUF_ATTR, buf)
+        node.buf = _owned(y, node, buf)
         return y
     s = _SourceFn.apply(y, buf)
     buf.node = s.grad_fn
@@ -181,11 +179,15 @@ def held(y, gfmt, i):
     """y, output i of a node that holds a buffer per output (node.bufs[i],
     taken by its backward as begin() takes a MERGED node's), with its
     gradient buffer in gfmt."""
-    buf = _Buffer(gfmt)
     node = y.grad_fn
-    node.bufs[i] = buf
+    node.bufs[i] = _owned(y, node, _Buffer(gfmt))
+
+
+def _owned(y, node, buf):
+    """buf as output y's gradient buffer, held by y's node (returned)."""
     buf.node = node
     setattr(y, BUF_ATTR, buf)
+    return buf
 
 
 def use(t):

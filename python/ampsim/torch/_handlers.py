@@ -416,7 +416,7 @@ class _OpHandlers:
             kwargs = dict(kwargs, inplace=False)
         if name == "dropout" and len(args) >= 4 and args[3]:
             args = tuple(args[:3]) + (False,) + tuple(args[4:])
-        if name in _SCALAR_OPS and self._kcpu:
+        if name in _SCALAR_OPS and pol.torch_cpu:
             args = _cpu_scalars(args)
         ins = [t for t in _tensors_in(args, kwargs) if t.is_floating_point()]
         for t in ins:
@@ -429,12 +429,12 @@ class _OpHandlers:
             if low is not None:
                 out = low[0]
         # (GELU under a torch_cpu policy: PyTorch's kernel in the input's format)
-        if out is None and (self.kernels == "ampsim" or name == "gelu" and self._kcpu):
+        if out is None and (self.kernels == "ampsim" or name == "gelu" and pol.torch_cpu):
             with self._quiet():
                 out = self._ampsim_kernel(name, args, kwargs)
         if out is None and kind not in pol.fp32_ops and ins and _fmt_of(ins[0]) != "fp32":
             # backward rules that read the rounded output (tanh, softmax...) or round per op (a / b)
-            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]), not self._kcpu)
+            out = _functions.saved_output_rule(name, args, kwargs, _fmt_of(ins[0]), not pol.torch_cpu)
         if out is None:
             out = func(*args, **kwargs)
         # an op that hands back its input (dropout with p = 0 or in eval, as
@@ -516,11 +516,11 @@ class _OpHandlers:
         if name == "gelu":
             x = args[0] if args else kwargs.get("input")
             f = _fmt_of(x) if isinstance(x, torch.Tensor) else "fp32"
-            per_op = self.policy.json.get("kernels") == "torch_cpu" and f != "fp32" and _rt.fmt_struct(f).bits < 32
+            per_op = self.policy.torch_cpu and f != "fp32" and _rt.fmt_struct(f).bits < 32
             if not per_op and self.kernels != "ampsim":
                 return None
             return _kernels.gelu(args, kwargs, f if per_op else None, self.policy.act_grad)
-        torch_cpu = self.policy.json.get("kernels") == "torch_cpu"
+        torch_cpu = self.policy.torch_cpu
         if name == "cross_entropy":
             return _XentFn.apply(args[0], args[1], torch_cpu) if _plain_xent(args, kwargs) else None
         if name == "layer_norm":

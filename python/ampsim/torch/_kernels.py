@@ -231,7 +231,7 @@ def pairs_policy(pol):
     """True when the C emulator runs pol's GEMMs in amp_gemm_pairs' order
     (amp_ctx_pairs): "kernels": "torch_cpu", GEMM operands of at most 16 bits,
     FP32 accumulation."""
-    return (pol.json.get("kernels") == "torch_cpu" and pol.accumulator == "fp32"
+    return (pol.torch_cpu and pol.accumulator == "fp32"
             and _rt.fmt_struct(pol.fwd_in).bits <= 16 and _rt.fmt_struct(pol.bwd_in).bits <= 16)
 
 

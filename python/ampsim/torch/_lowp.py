@@ -30,7 +30,7 @@ def _torch_cpu(emu):
     """PyTorch's kernels under a torch_cpu policy that rounds to nearest (as
     PyTorch's dtype conversions do)."""
     pol = emu.policy
-    return emu.kernels == "torch" and pol.json.get("kernels") == "torch_cpu" and pol.rounding == "rne"
+    return emu.kernels == "torch" and pol.torch_cpu and pol.rounding == "rne"
 
 
 def applies(emu, kind, ins):

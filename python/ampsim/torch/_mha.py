@@ -21,7 +21,7 @@ import types
 import torch
 import torch.nn.functional as F
 
-from . import _attn
+from . import _attn, _coverage
 from ._scope import Frame
 
 
@@ -123,13 +123,7 @@ def run(emu, mode, func, args, kwargs):
     if rows is not None and (key[-1] or not emu._stats_due()):
         return _named(emu, names, _attn.run, emu, p, rows)
     # op by op, its coverage rows kept for the unit's later calls
-    rec = _attn.Recorder(emu._cov)
-    emu._cov = rec
-    try:
-        out = _run_named(emu, mode, names, _MHA, args, kwargs)
-    finally:
-        emu._cov = rec.inner
-    emu._attn_rows[key] = rec.kept.rows
+    out, emu._attn_rows[key] = _coverage.recorded(emu, _run_named, emu, mode, names, _MHA, args, kwargs)
     return out
 
 

@@ -40,7 +40,8 @@ class Policy:
     ``saturate`` (GEMM operand casts saturate); ``update`` (round, sr, kahan:
     how w + u is rounded when weights live in a narrow format);
     ``fp8_scaling``; ``has_master`` (weights cast once per step from FP32
-    masters); ``json`` (the policy as the C library writes it).
+    masters); ``torch_cpu`` (PyTorch's CPU kernels and CPU autocast's lists:
+    ``"kernels": "torch_cpu"``); ``json`` (the policy as the C library writes it).
     """
 
     def __init__(self, spec="fp32"):
@@ -78,6 +79,8 @@ class Policy:
         self.saturate = bool(d["saturate_operands"])
         self.update = d["update"]
         self.fp8_scaling = bool(d["fp8_scaling"])
+        # PyTorch's CPU kernels and CPU autocast's lists ("kernels": "torch_cpu": bf16-amp-cpu)
+        self.torch_cpu = d.get("kernels") == "torch_cpu"
         self.has_master = self.master == "fp32" and self.weight != "fp32"
         # FP8 weights keep their bias in the activation format (sim/layer_linear.c)
         self.bias = self.act if _bits(self.weight) <= 8 else self.weight

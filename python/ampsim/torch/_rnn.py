@@ -228,7 +228,7 @@ def run(emu, mode, func, name, kind, args, kwargs):
     # their inner GEMMs (linear) are cast, so the state stays FP32 and the
     # gates' arithmetic promotes with it, as aten's RNN.cpp cells compute
     args = list(args)
-    if emu.policy.json.get("kernels") != "torch_cpu":
+    if not emu.policy.torch_cpu:
         args[1] = _state_in_format(emu, args[1], path)
     emu._stack.append(Frame(path, False, namer))
     try:

@@ -65,7 +65,7 @@ def usable(emu, *ts):
         return False
     pol = emu.policy
     act = pol.act
-    if act == "fp32" or pol.json.get("kernels") == "torch_cpu" or "elementwise" in pol.fp32_ops:
+    if act == "fp32" or pol.torch_cpu or "elementwise" in pol.fp32_ops:
         return False
     return all(_fmt_of(t) == act for t in ts)
 

@@ -161,8 +161,7 @@ def round_many(xs, fmts, mode="rne", saturate=(), sr_bits=0):
     foreign call (amp_round_f32_many)."""
     k = len(xs)
     ys = [torch.empty_like(t) for t in xs]
-    addrs = [_addr_cache.get((f, mode, bool(s), sr_bits)) or round_addrs(f, mode, bool(s), sr_bits)
-             for f, s in zip(fmts, saturate or (False,) * k)]
+    addrs = [round_addrs(f, mode, bool(s), sr_bits) for f, s in zip(fmts, saturate or (False,) * k)]
     ptrs = ctypes.c_void_p * k
     nf = (ctypes.c_size_t * k)()
     rc = _lib.lib.amp_round_f32_many(k, ptrs(*[a[0] for a in addrs]), ptrs(*[a[1] for a in addrs]),

@@ -39,7 +39,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import _attn, _grad
+from . import _attn, _coverage, _grad
 from ._functions import _GemmFn, _RoundFn
 from ._rt import FMT_ATTR as _FMT
 from ._rt import fmt_of as _fmt_of
@@ -69,7 +69,7 @@ def _child_kind(c):
 def _plan(emu, seq, x):
     """[(child, kind, path)] of a call the unit serves, else None."""
     pol = emu.policy
-    if not ENABLED or emu.kernels != "torch" or emu._kcpu or pol.fp8_scaling or pol.act == "fp32" \
+    if not ENABLED or emu.kernels != "torch" or pol.torch_cpu or pol.fp8_scaling or pol.act == "fp32" \
             or "elementwise" in pol.fp32_ops or not torch.is_grad_enabled():
         return None
     if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.dim() < 2 or not x.is_cpu:
@@ -112,18 +112,11 @@ def run(emu, seq, x, orig):
     with emu._quiet():
         plan = _plan(emu, seq, x)
         key = _key(plan, x) if plan is not None else None
-    rows_of = emu.__dict__.setdefault("_seq_rows", {})
-    rows = rows_of.get(key) if key is not None else None
+    rows = emu._seq_rows.get(key) if key is not None else None
     if plan is None or rows is not None and emu._stats_due():
         return orig(seq, x)
     if rows is None:
-        rec = _attn.Recorder(emu._cov)
-        emu._cov = rec
-        try:
-            out = orig(seq, x)
-        finally:
-            emu._cov = rec.inner
-        rows_of[key] = rec.kept.rows
+        out, emu._seq_rows[key] = _coverage.recorded(emu, orig, seq, x)
         return out
     with emu._quiet():
         return _unit(emu, plan, x, rows)
