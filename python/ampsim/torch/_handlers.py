@@ -3,7 +3,7 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _embed, _functions, _gemm_grad, _grad, _kernels, _lowp, _mha, _ops, _rnn
+from . import _embed, _functions, _gemm_grad, _grad, _kernels, _lowp, _mha, _ops, _plan, _rnn
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
@@ -12,7 +12,7 @@ from ._rt import fmt_of as _fmt_of
 from ._scope import join as _join
 from ._scope import tensors_in as _tensors_in
 
-_PVIEW = "_ampsim_pview"  # attribute: (parameter, fn) for a view of a parameter
+from ._plan import PVIEW_ATTR as _PVIEW
 
 
 # ---- the function mode --------------------------------------------------------------
@@ -259,6 +259,8 @@ def _cpu_scalars(args):
     return tuple(out)
 
 
+
+
 class _OpHandlers:
     """The methods _Mode calls, per kind of op (mixed into emulate)."""
 
@@ -329,9 +331,23 @@ class _OpHandlers:
     def _gemm_setup(self, func, name, args, kwargs):
         """(site, call, kinds, operands) of a GEMM call: its site named and
         registered, its weights cast (this step's casts), and call(*operands)
-        the product as _GemmFn runs it."""
-        pol = self.policy
+        the product as _GemmFn runs it. The rest of a site's setup is kept
+        as a plan (_GemmPlan) and reused while a call has the same form."""
         site = self._site(name)
+        plan = self._gemm_plans.get((site, func))
+        if plan is not None and not kwargs:
+            ts = plan.operands(self, site, args)
+            if ts is not None:
+                return site, plan.call, plan.kinds, ts
+        res = self._gemm_setup_new(site, func, name, args, kwargs)
+        plan = _plan.GemmPlan.of(self, args, kwargs, res)
+        if plan is not None:
+            self._gemm_plans[(site, func)] = plan
+        return res
+
+    def _gemm_setup_new(self, site, func, name, args, kwargs):
+        """_gemm_setup's answer for a call at site, set up from its arguments."""
+        pol = self.policy
         bias_pos, bias_kw = _ops.BIAS_ARG.get(name, (None, None))
         args = list(args)
         slots, ts = _rt.tensor_slots(args, kwargs)     # einsum(eq, [a, b]): a slot per tensor
@@ -383,6 +399,7 @@ class _OpHandlers:
             y = _kernels.pairs_gemm(name, func, a2, kw2) if pairs else None
             return func(*a2, **kw2) if y is None else y
         call.op = name
+        call.func = func
         call.wnames = wnames
         # a product of activations only (attention) stays in the activation
         # formats under FP8 scaling, as in Transformer Engine's recipes
