@@ -5,7 +5,8 @@ Models: a GPT-like model (4 blocks, width 128, 4 heads, context 64, batch 16,
 vocabulary 96; functional attention) and the model zoo of the coverage test
 (python/tests/zoo_models.py: resnet18, mobilenet_v3_small, a small
 VisionTransformer, nn.TransformerEncoder, an LSTM and a GRU language model;
-batches --scale times the test's),
+batches --scale times the test's), and, when named, torchvision models that
+are not in the zoo (MORE below),
 SGD with momentum (AdamW for the GPT), one thread. Three configurations each:
   plain      the FP32 step without emulate
   every 10   emulate(fp16-amp, or --policy) with GradScaler("torch") (for bf16
@@ -23,11 +24,14 @@ block's steps, as a 10-step run pays them). Each round gives a ratio to that
 round's plain block, and the median over the rounds is printed. Times are the
 process's CPU time (one thread; every pool pinned to one thread before torch
 loads), which the other processes of a loaded machine change less than the
-wall time. The targets are at most 2x (every 10) and 3x (every 1). Not a test.
+wall time. The targets are at most 2x (every 10) and 3x (every 1). --phases
+also prints where a step's time goes: its forward and loss, its backward
+(with zero_grad) and its optimizer step (with the scaler's unscaling and
+update, which ends an emulated step and writes its rows). Not a test.
 
 Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy P] [--op-by-op]
-       [--with-open-close] [MODEL ...]
-(models: gpt and the zoo's names; default all)"""
+       [--with-open-close] [--phases] [MODEL ...]
+(models: gpt and the zoo's names, the default; and MORE's names)"""
 import argparse
 import os
 import statistics
@@ -49,7 +53,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import ampsim.torch as at  # noqa: E402
 from torch_models import TinyGPT, token_batches  # noqa: E402
-from zoo_models import train_step, zoo  # noqa: E402
+from zoo_models import _img, _tv, _xent, zoo  # noqa: E402
 
 BLOCK = 10
 
@@ -60,40 +64,75 @@ def _gpt():
             lambda m, x, y: F.cross_entropy(m(x).flatten(0, 1), y.flatten()), "adamw")
 
 
+# torchvision models outside the zoo, run only when named: 10 classes, 32x32
+# images, batches of this many (times --scale / 8)
+MORE = {"shufflenet_v2_x0_5": 8, "regnet_x_400mf": 8, "efficientnet_b0": 8, "convnext_tiny": 4}
+
+
 def setups(scale):
     out = {"gpt": _gpt()}
     for name, (make, batch, loss) in zoo(scale).items():
         out[name] = (make, batch, loss, "sgd")
+    for name, n in MORE.items():
+        out[name] = (_tv(name, num_classes=10), _img(32, 10, max(1, n * scale // 8)), _xent, "sgd")
     return out
+
+
+PHASES = ("forward", "backward", "optimizer")
+
+
+def step(model, opt, loss_fn, x, y, sc, phases):
+    """One training step, as zoo_models.train_step runs it (through the
+    GradScaler sc when given), with the CPU seconds of its phases added to
+    phases: the forward and the loss, zero_grad and the backward, the
+    optimizer step (the scaler's unscaling, step and update, which ends an
+    emulated step)."""
+    t0 = time.process_time()
+    loss = loss_fn(model, x, y)
+    t1 = time.process_time()
+    opt.zero_grad()
+    (sc.scale(loss) if sc is not None else loss).backward()
+    t2 = time.process_time()
+    if sc is not None:
+        sc.step(opt)
+        sc.update()
+    else:
+        opt.step()
+    t3 = time.process_time()
+    phases[0] += t1 - t0
+    phases[1] += t2 - t1
+    phases[2] += t3 - t2
 
 
 def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
     """(CPU seconds of this process per step over one block, CPU seconds of
-    entering and leaving its emulate context; log_every None: plain, 0.0).
-    CPU time, not wall time: on a loaded machine the wall time also counts
-    the other processes' turns."""
+    entering and leaving its emulate context, [CPU seconds per step of each
+    of PHASES]; log_every None: plain, 0.0). CPU time, not wall time: on a
+    loaded machine the wall time also counts the other processes' turns."""
     emu = sc = None
     if log_every is not None:
         emu = at.emulate(model, policy, out=out, log_every=log_every, hist_every=log_every)
         sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
     data = [batch(s) for s in range(steps)]
+    phases = [0.0] * len(PHASES)
     t0 = time.process_time()
     if emu:
         emu.__enter__()
     t1 = time.process_time()
     try:
         for x, y in data:
-            train_step(model, opt, loss_fn, x, y, sc)
+            step(model, opt, loss_fn, x, y, sc, phases)
     finally:
         t2 = time.process_time()
         if emu:
             emu.__exit__(None, None, None)
     t3 = time.process_time()
-    return (t2 - t1) / steps, (t1 - t0) + (t3 - t2)
+    return (t2 - t1) / steps, (t1 - t0) + (t3 - t2), [t / steps for t in phases]
 
 
 def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False):
-    """{config: (median ms per step, median ratio to plain, median open+close ms)}"""
+    """{config: (median ms per step, median ratio to plain, median open+close ms,
+    [median ms per step of each of PHASES])}"""
     make, batch, loss_fn, optname = setup
     configs = (("plain", None), ("every 10", 10), ("every 1", 1))
     models, opts = {}, {}
@@ -105,6 +144,7 @@ def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False):
                    torch.optim.SGD(models[c].parameters(), lr=0.01, momentum=0.9))
     times = {c: [] for c, _ in configs}
     opens = {c: [] for c, _ in configs}
+    parts = {c: [] for c, _ in configs}
     with tempfile.TemporaryDirectory() as d:
         for c, le in configs:                      # warm-up block of each
             block(models[c], opts[c], batch, loss_fn, 2, le, os.path.join(d, "warm-" + c.replace(" ", "")), policy)
@@ -112,13 +152,15 @@ def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False):
             order = configs[r % 3:] + configs[:r % 3]
             for c, le in order:
                 out = os.path.join(d, "%s-%d" % (c.replace(" ", ""), r))
-                step, oc = block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy)
-                times[c].append(step + oc / BLOCK if with_open_close else step)
+                t, oc, ph = block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy)
+                times[c].append(t + oc / BLOCK if with_open_close else t)
                 opens[c].append(oc)
+                parts[c].append(ph)
     res = {}
     for c, _ in configs:
         ratios = [t / p for t, p in zip(times[c], times["plain"])]
-        res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios), statistics.median(opens[c]) * 1e3)
+        res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios), statistics.median(opens[c]) * 1e3,
+                  [statistics.median(p[i] for p in parts[c]) * 1e3 for i in range(len(PHASES))])
     return res
 
 
@@ -134,7 +176,11 @@ def main():
                     "for comparison")
     ap.add_argument("--with-open-close", action="store_true",
                     help="count entering and leaving each block's emulate context in its steps (a 10-step run)")
-    ap.add_argument("models", nargs="*", help="gpt and the zoo's names (default: all)")
+    ap.add_argument("--phases", action="store_true",
+                    help="also print each configuration's step split into its forward (and loss), backward "
+                    "(and zero_grad) and optimizer step (and the scaler's), medians in CPU ms")
+    ap.add_argument("models", nargs="*", help="gpt, the zoo's names (default: these) and, by name only, "
+                    + ", ".join(MORE))
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.op_by_op:
@@ -143,7 +189,7 @@ def main():
         _attn.ENABLED = False
         _seq.ENABLED = False
     su = setups(a.scale)
-    names = a.models or list(su)
+    names = a.models or [n for n in su if n not in MORE]
     for n in names:
         if n not in su:
             ap.error("unknown model %r (known: %s)" % (n, ", ".join(su)))
@@ -152,12 +198,20 @@ def main():
              else "", "; steps include the context's open+close" if a.with_open_close else ""))
     print("%-20s %10s %12s %10s %12s %10s %15s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio",
                                                  "open+close ms"))
+    results = []
     for n in names:
         r = bench(n, su[n], a.rounds, a.policy, a.with_open_close)
+        results.append((n, r))
         print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx %15.1f"
               % (n, r["plain"][0], r["every 10"][0], r["every 10"][1], r["every 1"][0], r["every 1"][1],
                  r["every 10"][2]), flush=True)
     print("targets: every 10 <= 2.00x, every 1 <= 3.00x")
+    if a.phases:
+        print("\nphases, CPU ms per step (medians): %s" % " / ".join(PHASES))
+        print("%-20s %22s %22s %22s" % ("model", "plain", "every 10", "every 1"))
+        for n, r in results:
+            print("%-20s %22s %22s %22s" % ((n,) + tuple(" / ".join("%.2f" % v for v in r[c][3])
+                                                        for c in ("plain", "every 10", "every 1"))))
 
 
 if __name__ == "__main__":
