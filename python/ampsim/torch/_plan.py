@@ -11,8 +11,10 @@ tensor where the plan has one, the same parameter objects in the weight and
 bias slots (float32, on the CPU), an activation that is not a parameter or a
 view of one, and equal values in the other arguments (a convolution's
 stride, padding, dilation and groups). Any other call is set up anew and its
-plan replaces the kept one. A plan holds its parameters and no activation.
+plan replaces the kept one. A plan holds its parameters weakly, and no activation.
 ``ENABLED`` switches plans off (tests compare the two)."""
+import weakref
+
 import torch
 
 from . import _rt
@@ -26,7 +28,8 @@ PVIEW_ATTR = "_ampsim_pview"
 class GemmPlan:
     """A site's GEMM setup for a call of one form, kept: the argument layout
     (which arguments are tensors, the others' values), the parameters in the
-    weight and bias slots (the same objects), the operand kinds and the call.
+    weight and bias slots (the same objects, held weakly), the operand kinds
+    and the call.
     operands() gives a later call's operands, its weights cast as the setup
     casts them (this step's casts), or None when the call's form differs (a
     new setup then replaces the plan). Kept only for the forms whose setup
@@ -48,7 +51,7 @@ class GemmPlan:
                 if kd is None or getattr(a, PVIEW_ATTR, None) is not None:
                     return None
                 tmpl.append(_SLOT)
-                params.append(a if kd in ("w", "b") else None)
+                params.append(weakref.ref(a) if kd in ("w", "b") else None)
             elif type(a) not in _PLAIN or isinstance(a, (list, tuple)) and not all(type(b) in _PLAIN for b in a):
                 return None
             else:
@@ -78,7 +81,7 @@ class GemmPlan:
         for a, t, p in zip(args, tmpl, params):
             if t is _SLOT:
                 if p is not None:
-                    if a is not p or not a.is_cpu or a.dtype != torch.float32:
+                    if a is not p() or not a.is_cpu or a.dtype != torch.float32:
                         return None
                 elif not isinstance(a, torch.Tensor) or _is_param(a) or not a.is_cpu \
                         or a.dtype != torch.float32 or getattr(a, PVIEW_ATTR, None) is not None:
@@ -93,7 +96,7 @@ class GemmPlan:
         out = []
         for a, t, p in zip(args, tmpl, params):
             if t is _SLOT:
-                out.append(a if p is None else emu._cast_weight(p, site, self.kinds[len(out)] == "b"))
+                out.append(a if p is None else emu._cast_weight(a, site, self.kinds[len(out)] == "b"))
         return out
 
 
