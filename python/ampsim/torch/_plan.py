@@ -1,18 +1,18 @@
 """A GEMM site's setup, kept between calls (emulate._gemm_setup).
 
 Setting up a GEMM call (names, operand kinds, the weights' names, the
-product's call and its backward's form) costs more Python than the product of
-a small layer: some tens of microseconds per call, paid by every GEMM of
-every step. A site's calls are almost always of one form, so the setup of
-the last call is kept as a plan, per (site, function), and a later call of
-the same form takes it and only casts its weights (this step's casts, as the
-setup casts them). The form is: the same number of positional arguments, a
-tensor where the plan has one, the same parameter objects in the weight and
-bias slots (float32, on the CPU), an activation that is not a parameter or a
-view of one, and equal values in the other arguments (a convolution's
-stride, padding, dilation and groups). Any other call is set up anew and its
-plan replaces the kept one. A plan holds its parameters weakly, and no activation.
-``ENABLED`` switches plans off (tests compare the two)."""
+product's call and its backward's form) costs more Python than the product
+of a small layer, and every GEMM of every step paid it. A site's calls are
+almost always of one form, so the setup of the last call is kept as a plan,
+per (site, function), and a later call of the same form takes it and only
+casts its weights (this step's casts, as the setup casts them). The form
+is: the same number of positional arguments, a tensor where the plan has
+one, the same parameter objects in the weight and bias slots (float32, on
+the CPU), an activation that is not a parameter or a view of one, and equal
+values in the other arguments (a convolution's stride, padding, dilation
+and groups). Any other call is set up anew and its plan replaces the kept
+one. A plan holds its parameters weakly, and no activation. ``ENABLED``
+switches plans off (tests compare the two)."""
 import weakref
 
 import torch
