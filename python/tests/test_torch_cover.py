@@ -462,6 +462,45 @@ class TestEmulatedAndNamed(unittest.TestCase):
                 want = ref if fmt is None else ref.bfloat16().float()
                 self.assertTrue(torch.equal(o, want), pol)
 
+    def test_batch_norm_in_its_input_format(self):
+        """batch_norm and instance_norm are on neither autocast FP32 list:
+        under the CUDA lists (fp16-amp, bf16-amp) each computes in FP32 from
+        its input's values and returns that input's format, and its output
+        gradient is rounded into the gradient format before its backward, as
+        PyTorch's batch norm on a half or bfloat16 input with FP32 weights
+        runs; layer_norm and group_norm, on the FP32 list, stay FP32."""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 4, 3)
+                self.bn = nn.BatchNorm2d(4)
+                self.gn = nn.GroupNorm(2, 4)
+
+            def forward(self, x):
+                h = self.conv(x)
+                return h, self.bn(h), F.instance_norm(h), self.gn(h), F.layer_norm(h, h.shape[-1:])
+        x = torch.randn(2, 3, 6, 6, generator=torch.Generator().manual_seed(3))
+        g = torch.randn(2, 4, 4, 4, generator=torch.Generator().manual_seed(4))
+        for pol, fmt, dt in (("fp16-amp", "fp16", torch.float16), ("bf16-amp", "bf16", torch.bfloat16)):
+            torch.manual_seed(0)
+            m = M()
+            with at.emulate(m, pol):
+                h, b, i, gn, ln = m(x)
+                (b * g).sum().backward()
+            self.assertEqual(getattr(h, "_ampsim_fmt", None), fmt, pol)
+            h = h.detach()
+            w = torch.ones(4, requires_grad=True)
+            ref = F.batch_norm(h, None, None, w, torch.zeros(4), True, 0.1, 1e-5)
+            for got, want, what in ((b, ref, "batch_norm"), (i, F.instance_norm(h), "instance_norm")):
+                self.assertEqual(getattr(got, "_ampsim_fmt", None), fmt, "%s %s" % (pol, what))
+                self.assertTrue(torch.equal(got, want.detach().to(dt).float()), "%s %s" % (pol, what))
+            for got, want, what in ((gn, F.group_norm(h, 2, m.gn.weight, m.gn.bias), "group_norm"),
+                                    (ln, F.layer_norm(h, h.shape[-1:]), "layer_norm")):
+                self.assertIsNone(getattr(got, "_ampsim_fmt", None), "%s %s" % (pol, what))
+                self.assertTrue(torch.equal(got, want), "%s %s" % (pol, what))
+            ref.backward(g.to(dt).float())
+            self.assertTrue(torch.equal(m.bn.weight.grad, w.grad), pol)
+
     def test_cpu_lists_against_cpu_autocast(self):
         """bf16-amp-cpu follows torch.autocast("cpu")'s own lists where they
         differ from CUDA's: each op's output format is autocast's dtype, its

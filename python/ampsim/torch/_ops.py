@@ -10,6 +10,10 @@ Emulated (OPS maps the function to (kind, short name)):
 - a class of sim/policy.c ("softmax", "log_softmax", "layer_norm", "loss",
   "reduction"): computed in FP32, output FP32 when the policy forces the class,
   else in the format of its first input (PyTorch: output dtype = input dtype);
+- "batch_norm" (batch and instance norm, on neither autocast's FP32 list):
+  computed in FP32, output in the format of its first input, as PyTorch's
+  batch norm takes a half or bfloat16 input with FP32 weights and statistics
+  (cuDNN's and the native CUDA and CPU kernels) and returns the input's dtype;
 - "elementwise": output in the common format of its inputs (an FP32 input
   makes it FP32, as type promotion does), rounded once;
 - "view": values unchanged (a view, a copy, a selection such as max pooling
@@ -63,7 +67,7 @@ _TABLE = [
     ("softmax", "softmax", ["softmax", "softmin", "gumbel_softmax"]),
     ("log_softmax", "log_softmax", ["log_softmax"]),
     ("layer_norm", "layer_norm", ["layer_norm", "rms_norm"]), ("layer_norm", "group_norm", ["group_norm"]),
-    ("layer_norm", "batch_norm", ["batch_norm"]), ("layer_norm", "instance_norm", ["instance_norm"]),
+    ("batch_norm", "batch_norm", ["batch_norm"]), ("batch_norm", "instance_norm", ["instance_norm"]),
     ("layer_norm", "local_response_norm", ["local_response_norm"]), ("layer_norm", "normalize", ["normalize"]),
     ("loss", "cross_entropy", ["cross_entropy"]), ("loss", "nll_loss", ["nll_loss"]),
     ("loss", "mse_loss", ["mse_loss"]), ("loss", "l1_loss", ["l1_loss"]),
