@@ -53,7 +53,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import ampsim.torch as at  # noqa: E402
 from torch_models import TinyGPT, token_batches  # noqa: E402
-from zoo_models import _img, _tv, _xent, zoo  # noqa: E402
+from zoo_models import _img, _tv, _xent, train_step, zoo  # noqa: E402
 
 BLOCK = 10
 
@@ -78,30 +78,8 @@ def setups(scale):
     return out
 
 
-PHASES = ("forward", "backward", "optimizer")
+PHASES = ("forward", "backward", "optimizer")      # the parts train_step times
 
-
-def step(model, opt, loss_fn, x, y, sc, phases):
-    """One training step, as zoo_models.train_step runs it (through the
-    GradScaler sc when given), with the CPU seconds of its phases added to
-    phases: the forward and the loss, zero_grad and the backward, the
-    optimizer step (the scaler's unscaling, step and update, which ends an
-    emulated step)."""
-    t0 = time.process_time()
-    loss = loss_fn(model, x, y)
-    t1 = time.process_time()
-    opt.zero_grad()
-    (sc.scale(loss) if sc is not None else loss).backward()
-    t2 = time.process_time()
-    if sc is not None:
-        sc.step(opt)
-        sc.update()
-    else:
-        opt.step()
-    t3 = time.process_time()
-    phases[0] += t1 - t0
-    phases[1] += t2 - t1
-    phases[2] += t3 - t2
 
 
 def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
@@ -121,7 +99,7 @@ def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
     t1 = time.process_time()
     try:
         for x, y in data:
-            step(model, opt, loss_fn, x, y, sc, phases)
+            train_step(model, opt, loss_fn, x, y, sc, phases)
     finally:
         t2 = time.process_time()
         if emu:

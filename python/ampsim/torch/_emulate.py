@@ -216,7 +216,7 @@ class emulate(_OpHandlers, _Checks):
         self._cast_seen = {}        # _castall.py: this step's casts, the next step's plan
         self._cast_plan = None
         self._attn_rows = {}        # _attn.py: coverage rows of an attention call, by its key
-        self._gemm_plans = {}       # _handlers.py: (site, function) -> _GemmPlan
+        self._gemm_plans = {}       # _plan.py: (site, function) -> GemmPlan
         self._seq_rows = {}         # _seq.py: the same for an MLP Sequential
         self._bwd_done = False
         self._pver = None

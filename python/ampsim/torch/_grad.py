@@ -43,6 +43,7 @@ import weakref
 import torch
 
 from . import _rt
+from ._plan import PVIEW_ATTR
 from ._rt import FMT_ATTR as _FMT
 from ._scope import tensors_in
 
@@ -201,7 +202,7 @@ def use(t):
         buf.used = True
         return t
     u = _UseFn.apply(t, buf)
-    for a in (_FMT, "_ampsim_pview"):
+    for a in (_FMT, PVIEW_ATTR):
         v = getattr(t, a, None)
         if v is not None:
             setattr(u, a, v)

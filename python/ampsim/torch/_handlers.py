@@ -259,8 +259,6 @@ def _cpu_scalars(args):
     return tuple(out)
 
 
-
-
 class _OpHandlers:
     """The methods _Mode calls, per kind of op (mixed into emulate)."""
 
@@ -332,7 +330,7 @@ class _OpHandlers:
         """(site, call, kinds, operands) of a GEMM call: its site named and
         registered, its weights cast (this step's casts), and call(*operands)
         the product as _GemmFn runs it. The rest of a site's setup is kept
-        as a plan (_GemmPlan) and reused while a call has the same form."""
+        as a plan (_plan.GemmPlan) and reused while a call has the same form."""
         site = self._site(name)
         plan = self._gemm_plans.get((site, func))
         if plan is not None and not kwargs:
