@@ -180,12 +180,13 @@ class Attn(nn.Module if HAVE_TORCH else object):
 
 
 class LM(nn.Module if HAVE_TORCH else object):
-    def __init__(self, cell="lstm", bidirectional=False, batch_first=True):
+    def __init__(self, cell="lstm", bidirectional=False, batch_first=True, **kw):
         super().__init__()
         self.emb = nn.Embedding(20, 8)
         cls = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[cell]
-        self.rnn = cls(8, 6, num_layers=2, dropout=0.1, bidirectional=bidirectional, batch_first=batch_first)
-        self.out = nn.Linear(12 if bidirectional else 6, 20)
+        self.rnn = cls(8, 6, num_layers=2, dropout=0.1, bidirectional=bidirectional, batch_first=batch_first, **kw)
+        width = kw.get("proj_size") or 6
+        self.out = nn.Linear(2 * width if bidirectional else width, 20)
         self.batch_first = batch_first
 
     def forward(self, idx):
@@ -244,6 +245,10 @@ class TestFp32BitIdentical(unittest.TestCase):
             for bi, bf in ((False, True), (True, False)):
                 with self.subTest(cell=cell, bidirectional=bi, batch_first=bf):
                     self.check(lambda: LM(cell, bi, bf), lm_loss)
+        # an LSTM with projections (proj_size), with and without biases
+        for bi, bias in ((False, True), (True, False)):
+            with self.subTest(proj_size=4, bidirectional=bi, bias=bias):
+                self.check(lambda: LM("lstm", bi, True, proj_size=4, bias=bias), lm_loss)
 
     def test_cells_match_pytorch(self):
         torch.manual_seed(0)
@@ -401,6 +406,26 @@ class TestEmulatedAndNamed(unittest.TestCase):
             self.assertIn(n, t)
         # the weight is cast once per step: its statistics count its elements once
         self.assertEqual(int(t["rnn.weight_hh_l0"]["n"]), m.rnn.weight_hh_l0.numel())
+
+    def test_lstm_projection_named_and_in_format(self):
+        """proj_size: the projection is a GEMM of its own (proj_l<k>), its
+        weight weight_hr_l<k> cast once per step, the hidden state it makes in
+        the activation format (the next step's operand)."""
+        torch.manual_seed(0)
+        m = LM("lstm", True, True, proj_size=4)
+        d = os.path.join(tmpdir(self), "run")
+        run_steps(m, lm_loss, "fp16-amp", out=d, steps=1)
+        t = {r["tensor"]: r for r in rows(d, "tensors.csv")}
+        for n in ("rnn.weight_hr_l0", "rnn.weight_hr_l1_reverse", "rnn.proj_l0.out", "rnn.proj_l1_reverse.out",
+                  "rnn.weight_hr_l0.grad"):
+            self.assertIn(n, t)
+        self.assertEqual(int(t["rnn.weight_hr_l1"]["n"]), m.rnn.weight_hr_l1.numel())
+        with at.emulate(m, "fp16-amp"):
+            y, (h, c) = m.rnn(m.emb(torch.randint(0, 20, (2, 4))))
+        self.assertEqual(tuple(h.shape), (4, 2, 4))
+        self.assertEqual(tuple(c.shape), (4, 2, 6))
+        for v in (y, h):
+            self.assertTrue(torch.equal(v, v.half().float()))
 
     def test_gru_gates_in_format(self):
         torch.manual_seed(0)

@@ -310,12 +310,13 @@ class RecurrentLM(nn.Module):
     bf16, and the state and the gates' products stay FP32 where they meet
     it (aten's RNN.cpp cells)."""
 
-    def __init__(self, cell="lstm", vocab=29, C=24, layers=2, batch_first=True, bidirectional=False):
+    def __init__(self, cell="lstm", vocab=29, C=24, layers=2, batch_first=True, bidirectional=False, proj=0):
         super().__init__()
         self.emb = nn.Embedding(vocab, C)
+        kw = dict(proj_size=proj) if proj else {}       # (an LSTM's projected hidden state)
         self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(C, C, num_layers=layers, batch_first=batch_first,
-                                                           bidirectional=bidirectional)
-        self.head = nn.Linear(C * (2 if bidirectional else 1), vocab)
+                                                           bidirectional=bidirectional, **kw)
+        self.head = nn.Linear((proj or C) * (2 if bidirectional else 1), vocab)
         self.batch_first = batch_first
 
     def forward(self, idx):

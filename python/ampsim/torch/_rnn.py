@@ -17,18 +17,20 @@ Names, under the module path, per layer and direction (sfx = ``_l0``,
 (hidden GEMM), ``gates<sfx>`` (their sum); LSTM ``in_gate``, ``forget_gate``,
 ``cell_gate``, ``out_gate``, ``fc``, ``ig``, ``c``, ``c_tanh``, ``h``; GRU
 ``reset_gate``, ``update_gate``, ``hn_r``, ``new_gate_pre``, ``new_gate``, ``h_minus_n``, ``h_z``, ``h``;
-RNN ``h``; ``dropout_l<k>`` between layers, ``output`` (the stacked steps).
-The weights keep their parameter names (``<m>.weight_ih_l0``,
-``<m>.weight_hh_l0_reverse``). Packed sequences and LSTM projections
-(proj_size) are refused."""
+RNN ``h``; an LSTM with projections (proj_size) ``proj`` (the hidden state
+times weight_hr, after ``h``); ``dropout_l<k>`` between layers, ``output``
+(the stacked steps). The weights keep their parameter names
+(``<m>.weight_ih_l0``, ``<m>.weight_hh_l0_reverse``, ``<m>.weight_hr_l0``).
+Packed sequences are refused."""
 import torch
 import torch.nn.functional as F
 
 from . import _rnn_fused, _rnn_layer
 from . import _rt
-from ._functions import _RoundFn
+from ._functions import _CastFn, _RoundFn
 from ._rt import EmulationError
 from ._scope import Frame
+from ._scope import join as _join
 
 
 class _Namer:
@@ -42,11 +44,12 @@ class _Namer:
         return self.label
 
 
-def _lstm_step(xw, h, c, w_hh, b_hh, n, sfx):
+def _lstm_step(xw, h, c, w_hh, b_hh, n, sfx, w_hr=None):
     n.label = "hh" + sfx
     hw = F.linear(h, w_hh, b_hh)
     if n.emu is not None and _rnn_fused.usable(n.emu, hw, xw, c):
-        return _rnn_fused.lstm_step(n.emu, n.path, sfx, hw, xw, c)
+        hy, cy = _rnn_fused.lstm_step(n.emu, n.path, sfx, hw, xw, c)
+        return _project(hy, w_hr, n, sfx), cy
     n.label = "gates" + sfx
     g = hw + xw
     i, f, gg, o = g.unsafe_chunk(4, 1)
@@ -67,7 +70,36 @@ def _lstm_step(xw, h, c, w_hh, b_hh, n, sfx):
     n.label = "c_tanh" + sfx
     tc = torch.tanh(cy)
     n.label = "h" + sfx
-    return o * tc, cy
+    return _project(o * tc, w_hr, n, sfx), cy
+
+
+def _project(h, w_hr, n, sfx):
+    """An LSTM's hidden state through its projection (proj_size), as aten's
+    matmul_hr forms it: h @ w_hr.t(), which is F.linear without a bias.
+    Under CPU autocast's lists (torch_cpu policies) the weight is cast at
+    every step: aten passes the view w_hr.t(), which autocast's cast cache
+    (parameters themselves only) does not keep, so each step's share of the
+    weight gradient is rounded alone and the shares add up in FP32. Other
+    policies cast it once per step, as every other recurrent weight."""
+    if w_hr is None:
+        return h
+    n.label = "proj" + sfx
+    emu = n.emu
+    if emu is not None and emu.policy.torch_cpu and not emu.policy.fp8_scaling:
+        w_hr = _cast_each_use(emu, w_hr, _join(n.path, "proj" + sfx))
+    return F.linear(h, w_hr)
+
+
+def _cast_each_use(emu, p, site):
+    """A cast of parameter p into the weight format for one use, outside the
+    step's cast cache: its backward rounds this use's gradient share into
+    the weight-gradient format and hands it to p, where the shares add up."""
+    pol = emu.policy
+    name = emu._param_names.get(id(p)) or _join(site, "weight")
+    emu._register_weight(name)
+    w = _CastFn.apply(p, emu, name, pol.weight, pol.weight_grad, False)
+    setattr(w, _rt.FMT_ATTR, pol.weight)
+    return w
 
 
 def _gru_step(xw, h, w_hh, b_hh, n, sfx):
@@ -110,9 +142,9 @@ def _simple_step(xw, h, w_hh, b_hh, n, sfx, relu):
     return torch.relu(g) if relu else torch.tanh(g)
 
 
-def _step(kind, xw, hid, w_hh, b_hh, n, sfx):
+def _step(kind, xw, hid, w_hh, b_hh, n, sfx, w_hr=None):
     if kind == "lstm":
-        return _lstm_step(xw, hid[0], hid[1], w_hh, b_hh, n, sfx)
+        return _lstm_step(xw, hid[0], hid[1], w_hh, b_hh, n, sfx, w_hr)
     if kind == "gru":
         return _gru_step(xw, hid, w_hh, b_hh, n, sfx)
     return _simple_step(xw, hid, w_hh, b_hh, n, sfx, kind == "rnn_relu")
@@ -120,10 +152,11 @@ def _step(kind, xw, hid, w_hh, b_hh, n, sfx):
 
 def _layer(kind, x, hid, w, n, sfx, reverse):
     """One layer in one direction over x (T, B, I): (output (T, B, H), final hidden)."""
-    w_ih, w_hh, b_ih, b_hh = w
+    w_ih, w_hh, b_ih, b_hh, w_hr = w
     n.label = "ih" + sfx
     xw = F.linear(x, w_ih, b_ih)
-    if n.emu is not None and _rnn_layer.applies(n.emu, kind, xw, hid, w_hh, b_hh):
+    # (a projected LSTM runs step by step: the layer kernel has no projection)
+    if n.emu is not None and w_hr is None and _rnn_layer.applies(n.emu, kind, xw, hid, w_hh, b_hh):
         outs, hid = _rnn_layer.layer(n.emu, kind, xw, hid, w, n.path, sfx, reverse)
         n.label = "output" + sfx
         return torch.stack(outs, 0), hid
@@ -131,7 +164,7 @@ def _layer(kind, x, hid, w, n, sfx, reverse):
     steps = len(xw)
     outs = [None] * steps
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-        hid = _step(kind, xw[t], hid, w_hh, b_hh, n, sfx)
+        hid = _step(kind, xw[t], hid, w_hh, b_hh, n, sfx, w_hr)
         outs[t] = hid[0] if kind == "lstm" else hid
     n.label = "output" + sfx
     return torch.stack(outs, 0), hid
@@ -141,9 +174,14 @@ def full(kind, x, hx, params, has_biases, num_layers, dropout, train, bidirectio
     """torch.<kind>(x, hx, params, ...) (kind lstm, gru, rnn_tanh, rnn_relu) in torch ops."""
     n = n or _Namer()
     dirs = 2 if bidirectional else 1
-    per = 4 if has_biases else 2
+    # an LSTM with projections (proj_size): its hidden state is narrower than
+    # its cell state, and each layer and direction has a fifth (or, without
+    # biases, third) weight, weight_hr, last (aten tells them apart so)
+    proj = kind == "lstm" and hx[0].size(-1) != hx[1].size(-1)
+    per = (4 if has_biases else 2) + proj
     if len(params) != num_layers * dirs * per:
-        raise EmulationError("ampsim.torch: %s with projections (proj_size) is not emulated" % kind)
+        raise EmulationError("ampsim.torch: %s: %d weights for %d layers and %d directions (expected %d each)"
+                             % (kind, len(params), num_layers, dirs, per))
     if batch_first:
         x = x.transpose(0, 1)
     # unbind (a torch function: the views keep the state's format)
@@ -157,7 +195,7 @@ def full(kind, x, hx, params, has_biases, num_layers, dropout, train, bidirectio
         for d in range(dirs):
             j = (layer * dirs + d) * per
             w = (params[j], params[j + 1], params[j + 2] if has_biases else None,
-                 params[j + 3] if has_biases else None)
+                 params[j + 3] if has_biases else None, params[j + per - 1] if proj else None)
             k = layer * dirs + d
             hid = (h0[k], c0[k]) if kind == "lstm" else hx[k]
             sfx = "_l%d%s" % (layer, "_reverse" if d else "")

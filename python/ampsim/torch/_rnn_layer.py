@@ -412,7 +412,7 @@ def _wname(emu, p, site, bias):
 def layer(emu, kind, xw, hid, w, path, sfx, reverse):
     """One layer in one direction over xw, the input GEMM's output (T, B, G*H):
     (its T outputs, the final hidden state) as _rnn._layer returns them."""
-    w_ih, w_hh, b_ih, b_hh = w
+    w_ih, w_hh, b_ih, b_hh = w[:4]
     h0 = hid[0] if kind == "lstm" else hid
     site = _join(path, "hh" + sfx)
     with emu._quiet():
