@@ -435,6 +435,39 @@ class TestEmulatedAndNamed(unittest.TestCase):
             y = m.rnn(m.emb(idx))[0]
         self.assertTrue(torch.equal(y, y.half().float()))
 
+    def test_ops_that_need_one_dtype_raise_as_under_autocast(self):
+        """index_add, scatter_add, masked_scatter, an assignment through a
+        tensor index: a bf16 source into an FP32 tensor raises under CPU
+        autocast, and under the emulation; converted first, both run, with
+        the same bits."""
+        torch.manual_seed(0)
+        lin = nn.Linear(4, 4)
+        x, i = torch.randn(5, 4), torch.tensor([0, 2, 2, 4, 1])
+        mask = torch.tensor([True, False, True, True, False])
+        calls = {"index_add": lambda d, s: d.index_add(0, i, s),
+                 "scatter_add": lambda d, s: d.scatter_add(0, i.unsqueeze(1).expand(5, 4), s),
+                 "masked_scatter": lambda d, s: d.masked_scatter(mask.unsqueeze(1), s),
+                 "index_put": lambda d, s: d.__setitem__(mask, s[:3]) or d}
+        for name, call in calls.items():
+            for fix in (False, True):
+                def f():
+                    dst = torch.zeros(5, 4)
+                    src = lin(x)                # bf16 under CPU autocast
+                    return call(dst, src.to(dst.dtype) if fix else src)
+                with self.subTest(op=name, converted=fix):
+                    if not fix:
+                        with self.assertRaises(RuntimeError), torch.autocast("cpu", dtype=torch.bfloat16):
+                            f()
+                        with self.assertRaisesRegex(at.EmulationError, "needs one dtype"), \
+                                at.emulate(lin, "bf16-amp-cpu"):
+                            f()
+                        continue
+                    with torch.autocast("cpu", dtype=torch.bfloat16):
+                        ref = f()
+                    with at.emulate(lin, "bf16-amp-cpu"):
+                        got = f()
+                    self.assertTrue(torch.equal(ref.float(), got))
+
     def test_packed_refused(self):
         m = nn.LSTM(4, 3)
         p = nn.utils.rnn.pack_padded_sequence(torch.randn(5, 2, 4), [5, 3])

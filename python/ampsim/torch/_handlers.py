@@ -164,6 +164,13 @@ class _Mode(TorchFunctionMode):
         return _grad.sources(out, emu._grad_fmt)
 
 
+def _advanced_index(idx):
+    """True for an index that makes x[idx] = v an index_put (a tensor, a
+    list or a sequence holding one), not a copy into a view."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return any(isinstance(i, (torch.Tensor, list)) for i in items)
+
+
 def _refuse_create_graph(emu, func, args, kwargs):
     """A backward that would build a graph of the gradients (a gradient
     penalty, higher-order gradients): the emulation's backward, which rounds
@@ -287,6 +294,22 @@ class _OpHandlers:
                             setattr(o, _PVIEW, (p, fn))
         return out
 
+    def _one_dtype(self, name, ts):
+        """Raise, as PyTorch would, when a call that needs its floating
+        tensors in one dtype (_ops.SAME_DTYPE; an assignment through a tensor
+        index) gets a source (ts[1:]) in a low-precision format other than
+        its destination's (ts[0]): each format is a dtype of the real run
+        (not under FP8 scaling, whose formats live inside GEMMs). An FP32
+        source passes: the emulation cannot tell it from src.to(dst.dtype),
+        which reads float32 here and converts in the real run."""
+        dst = _fmt_of(ts[0])
+        bad = sorted({f for f in map(_fmt_of, ts[1:]) if f not in (dst, "fp32")})
+        if bad and not self.policy.fp8_scaling:
+            raise EmulationError(
+                "ampsim.torch: %s in %s: the source holds %s values and the destination %s ones: PyTorch raises "
+                "here under autocast (the op needs one dtype, and autocast does not cast it); convert the source "
+                "first, for example `src.to(dst.dtype)`" % (name, self._where(), bad[0], dst))
+
     def _setitem(self, func, args):
         """x[idx] = v: v rounded into x's format first, as the copy into a
         low-precision tensor rounds it (a tensor through a rounding whose
@@ -296,6 +319,9 @@ class _OpHandlers:
         if len(args) != 3:
             return func(*args)
         x, idx, v = args
+        if isinstance(v, torch.Tensor) and isinstance(x, torch.Tensor) and v.is_floating_point() \
+                and x.is_floating_point() and _advanced_index(idx):
+            self._one_dtype("index_put (x[index] = value)", (x, v))      # (aten's index_put_)
         if isinstance(v, torch.Tensor) and torch.is_grad_enabled():
             v = _grad.use(v)
         fmt = _fmt_of(x)
@@ -438,6 +464,10 @@ class _OpHandlers:
             if t.dtype != torch.float32 and t.dtype != torch.float64 or not t.is_cpu:
                 raise EmulationError("ampsim.torch: %s in %s: input of dtype %s on %s; emulate runs float32 "
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
+        if name in _ops.SAME_DTYPE and ins:
+            # (one dtype in the real run, the destination's: the output's format)
+            self._one_dtype(name, ins)
+            out_fmt = out_fmt or _fmt_of(ins[0])
         out = low = None
         if _lowp.applies(self, kind, ins):
             low = _lowp.call(func, args, kwargs)       # (output, its format) or None

@@ -409,6 +409,13 @@ BIAS_ARG = {"linear": (2, "bias"), "addmm": (0, "input"), "baddbmm": (0, "input"
             "conv_transpose1d": (2, "bias"), "conv_transpose2d": (2, "bias"),
             "conv_transpose3d": (2, "bias")}
 
+# functions whose floating tensors PyTorch's kernels require in one dtype and
+# which autocast does not cast (on none of its lists): under autocast, a bf16
+# source into an FP32 tensor raises (index_add_(): self (Float) and source
+# (BFloat16) must have the same scalar type), and so does the emulation
+SAME_DTYPE = frozenset(("index_add", "index_copy", "index_put", "masked_scatter", "scatter", "scatter_add", "put",
+                        "lerp"))
+
 # functions that carry an inplace= flag, emulated out of place
 INPLACE_KW = {"relu", "relu6", "leaky_relu", "elu", "selu", "celu", "hardtanh", "dropout", "silu", "mish",
               "hardswish", "hardsigmoid", "threshold", "rrelu"}
