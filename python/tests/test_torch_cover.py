@@ -16,7 +16,7 @@ if HAVE_TORCH:
     import torch.nn.functional as F
 
     import ampsim.torch as at
-    from ampsim.torch import _ops, _rnn
+    from ampsim.torch import _handlers, _ops, _rnn
     from torch_models import MHANet, PrivateKernelNet
 
 
@@ -466,6 +466,34 @@ class TestEmulatedAndNamed(unittest.TestCase):
                         ref = f()
                     with at.emulate(lin, "bf16-amp-cpu"):
                         got = f()
+                    self.assertTrue(torch.equal(ref.float(), got))
+
+    def test_cpu_norms_need_the_inputs_dtype_as_under_cpu_autocast(self):
+        """CPU autocast leaves layer_norm and group_norm off its lists: on a
+        bf16 input their FP32 parameters make torch 1.13's kernels raise, and
+        bf16-amp-cpu raises too; without parameters both run, with the same
+        bits; bf16-amp (CUDA lists) runs them in FP32."""
+        torch.manual_seed(0)
+        x = torch.randn(3, 8)
+        cases = {"layer_norm": lambda affine: nn.LayerNorm(8, elementwise_affine=affine),
+                 "group_norm": lambda affine: nn.Sequential(nn.Unflatten(1, (8, 1)), nn.GroupNorm(2, 8, affine=affine))}
+        for name, norm in cases.items():
+            for affine in (True, False):
+                m = nn.Sequential(nn.Linear(8, 8), norm(affine))
+                with self.subTest(op=name, affine=affine):
+                    if affine and not _handlers._mixed_ok(name):
+                        with self.assertRaises(RuntimeError), torch.autocast("cpu", dtype=torch.bfloat16):
+                            m(x)
+                        with self.assertRaisesRegex(at.EmulationError, "off its lists"), \
+                                at.emulate(m, "bf16-amp-cpu"):
+                            m(x)
+                        with at.emulate(m, "bf16-amp"):
+                            m(x)
+                        continue
+                    with torch.autocast("cpu", dtype=torch.bfloat16):
+                        ref = m(x)
+                    with at.emulate(m, "bf16-amp-cpu"):
+                        got = m(x)
                     self.assertTrue(torch.equal(ref.float(), got))
 
     def test_packed_refused(self):

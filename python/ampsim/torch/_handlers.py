@@ -109,6 +109,8 @@ class _Mode(TorchFunctionMode):
                 return _cpu_fp32_call(emu, func, args, kwargs, count)
             if func in _ops.CPU_UNLISTED_GEMMS:
                 kind = "elementwise"
+            if name in _CPU_NORMS:
+                _cpu_norm_dtypes(emu, name, args, kwargs)
         # gradients kept in format: each use of an emulated tensor, each output
         # (_grad.py); attention runs its body op by op, and those ops are the
         # uses (a self-attention's query, key and value, one tensor, stay one)
@@ -162,6 +164,51 @@ class _Mode(TorchFunctionMode):
             if kind in ("mha", "sdpa", "rnn", "rnn_cell"):
                 return out          # its ops made their own gradient sources
         return _grad.sources(out, emu._grad_fmt)
+
+
+# norms on neither CPU list: (position of the weight, of the bias) in the
+# call, and a call on bf16 with FP32 parameters (None until first asked)
+_CPU_NORMS = {"layer_norm": (2, 3), "group_norm": (2, 3)}
+_MIXED_OK = {}
+_MIXED_PROBES = {"layer_norm": lambda x, w: torch.layer_norm(x, (4,), w, w),
+                 "group_norm": lambda x, w: torch.group_norm(x, 2, w, w)}
+
+
+def _mixed_ok(name):
+    """Whether this torch's CPU kernel of name runs a bf16 input with FP32
+    weight and bias (later versions have mixed-dtype kernels; torch 1.13
+    raises: expected scalar type BFloat16 but found Float). Asked once."""
+    ok = _MIXED_OK.get(name)
+    if ok is None:
+        try:
+            _MIXED_PROBES[name](torch.ones(2, 4, dtype=torch.bfloat16), torch.ones(4))
+            ok = True
+        except RuntimeError:
+            ok = False
+        _MIXED_OK[name] = ok
+    return ok
+
+
+def _cpu_norm_dtypes(emu, name, args, kwargs):
+    """CPU autocast leaves layer_norm and group_norm off its lists, so they
+    meet a bf16 input with the module's FP32 parameters (torchvision's
+    ConvNeXt and Swin); where this torch's kernel refuses that (torch 1.13),
+    so does the emulation, for a parameter (or a view of one) met by an
+    input in a low-precision format. Another FP32 tensor passes: w.to(x.dtype)
+    reads float32 under the emulation."""
+    x = args[0] if args else kwargs.get("input")
+    f = _fmt_of(x) if isinstance(x, torch.Tensor) else "fp32"
+    if f == "fp32" or _mixed_ok(name):
+        return
+    for i, k in zip(_CPU_NORMS[name], ("weight", "bias")):
+        t = args[i] if len(args) > i else kwargs.get(k)
+        if isinstance(t, torch.Tensor) and _fmt_of(t) == "fp32" and (
+                isinstance(t, torch.nn.Parameter) or getattr(t, _PVIEW, None) is not None):
+            raise EmulationError(
+                "ampsim.torch: %s in %s: a %s input with the FP32 %s: CPU autocast leaves %s off its lists "
+                "and this torch's kernel needs one dtype, so PyTorch raises here (expected scalar type BFloat16 "
+                "but found Float); normalize a float32 input (`x.float()`) or emulate the CUDA lists (policy "
+                "bf16-amp)" % (name, emu._where(), f, k, name))
 
 
 def _advanced_index(idx):
