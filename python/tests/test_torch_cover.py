@@ -141,6 +141,10 @@ CPU_LIST_CASES = {
     "dot": ((5,), lambda h: h.dot(h)),
     "outer_fp32": ((5,), lambda h: torch.outer(h.float(), h.float())),
     "addmv_fp32": ((4, 5), lambda h: torch.addmv(torch.ones(4), h.float(), h[0].float())),
+    # (on neither list, but _trilinear's products are bmm's, which autocast casts even on FP32
+    # inputs; its backward, after the autocast block, is FP32; on a bf16 input PyTorch raises)
+    "bilinear_fp32": ((3, 5), lambda h: F.bilinear(h.float(), h.float() * 2, torch.randn(4, 5, 5))),
+    "bilinear_fp32_bias": ((3, 5), lambda h: F.bilinear(h.float(), h.float(), torch.randn(4, 5, 5), torch.randn(4))),
     "max_pool2d": ((1, 2, 4, 4), lambda h: F.max_pool2d(h, 2)),
     "conv2d": ((1, 2, 6, 6), lambda h: F.conv2d(h, torch.randn(3, 2, 3, 3))),
     "softmax": ((3, 4), lambda h: F.softmax(h, -1)),
@@ -467,6 +471,28 @@ class TestEmulatedAndNamed(unittest.TestCase):
                     with at.emulate(lin, "bf16-amp-cpu"):
                         got = f()
                     self.assertTrue(torch.equal(ref.float(), got))
+
+    def test_bilinear_on_bf16_as_under_cpu_autocast(self):
+        """F.bilinear on a bf16 input with FP32 weights: the forward runs under
+        CPU autocast (its products are bf16 bmm's), with the same bits under
+        bf16-amp-cpu, and the backward, outside the autocast block, meets a
+        bf16 gradient and the FP32 weight in _trilinear_backward, which
+        PyTorch refuses: so does the emulation's backward (PyTorch's own
+        graph, the same error)."""
+        torch.manual_seed(0)
+        bil = nn.Bilinear(5, 5, 4)
+        m = _OpNet(5, lambda h: bil(h, h))
+        m.bil = bil
+        x = torch.randn(3, 5)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            ref = m(x)
+        with self.assertRaisesRegex(RuntimeError, "expected scalar type"):
+            ref.float().sum().backward()
+        with at.emulate(m, "bf16-amp-cpu"):
+            got = m(x)
+            self.assertTrue(torch.equal(got, ref.float()))
+            with self.assertRaisesRegex(RuntimeError, "expected scalar type"):
+                got.sum().backward()
 
     def test_cpu_norms_need_the_inputs_dtype_as_under_cpu_autocast(self):
         """CPU autocast leaves layer_norm and group_norm off its lists: on a

@@ -516,10 +516,12 @@ class _OpHandlers:
             self._one_dtype(name, ins)
             out_fmt = out_fmt or _fmt_of(ins[0])
         out = low = None
-        if _lowp.applies(self, kind, ins):
+        if _lowp.inner_autocast(self, name):
+            low = _lowp.call(func, args, kwargs, autocast=True)
+        elif _lowp.applies(self, kind, ins):
             low = _lowp.call(func, args, kwargs)       # (output, its format) or None
-            if low is not None:
-                out = low[0]
+        if low is not None:
+            out = low[0]
         # (GELU under a torch_cpu policy: PyTorch's kernel in the input's format)
         if out is None and (self.kernels == "ampsim" or name == "gelu" and pol.torch_cpu):
             with self._quiet():

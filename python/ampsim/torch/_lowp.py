@@ -52,6 +52,19 @@ def applies(emu, kind, ins):
     return low
 
 
+#: functions on neither of torch 1.13's CPU autocast lists whose kernels call
+#: ops that are: F.bilinear's _trilinear multiplies with at::bmm, which CPU
+#: autocast casts to bf16 even on FP32 inputs (the sum with the bias then
+#: promotes to FP32); autograd records _trilinear itself, whose backward runs
+#: in the inputs' dtypes. Under a torch_cpu policy they run under autocast.
+INNER_AUTOCAST = frozenset(("bilinear",))
+
+
+def inner_autocast(emu, name):
+    """True when this call runs under CPU autocast itself (INNER_AUTOCAST)."""
+    return name in INNER_AUTOCAST and _torch_cpu(emu) and gemm_dtype(emu) is not None
+
+
 def gemm_dtype(emu):
     """The torch dtype GEMM-like calls run in under a torch_cpu policy with
     PyTorch's kernels (operands, weights and biases all cast into one format
@@ -99,21 +112,29 @@ class _LowFn(torch.autograd.Function):
         return (None,) + tuple(res)
 
 
-def call(func, args, kwargs):
+def call(func, args, kwargs, autocast=False):
     """(output float32 tensor, its format) of func run in the inputs' dtypes,
     or None when PyTorch cannot run it so (mixed dtypes it rejects, several
-    outputs). An op that hands back its input gives that input itself."""
+    outputs). An op that hands back its input gives that input itself. With
+    autocast, the forward runs under torch.autocast("cpu", bfloat16): for an
+    op on neither list whose kernel calls ops that are (INNER_AUTOCAST)."""
     slots, ts = _rt.tensor_slots(args, kwargs)
 
     def run(*xs):
         a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
-        r = func(*a2, **kw2)
+        if autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                r = func(*a2, **kw2)
+        else:
+            r = func(*a2, **kw2)
         run.dtype = r.dtype if isinstance(r, torch.Tensor) else None
         run.same = next((i for i, x in enumerate(xs) if r is x), None)
         return r
     try:
         y = _LowFn.apply(run, *ts)
     except (RuntimeError, TypeError):
+        if autocast:            # (PyTorch refuses the call under autocast: its own error)
+            raise
         return None
     if run.same is not None:        # (the op handed back its input: that input)
         t = ts[run.same]

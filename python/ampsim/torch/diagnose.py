@@ -136,7 +136,11 @@ class GradDiff:
         return "\n".join(lines)
 
 
-def _run(model, loss_fn, ctx):
+def _run(model, loss_fn, ctx, backward_inside=True):
+    """The forward in ctx, then the backward: inside ctx (the emulation's
+    step), or after it (autocast: PyTorch's AMP recipe runs the backward
+    outside the autocast block, so an op whose backward calls listed ops,
+    as bilinear's _trilinear_backward calls bmm, runs them uncast)."""
     rec = _Recorder(model)
     # (both runs see every indexing call, as the emulation does: _fastmode.getitem)
     _fastmode.install()
@@ -144,11 +148,31 @@ def _run(model, loss_fn, ctx):
         with ctx:
             with rec:
                 loss = loss_fn(model)
+            if backward_inside:
+                loss.backward()
+        if not backward_inside:
             loss.backward()
     finally:
         _fastmode.uninstall()
         rec.close()
     return rec
+
+
+def _two_copies(model):
+    """Two deep copies of model. A module attribute that is a computed tensor
+    (torch.nn.utils.weight_norm's weight, recomputed before each forward),
+    which deepcopy refuses, is copied detached; the model keeps its own."""
+    held = []
+    for mod in model.modules():
+        for k, v in list(vars(mod).items()):
+            if isinstance(v, torch.Tensor) and not v.is_leaf:
+                held.append((mod, k, v))
+                mod.__dict__[k] = v.detach()
+    try:
+        return copy.deepcopy(model), copy.deepcopy(model)
+    finally:
+        for mod, k, v in held:
+            mod.__dict__[k] = v
 
 
 def diff_grads(model, loss_fn, policy="bf16-amp-cpu", *, kernels="torch", reference=None):
@@ -172,13 +196,13 @@ def diff_grads(model, loss_fn, policy="bf16-amp-cpu", *, kernels="torch", refere
     if dev != "cpu" and not (dev == "cuda" and torch.cuda.is_available()):
         raise ValueError("diff_grads: policy %s is compared with autocast on %s, which this machine lacks"
                          % (pol.name, dev))
-    ref_m, emu_m = copy.deepcopy(model), copy.deepcopy(model)
+    ref_m, emu_m = _two_copies(model)
     if dev != "cpu":
         ref_m = ref_m.to(dev)
     # both runs draw the same random numbers (dropout masks): the CPU
     # generator is put back where the reference run found it
     rng = torch.get_rng_state()
-    ref = _run(ref_m, loss_fn, torch.autocast(dev, dtype=dt))
+    ref = _run(ref_m, loss_fn, torch.autocast(dev, dtype=dt), backward_inside=False)
     torch.set_rng_state(rng)
     emu = _run(emu_m, loss_fn, emulate(emu_m, pol, kernels=kernels))
     params = []
