@@ -145,6 +145,14 @@ CPU_LIST_CASES = {
     # inputs; its backward, after the autocast block, is FP32; on a bf16 input PyTorch raises)
     "bilinear_fp32": ((3, 5), lambda h: F.bilinear(h.float(), h.float() * 2, torch.randn(4, 5, 5))),
     "bilinear_fp32_bias": ((3, 5), lambda h: F.bilinear(h.float(), h.float(), torch.randn(4, 5, 5), torch.randn(4))),
+    # (more composites whose C++ bodies multiply with bmm, matmul or mm)
+    "affine_grid": ((2, 6), lambda h: F.affine_grid(h.view(2, 2, 3), (2, 1, 3, 4), align_corners=False)),
+    "affine_grid_fp32": ((2, 6), lambda h: F.affine_grid(h.float().view(2, 2, 3) * 2, (2, 1, 5, 3),
+                                                         align_corners=True)),
+    "matrix_power": ((4, 4), lambda h: h.matrix_power(3)),
+    "matrix_power_fp32": ((4, 4), lambda h: torch.linalg.matrix_power(h.float() * 0.5, 5)),
+    "cov_fp32": ((3, 5), lambda h: torch.cov(h.float())),
+    "corrcoef": ((3, 5), lambda h: torch.corrcoef(h)),
     "max_pool2d": ((1, 2, 4, 4), lambda h: F.max_pool2d(h, 2)),
     "conv2d": ((1, 2, 6, 6), lambda h: F.conv2d(h, torch.randn(3, 2, 3, 3))),
     "softmax": ((3, 4), lambda h: F.softmax(h, -1)),

@@ -52,12 +52,15 @@ def applies(emu, kind, ins):
     return low
 
 
-#: functions on neither of torch 1.13's CPU autocast lists whose kernels call
-#: ops that are: F.bilinear's _trilinear multiplies with at::bmm, which CPU
-#: autocast casts to bf16 even on FP32 inputs (the sum with the bias then
-#: promotes to FP32); autograd records _trilinear itself, whose backward runs
-#: in the inputs' dtypes. Under a torch_cpu policy they run under autocast.
-INNER_AUTOCAST = frozenset(("bilinear",))
+#: functions on neither of torch 1.13's CPU autocast lists whose C++ bodies
+#: call ops that are, which CPU autocast casts to bf16 even on FP32 inputs:
+#: F.bilinear's _trilinear multiplies with bmm (the sum with the bias then
+#: promotes to FP32; autograd records _trilinear itself, whose backward runs
+#: in the dtypes it saved), affine_grid's generator with bmm, matrix_power
+#: and cov (and corrcoef, over cov) with matmul and mm. The function mode
+#: sees only the outer call: under a torch_cpu policy it runs under autocast.
+INNER_AUTOCAST = frozenset(("bilinear", "affine_grid", "affine_grid_generator", "cov", "corrcoef",
+                            "matrix_power"))
 
 
 def inner_autocast(emu, name):
@@ -82,7 +85,11 @@ class _LowFn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, call, *ts):
-        leaves = []
+        leaves, xs = [], []
+        # (under autocast, an input that is not a leaf of the model's graph
+        # goes in as a view: autocast's cast cache keeps the casts of leaves
+        # that need a gradient only, and each of its other casts is its own)
+        viewed = getattr(call, "autocast", False)
         with torch.enable_grad():
             for t in ts:
                 dt = DTYPES.get(_fmt_of(t)) if t.is_floating_point() else None
@@ -90,7 +97,8 @@ class _LowFn(torch.autograd.Function):
                 if t.is_floating_point() and t.requires_grad:
                     x.requires_grad_(True)
                 leaves.append(x)
-            out = call(*leaves)
+                xs.append(x.view_as(x) if viewed and x.requires_grad and not t.is_leaf else x)
+            out = call(*xs)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point():
             raise TypeError("not a floating tensor")
         # (kept with the node, for a backward that retains the graph: not
@@ -130,6 +138,7 @@ def call(func, args, kwargs, autocast=False):
         run.dtype = r.dtype if isinstance(r, torch.Tensor) else None
         run.same = next((i for i, x in enumerate(xs) if r is x), None)
         return r
+    run.autocast = autocast
     try:
         y = _LowFn.apply(run, *ts)
     except (RuntimeError, TypeError):

@@ -127,7 +127,9 @@ _TABLE = [
     "upsample_nearest1d upsample_nearest2d upsample_nearest3d upsample_linear1d upsample_bilinear2d "
     "upsample_bicubic2d upsample_trilinear3d reflection_pad1d reflection_pad2d reflection_pad3d "
     "replication_pad1d replication_pad2d replication_pad3d _pad_circular _pad_enum "
-    "index_add index_fill index_copy index_put masked_scatter scatter scatter_add put")]
+    "index_add index_fill index_copy index_put masked_scatter scatter scatter_add put "
+    # composites whose products are matmul's or bmm's (_lowp.INNER_AUTOCAST)
+    "cov corrcoef matrix_power")]
 
 _VIEWS = _SPLIT(
     "view reshape flatten unflatten ravel t transpose swapaxes swapdims moveaxis movedim permute adjoint "
@@ -169,8 +171,8 @@ _FP32 = _SPLIT(
     "to type_as float cpu cuda ipu xpu half bfloat16 double cfloat cdouble chalf type "
     # linear algebra, spectral, statistics: autocast's FP32 lists
     "cholesky cholesky_inverse cholesky_solve det logdet slogdet inverse pinverse lu lu_solve lu_unpack "
-    "qr svd svd_lowrank pca_lowrank symeig geqrf orgqr ormqr triangular_solve matrix_exp matrix_power "
-    "lobpcg native_norm cov corrcoef stft istft polar complex view_as_complex view_as_complex_copy "
+    "qr svd svd_lowrank pca_lowrank symeig geqrf orgqr ormqr triangular_solve matrix_exp "
+    "lobpcg native_norm stft istft polar complex view_as_complex view_as_complex_copy "
     "view_as_real real imag angle histc histogram histogramdd frexp gradient kron "
     # values a model creates: factories, random fills, fills
     "empty_like zeros_like ones_like full_like rand_like randn_like normal_ uniform_ bernoulli bernoulli_ "
@@ -349,6 +351,8 @@ for _mod, _cls in ((getattr(torch, "linalg", None), "fp32"), (getattr(torch, "ff
             continue
         if _n in ("matmul", "multi_dot", "vecdot"):
             OPS[_f] = ("gemm", "matmul" if _n != "vecdot" else "dot")
+        elif _n == "matrix_power":
+            OPS[_f] = ("elementwise", _n)
         elif _n in ("vector_norm", "norm", "matrix_norm", "logsumexp"):
             OPS[_f] = ("reduction", "norm" if _n != "logsumexp" else "logsumexp")
         elif _n in ("softmax", "log_softmax"):
