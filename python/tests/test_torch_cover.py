@@ -152,6 +152,9 @@ CPU_LIST_CASES = {
     "matrix_power": ((4, 4), lambda h: h.matrix_power(3)),
     "matrix_power_fp32": ((4, 4), lambda h: torch.linalg.matrix_power(h.float() * 0.5, 5)),
     "cov_fp32": ((3, 5), lambda h: torch.cov(h.float())),
+    # (two outputs, each in the input's dtype)
+    "var_mean": ((3, 5), lambda h: (lambda v, m: v * m)(*torch.var_mean(h, 1))),
+    "std_mean_fp32": ((3, 5), lambda h: (lambda s, m: s + m)(*torch.std_mean(h.float() * 3, 1, keepdim=True))),
     "corrcoef": ((3, 5), lambda h: torch.corrcoef(h)),
     "max_pool2d": ((1, 2, 4, 4), lambda h: F.max_pool2d(h, 2)),
     "conv2d": ((1, 2, 6, 6), lambda h: F.conv2d(h, torch.randn(3, 2, 3, 3))),

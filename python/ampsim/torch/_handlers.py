@@ -211,6 +211,11 @@ def _cpu_norm_dtypes(emu, name, args, kwargs):
                 "bf16-amp)" % (name, emu._where(), f, k, name))
 
 
+def _f32_out(t):
+    """True for a float32 tensor output (one an elementwise rule rounds)."""
+    return isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype == torch.float32
+
+
 def _advanced_index(idx):
     """True for an index that makes x[idx] = v an index_put (a tensor, a
     list or a sequence holding one), not a copy into a view."""
@@ -537,7 +542,9 @@ class _OpHandlers:
         for t in ins:
             if out is t:
                 return out
-        if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dtype != torch.float32:
+        # (several floating outputs, as var_mean's and std_mean's: each rounded as one)
+        many = type(out) is tuple and out and all(_f32_out(o) for o in out)
+        if not many and not _f32_out(out):
             return out
         if low is not None:
             fmt = low[1]
@@ -554,15 +561,23 @@ class _OpHandlers:
         inside = bool(self._stack)
         if fmt == "fp32" and not (self._stats_due() and inside):
             return out
-        if fmt == "fp32" and pol.is_fp32() and not out.requires_grad and not self._stats_due():
+        outs = out if many else (out,)
+        if fmt == "fp32" and pol.is_fp32() and not any(o.requires_grad for o in outs) and not self._stats_due():
             return out
         site = self._out_site(name)
         gfmt = pol.act_grad if fmt != "fp32" else "fp32"
-        # a masked fill writes its -inf on purpose: not a non-finite result
-        y = _RoundFn.apply(out, self, site + ".out", fmt, gfmt, name not in ("masked_fill", "where"))
-        if fmt != "fp32":
-            setattr(y, _FMT, fmt)
-        return y
+        ys = []
+        for i, o in enumerate(outs):
+            n = site + (".out" if i == 0 else ".out%d" % (i + 1))
+            if i:
+                self._tid(n)
+                self._tid(n + ".grad")
+            # a masked fill writes its -inf on purpose: not a non-finite result
+            y = _RoundFn.apply(o, self, n, fmt, gfmt, name not in ("masked_fill", "where"))
+            if fmt != "fp32":
+                setattr(y, _FMT, fmt)
+            ys.append(y)
+        return tuple(ys) if many else ys[0]
 
     def _inplace(self, func, name, args, kwargs):
         """An in-place elementwise op (add_, +=, relu_) or GEMM (x.addmm_(a, b)):

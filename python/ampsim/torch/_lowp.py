@@ -99,31 +99,38 @@ class _LowFn(torch.autograd.Function):
                 leaves.append(x)
                 xs.append(x.view_as(x) if viewed and x.requires_grad and not t.is_leaf else x)
             out = call(*xs)
-        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+        # (one floating tensor, or a tuple of them: var_mean, std_mean)
+        many = type(out) is tuple
+        outs = out if many else (out,)
+        if not outs or not all(isinstance(o, torch.Tensor) and o.is_floating_point() for o in outs):
             raise TypeError("not a floating tensor")
         # (kept with the node, for a backward that retains the graph: not
         # autograd's saved tensors, whose version check would refuse in-place
         # changes that the inner graph, which saved what PyTorch saves, allows)
-        ctx.out, ctx.leaves = out, leaves
-        return out.detach().float()
+        ctx.outs, ctx.leaves = outs, leaves
+        ys = tuple(o.detach().float() for o in outs)
+        return ys if many else ys[0]
 
     @staticmethod
-    def backward(ctx, g):
-        out, leaves = ctx.out, ctx.leaves
+    def backward(ctx, *gs):
+        leaves = ctx.leaves
+        # (an output the loss does not use comes with zeros, as autograd
+        # materializes them: its share of the sum is zero)
+        pairs = [(o, g) for o, g in zip(ctx.outs, gs) if g is not None and o.requires_grad]
         need = [i for i, x in enumerate(leaves) if x.requires_grad]
         res = [None] * len(leaves)
-        if need and out.requires_grad:
-            gs = torch.autograd.grad(out, [leaves[i] for i in need], g.to(out.dtype), allow_unused=True,
-                                     retain_graph=True)
-            for i, gi in zip(need, gs):
+        if need and pairs:
+            got = torch.autograd.grad([o for o, _ in pairs], [leaves[i] for i in need],
+                                      [g.to(o.dtype) for o, g in pairs], allow_unused=True, retain_graph=True)
+            for i, gi in zip(need, got):
                 res[i] = gi.float() if gi is not None else None
         return (None,) + tuple(res)
 
 
 def call(func, args, kwargs, autocast=False):
-    """(output float32 tensor, its format) of func run in the inputs' dtypes,
-    or None when PyTorch cannot run it so (mixed dtypes it rejects, several
-    outputs). An op that hands back its input gives that input itself. With
+    """(output float32 tensor, or tuple of them, and its format) of func run
+    in the inputs' dtypes, or None when PyTorch cannot run it so (mixed dtypes
+    it rejects, an output that is not floating). An op that hands back its input gives that input itself. With
     autocast, the forward runs under torch.autocast("cpu", bfloat16): for an
     op on neither list whose kernel calls ops that are (INNER_AUTOCAST)."""
     slots, ts = _rt.tensor_slots(args, kwargs)
@@ -135,7 +142,8 @@ def call(func, args, kwargs, autocast=False):
                 r = func(*a2, **kw2)
         else:
             r = func(*a2, **kw2)
-        run.dtype = r.dtype if isinstance(r, torch.Tensor) else None
+        first = r[0] if type(r) is tuple and r else r
+        run.dtype = first.dtype if isinstance(first, torch.Tensor) else None
         run.same = next((i for i, x in enumerate(xs) if r is x), None)
         return r
     run.autocast = autocast
@@ -150,5 +158,6 @@ def call(func, args, kwargs, autocast=False):
         return t, _fmt_of(t)
     fmt = _FMT_OF_DTYPE.get(run.dtype, "fp32")
     if fmt != "fp32":
-        setattr(y, _FMT, fmt)
+        for t in (y if type(y) is tuple else (y,)):
+            setattr(t, _FMT, fmt)
     return y, fmt

@@ -84,6 +84,8 @@ class _Recorder(TorchFunctionMode):
 
     def _keep(self, i, j):
         def fn(g):
+            if g is None:               # (an output the loss does not use: autograd formed no gradient)
+                return
             key = (i, j)
             if key not in self.grads:
                 self.order.append(key)
