@@ -152,6 +152,8 @@ CPU_LIST_CASES = {
     "matrix_power": ((4, 4), lambda h: h.matrix_power(3)),
     "matrix_power_fp32": ((4, 4), lambda h: torch.linalg.matrix_power(h.float() * 0.5, 5)),
     "cov_fp32": ((3, 5), lambda h: torch.cov(h.float())),
+    # (its inner vector_norm, which autocast runs in FP32 on the bf16 values)
+    "matrix_norm": ((2, 8), lambda h: torch.linalg.matrix_norm(h.view(2, 2, 4))),
     # (two outputs, each in the input's dtype)
     "var_mean": ((3, 5), lambda h: (lambda v, m: v * m)(*torch.var_mean(h, 1))),
     "std_mean_fp32": ((3, 5), lambda h: (lambda s, m: s + m)(*torch.std_mean(h.float() * 3, 1, keepdim=True))),

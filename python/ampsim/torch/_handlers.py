@@ -522,7 +522,7 @@ class _OpHandlers:
             out_fmt = out_fmt or _fmt_of(ins[0])
         out = low = None
         if _lowp.inner_autocast(self, name):
-            low = _lowp.call(func, args, kwargs, autocast=True)
+            low = _lowp.call(func, args, kwargs, raising=True)
         elif _lowp.applies(self, kind, ins):
             low = _lowp.call(func, args, kwargs)       # (output, its format) or None
         if low is not None:

@@ -12,8 +12,10 @@ batch_norm_backward with FP32 weights) use bf16 saved tensors (the softmax
 output as the forward rounded it) and PyTorch's own CPU arithmetic
 (aten/src/ATen/native/cpu/*). Writing each of these out would copy PyTorch;
 instead the call runs on bfloat16 copies of its bf16-valued inputs (exact)
-inside an autograd Function, and its backward asks autograd for the
-gradients of that bf16 graph: the rules are PyTorch's by construction.
+inside an autograd Function, under torch.autocast("cpu", bfloat16) as in the
+real run (an op whose C++ body calls listed ops has them cast there), and
+its backward asks autograd for the gradients of that graph: the rules are
+PyTorch's by construction.
 """
 import torch
 
@@ -58,7 +60,8 @@ def applies(emu, kind, ins):
 #: promotes to FP32; autograd records _trilinear itself, whose backward runs
 #: in the dtypes it saved), affine_grid's generator with bmm, matrix_power
 #: and cov (and corrcoef, over cov) with matmul and mm. The function mode
-#: sees only the outer call: under a torch_cpu policy it runs under autocast.
+#: sees only the outer call: under a torch_cpu policy it runs under autocast
+#: even when its inputs are all FP32 (call() runs every call it makes so).
 INNER_AUTOCAST = frozenset(("bilinear", "affine_grid", "affine_grid_generator", "cov", "corrcoef",
                             "matrix_power"))
 
@@ -86,10 +89,9 @@ class _LowFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, call, *ts):
         leaves, xs = [], []
-        # (under autocast, an input that is not a leaf of the model's graph
-        # goes in as a view: autocast's cast cache keeps the casts of leaves
-        # that need a gradient only, and each of its other casts is its own)
-        viewed = getattr(call, "autocast", False)
+        # (the call runs under autocast: an input that is not a leaf of the
+        # model's graph goes in as a view, as autocast's cast cache keeps the
+        # casts of leaves that need a gradient only, and each other cast is its own)
         with torch.enable_grad():
             for t in ts:
                 dt = DTYPES.get(_fmt_of(t)) if t.is_floating_point() else None
@@ -97,7 +99,7 @@ class _LowFn(torch.autograd.Function):
                 if t.is_floating_point() and t.requires_grad:
                     x.requires_grad_(True)
                 leaves.append(x)
-                xs.append(x.view_as(x) if viewed and x.requires_grad and not t.is_leaf else x)
+                xs.append(x.view_as(x) if x.requires_grad and not t.is_leaf else x)
             out = call(*xs)
         # (one floating tensor, or a tuple of them: var_mean, std_mean)
         many = type(out) is tuple
@@ -127,30 +129,29 @@ class _LowFn(torch.autograd.Function):
         return (None,) + tuple(res)
 
 
-def call(func, args, kwargs, autocast=False):
+def call(func, args, kwargs, raising=False):
     """(output float32 tensor, or tuple of them, and its format) of func run
-    in the inputs' dtypes, or None when PyTorch cannot run it so (mixed dtypes
-    it rejects, an output that is not floating). An op that hands back its input gives that input itself. With
-    autocast, the forward runs under torch.autocast("cpu", bfloat16): for an
-    op on neither list whose kernel calls ops that are (INNER_AUTOCAST)."""
+    in the inputs' dtypes under torch.autocast("cpu", bfloat16), as the real
+    run calls it: an op on neither list runs as it is given, and one whose
+    C++ body calls ops that are (INNER_AUTOCAST; linalg.matrix_norm's inner
+    vector_norm, which autocast runs in FP32) has them cast as autocast casts
+    them. An op that hands back its input gives that input itself. None when
+    PyTorch cannot run it so (mixed dtypes it rejects, an output that is not
+    floating), or with raising, PyTorch's error."""
     slots, ts = _rt.tensor_slots(args, kwargs)
 
     def run(*xs):
         a2, kw2 = _rt.with_tensors(args, kwargs, slots, xs)
-        if autocast:
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                r = func(*a2, **kw2)
-        else:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
             r = func(*a2, **kw2)
         first = r[0] if type(r) is tuple and r else r
         run.dtype = first.dtype if isinstance(first, torch.Tensor) else None
         run.same = next((i for i, x in enumerate(xs) if r is x), None)
         return r
-    run.autocast = autocast
     try:
         y = _LowFn.apply(run, *ts)
     except (RuntimeError, TypeError):
-        if autocast:            # (PyTorch refuses the call under autocast: its own error)
+        if raising:             # (PyTorch refuses the call under autocast: its own error)
             raise
         return None
     if run.same is not None:        # (the op handed back its input: that input)
