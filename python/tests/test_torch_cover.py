@@ -154,6 +154,9 @@ CPU_LIST_CASES = {
     "cov_fp32": ((3, 5), lambda h: torch.cov(h.float())),
     # (its inner vector_norm, which autocast runs in FP32 on the bf16 values)
     "matrix_norm": ((2, 8), lambda h: torch.linalg.matrix_norm(h.view(2, 2, 4))),
+    # (one bf16 tensor three times in one op, and in others: its gradient shares add up in bf16 in
+    # autograd's order, the edges of one node in argument order)
+    "addcmul_same": ((3, 5), lambda h: torch.addcmul(h, h, h, value=0.5) + h * h + torch.where(h > 0, h, h * 0.5)),
     # (two outputs, each in the input's dtype)
     "var_mean": ((3, 5), lambda h: (lambda v, m: v * m)(*torch.var_mean(h, 1))),
     "std_mean_fp32": ((3, 5), lambda h: (lambda s, m: s + m)(*torch.std_mean(h.float() * 3, 1, keepdim=True))),

@@ -209,6 +209,21 @@ def use(t):
     return u
 
 
+def origin(t):
+    """The gradient buffer that t's gradient goes to: its own as a source's
+    output, its source's as a use of one; None for another tensor. Two
+    arguments of one call with the same origin are one tensor of the model."""
+    node = t.grad_fn
+    if node is None:
+        return None
+    buf = getattr(t, BUF_ATTR, None)
+    if buf is not None and node is buf.node:
+        return buf
+    if type(node) is _UseFn._backward_cls:
+        return node.buf
+    return None
+
+
 def handed_back(out, args0, kwargs0, args, kwargs):
     """The result of an op that handed back one of its inputs (dropout with
     p = 0, x.contiguous() of a contiguous x): that input as the call received

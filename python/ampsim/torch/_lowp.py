@@ -19,7 +19,7 @@ PyTorch's by construction.
 """
 import torch
 
-from . import _rt
+from . import _grad, _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import fmt_of as _fmt_of
 
@@ -92,6 +92,11 @@ class _LowFn(torch.autograd.Function):
         # (the call runs under autocast: an input that is not a leaf of the
         # model's graph goes in as a view, as autocast's cast cache keeps the
         # casts of leaves that need a gradient only, and each other cast is its own)
+        # (a low-precision tensor of the model given several times, as its
+        # uses: its shares go into its gradient buffer here, in argument
+        # order, as autograd adds the edges of one node on one tensor)
+        origins = [_grad.origin(t) if t.requires_grad else None for t in ts]
+        ctx.shared = [o if o is not None and sum(p is o for p in origins) > 1 else None for o in origins]
         with torch.enable_grad():
             for t in ts:
                 dt = DTYPES.get(_fmt_of(t)) if t.is_floating_point() else None
@@ -126,6 +131,11 @@ class _LowFn(torch.autograd.Function):
                                       [g.to(o.dtype) for o, g in pairs], allow_unused=True, retain_graph=True)
             for i, gi in zip(need, got):
                 res[i] = gi.float() if gi is not None else None
+        for i, buf in enumerate(ctx.shared):
+            if buf is not None:
+                if res[i] is not None:
+                    buf.add(res[i])
+                res[i] = None
         return (None,) + tuple(res)
 
 
