@@ -16,7 +16,7 @@ if HAVE_TORCH:
     import torch.nn.functional as F
 
     import ampsim.torch as at
-    from ampsim.torch import _handlers, _ops, _rnn
+    from ampsim.torch import _dtypes, _ops, _rnn
     from torch_models import MHANet, PrivateKernelNet
 
 
@@ -523,7 +523,7 @@ class TestEmulatedAndNamed(unittest.TestCase):
             for affine in (True, False):
                 m = nn.Sequential(nn.Linear(8, 8), norm(affine))
                 with self.subTest(op=name, affine=affine):
-                    if affine and not _handlers._mixed_ok(name):
+                    if affine and not _dtypes.mixed_ok(name):
                         with self.assertRaises(RuntimeError), torch.autocast("cpu", dtype=torch.bfloat16):
                             m(x)
                         with self.assertRaisesRegex(at.EmulationError, "off its lists"), \

@@ -3,7 +3,7 @@ function call becomes under the policy (see _ops.py for the table)."""
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _embed, _functions, _gemm_grad, _grad, _kernels, _lowp, _mha, _ops, _plan, _rnn
+from . import _dtypes, _embed, _functions, _gemm_grad, _grad, _kernels, _lowp, _mha, _ops, _plan, _rnn
 from ._functions import _GemmFn, _RoundFn, _XentFn
 from . import _rt
 from ._rt import FMT_ATTR as _FMT
@@ -109,8 +109,8 @@ class _Mode(TorchFunctionMode):
                 return _cpu_fp32_call(emu, func, args, kwargs, count)
             if func in _ops.CPU_UNLISTED_GEMMS:
                 kind = "elementwise"
-            if name in _CPU_NORMS:
-                _cpu_norm_dtypes(emu, name, args, kwargs)
+            if name in _dtypes.CPU_NORMS:
+                _dtypes.cpu_norm(emu, name, args, kwargs)
         # gradients kept in format: each use of an emulated tensor, each output
         # (_grad.py); attention runs its body op by op, and those ops are the
         # uses (a self-attention's query, key and value, one tensor, stay one)
@@ -166,61 +166,9 @@ class _Mode(TorchFunctionMode):
         return _grad.sources(out, emu._grad_fmt)
 
 
-# norms on neither CPU list: (position of the weight, of the bias) in the
-# call, and a call on bf16 with FP32 parameters (None until first asked)
-_CPU_NORMS = {"layer_norm": (2, 3), "group_norm": (2, 3)}
-_MIXED_OK = {}
-_MIXED_PROBES = {"layer_norm": lambda x, w: torch.layer_norm(x, (4,), w, w),
-                 "group_norm": lambda x, w: torch.group_norm(x, 2, w, w)}
-
-
-def _mixed_ok(name):
-    """Whether this torch's CPU kernel of name runs a bf16 input with FP32
-    weight and bias (later versions have mixed-dtype kernels; torch 1.13
-    raises: expected scalar type BFloat16 but found Float). Asked once."""
-    ok = _MIXED_OK.get(name)
-    if ok is None:
-        try:
-            _MIXED_PROBES[name](torch.ones(2, 4, dtype=torch.bfloat16), torch.ones(4))
-            ok = True
-        except RuntimeError:
-            ok = False
-        _MIXED_OK[name] = ok
-    return ok
-
-
-def _cpu_norm_dtypes(emu, name, args, kwargs):
-    """CPU autocast leaves layer_norm and group_norm off its lists, so they
-    meet a bf16 input with the module's FP32 parameters (torchvision's
-    ConvNeXt and Swin); where this torch's kernel refuses that (torch 1.13),
-    so does the emulation, for a parameter (or a view of one) met by an
-    input in a low-precision format. Another FP32 tensor passes: w.to(x.dtype)
-    reads float32 under the emulation."""
-    x = args[0] if args else kwargs.get("input")
-    f = _fmt_of(x) if isinstance(x, torch.Tensor) else "fp32"
-    if f == "fp32" or _mixed_ok(name):
-        return
-    for i, k in zip(_CPU_NORMS[name], ("weight", "bias")):
-        t = args[i] if len(args) > i else kwargs.get(k)
-        if isinstance(t, torch.Tensor) and _fmt_of(t) == "fp32" and (
-                isinstance(t, torch.nn.Parameter) or getattr(t, _PVIEW, None) is not None):
-            raise EmulationError(
-                "ampsim.torch: %s in %s: a %s input with the FP32 %s: CPU autocast leaves %s off its lists "
-                "and this torch's kernel needs one dtype, so PyTorch raises here (expected scalar type BFloat16 "
-                "but found Float); normalize a float32 input (`x.float()`) or emulate the CUDA lists (policy "
-                "bf16-amp)" % (name, emu._where(), f, k, name))
-
-
 def _f32_out(t):
     """True for a float32 tensor output (one an elementwise rule rounds)."""
     return isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype == torch.float32
-
-
-def _advanced_index(idx):
-    """True for an index that makes x[idx] = v an index_put (a tensor, a
-    list or a sequence holding one), not a copy into a view."""
-    items = idx if isinstance(idx, tuple) else (idx,)
-    return any(isinstance(i, (torch.Tensor, list)) for i in items)
 
 
 def _refuse_create_graph(emu, func, args, kwargs):
@@ -346,22 +294,6 @@ class _OpHandlers:
                             setattr(o, _PVIEW, (p, fn))
         return out
 
-    def _one_dtype(self, name, ts):
-        """Raise, as PyTorch would, when a call that needs its floating
-        tensors in one dtype (_ops.SAME_DTYPE; an assignment through a tensor
-        index) gets a source (ts[1:]) in a low-precision format other than
-        its destination's (ts[0]): each format is a dtype of the real run
-        (not under FP8 scaling, whose formats live inside GEMMs). An FP32
-        source passes: the emulation cannot tell it from src.to(dst.dtype),
-        which reads float32 here and converts in the real run."""
-        dst = _fmt_of(ts[0])
-        bad = sorted({f for f in map(_fmt_of, ts[1:]) if f not in (dst, "fp32")})
-        if bad and not self.policy.fp8_scaling:
-            raise EmulationError(
-                "ampsim.torch: %s in %s: the source holds %s values and the destination %s ones: PyTorch raises "
-                "here under autocast (the op needs one dtype, and autocast does not cast it); convert the source "
-                "first, for example `src.to(dst.dtype)`" % (name, self._where(), bad[0], dst))
-
     def _setitem(self, func, args):
         """x[idx] = v: v rounded into x's format first, as the copy into a
         low-precision tensor rounds it (a tensor through a rounding whose
@@ -372,8 +304,8 @@ class _OpHandlers:
             return func(*args)
         x, idx, v = args
         if isinstance(v, torch.Tensor) and isinstance(x, torch.Tensor) and v.is_floating_point() \
-                and x.is_floating_point() and _advanced_index(idx):
-            self._one_dtype("index_put (x[index] = value)", (x, v))      # (aten's index_put_)
+                and x.is_floating_point() and _dtypes.advanced_index(idx):
+            _dtypes.one_dtype(self, "index_put (x[index] = value)", (x, v))      # (aten's index_put_)
         if isinstance(v, torch.Tensor) and torch.is_grad_enabled():
             v = _grad.use(v)
         fmt = _fmt_of(x)
@@ -518,7 +450,7 @@ class _OpHandlers:
                                      "CPU tensors" % (name, self._where(), t.dtype, t.device))
         if name in _ops.SAME_DTYPE and ins:
             # (one dtype in the real run, the destination's: the output's format)
-            self._one_dtype(name, ins)
+            _dtypes.one_dtype(self, name, ins)
             out_fmt = out_fmt or _fmt_of(ins[0])
         out = low = None
         if _lowp.inner_autocast(self, name):
