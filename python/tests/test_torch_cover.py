@@ -142,7 +142,8 @@ CPU_LIST_CASES = {
     "outer_fp32": ((5,), lambda h: torch.outer(h.float(), h.float())),
     "addmv_fp32": ((4, 5), lambda h: torch.addmv(torch.ones(4), h.float(), h[0].float())),
     # (on neither list, but _trilinear's products are bmm's, which autocast casts even on FP32
-    # inputs; its backward, after the autocast block, is FP32; on a bf16 input PyTorch raises)
+    # inputs; its backward, after the autocast block, is FP32; on a bf16 input with FP32 weights
+    # that backward raises: test_bilinear_on_bf16_as_under_cpu_autocast)
     "bilinear_fp32": ((3, 5), lambda h: F.bilinear(h.float(), h.float() * 2, torch.randn(4, 5, 5))),
     "bilinear_fp32_bias": ((3, 5), lambda h: F.bilinear(h.float(), h.float(), torch.randn(4, 5, 5), torch.randn(4))),
     # (more composites whose C++ bodies multiply with bmm, matmul or mm)
