@@ -489,6 +489,28 @@ class TestEmulatedAndNamed(unittest.TestCase):
                         got = f()
                     self.assertTrue(torch.equal(ref.float(), got))
 
+    def test_views_of_a_parameter_as_under_cpu_autocast(self):
+        """A parameter used as it is and through views (W, W.t() twice):
+        CPU autocast's cast cache keeps the parameter's cast only, so each
+        view is cast at its use and the gradient shares add up in FP32 on W;
+        bf16-amp-cpu gives its step-0 gradients bit for bit."""
+        from ampsim.torch.diagnose import diff_grads
+
+        class ViewUses(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(6, 6)
+                self.W = nn.Parameter(torch.randn(6, 6) * 0.3)
+                self.b = nn.Parameter(torch.randn(6))
+
+            def forward(self, x):
+                h = self.fc(x)
+                return torch.einsum("bi,ij->bj", h, self.W) + torch.addmm(self.b, h, self.W.t()) + h @ self.W.t()
+        torch.manual_seed(0)
+        x = torch.randn(5, 6)
+        r = diff_grads(ViewUses(), lambda m: m(x).square().sum(), "bf16-amp-cpu")
+        self.assertEqual(r.identical_fraction, 1.0, str(r))
+
     def test_bilinear_on_bf16_as_under_cpu_autocast(self):
         """F.bilinear on a bf16 input with FP32 weights: the forward runs under
         CPU autocast (its products are bf16 bmm's), with the same bits under

@@ -480,6 +480,21 @@ class emulate(_OpHandlers, _Checks):
             return self._round(t, fmt, name, "act")
         return self._round(t, fmt, name, "act", saturate=pol.saturate, fp8_role="act")
 
+    def _cast_use(self, t, name, is_bias):
+        """A cast of t (a parameter or a view of one) into the weight (or bias)
+        format for one use, outside the step's cast cache, as autocast casts
+        what its cache does not keep (all but the parameters themselves): its
+        backward rounds this use's share of the gradient into the weight-
+        gradient format and hands it to t, so the shares of several uses add
+        up in FP32 on the parameter's gradient; its statistics count each use."""
+        pol = self.policy
+        fmt = pol.bias if is_bias else pol.weight
+        self._register_weight(name)
+        sat = pol.saturate and _rt.fmt_struct(fmt).bits <= 8
+        w = _CastFn.apply(t, self, name, fmt, pol.weight_grad, sat)
+        setattr(w, _FMT, fmt)
+        return w
+
     def _cast_weight(self, p, site, is_bias):
         """The per-step cast of a parameter into the weight (or bias) format
         (on a step without statistics, the first one casts the previous

@@ -383,6 +383,10 @@ class _OpHandlers:
                 wnames[i] = own if tied else pname or own
                 if pv is None:
                     ts[i] = self._cast_weight(t, site, kinds[i] == "bias")
+                elif pol.has_master and not pol.fp8_scaling:
+                    # (autocast's cast cache keeps parameters only: a view of one
+                    # is cast at each use, its gradient shares added in FP32)
+                    ts[i] = self._cast_use(t, pname or own, kinds[i] == "bias")
                 else:
                     p, fn = pv
                     wc = self._cast_weight(p, site, kinds[i] == "bias")

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from . import _rnn_fused, _rnn_layer
 from . import _rt
-from ._functions import _CastFn, _RoundFn
+from ._functions import _RoundFn
 from ._rt import EmulationError
 from ._scope import Frame
 from ._scope import join as _join
@@ -91,15 +91,9 @@ def _project(h, w_hr, n, sfx):
 
 
 def _cast_each_use(emu, p, site):
-    """A cast of parameter p into the weight format for one use, outside the
-    step's cast cache: its backward rounds this use's gradient share into
-    the weight-gradient format and hands it to p, where the shares add up."""
-    pol = emu.policy
-    name = emu._param_names.get(id(p)) or _join(site, "weight")
-    emu._register_weight(name)
-    w = _CastFn.apply(p, emu, name, pol.weight, pol.weight_grad, False)
-    setattr(w, _rt.FMT_ATTR, pol.weight)
-    return w
+    """A cast of parameter p into the weight format for this use only (the
+    cast of a view: emulate._cast_use)."""
+    return emu._cast_use(p, emu._param_names.get(id(p)) or _join(site, "weight"), False)
 
 
 def _gru_step(xw, h, w_hh, b_hh, n, sfx):
