@@ -490,10 +490,13 @@ class emulate(_OpHandlers, _Checks):
         pol = self.policy
         fmt = pol.bias if is_bias else pol.weight
         self._register_weight(name)
-        sat = pol.saturate and _rt.fmt_struct(fmt).bits <= 8
-        w = _CastFn.apply(t, self, name, fmt, pol.weight_grad, sat)
+        w = _CastFn.apply(t, self, name, fmt, pol.weight_grad, self._weight_saturates(fmt))
         setattr(w, _FMT, fmt)
         return w
+
+    def _weight_saturates(self, fmt):
+        """Whether a weight cast into fmt saturates (an 8-bit format under a saturating policy)."""
+        return self.policy.saturate and _rt.fmt_struct(fmt).bits <= 8
 
     def _cast_weight(self, p, site, is_bias):
         """The per-step cast of a parameter into the weight (or bias) format
@@ -518,13 +521,9 @@ class emulate(_OpHandlers, _Checks):
         if hit is None and not self._stats_due() and fmt == "fp32" and pol.weight_grad == "fp32":
             w = p
         else:
-            self._register_weight(name)
-            sat = pol.saturate and _rt.fmt_struct(fmt).bits <= 8
-            w = _CastFn.apply(p, self, name, fmt, pol.weight_grad, sat)
-            setattr(w, _FMT, fmt)
             # the cached low-precision copy sums its uses' gradients in format
-            w = _grad.source(w, pol.weight_grad)
-            self._cast_seen[key] = (p, fmt, name, sat)
+            w = _grad.source(self._cast_use(p, name, is_bias), pol.weight_grad)
+            self._cast_seen[key] = (p, fmt, name, self._weight_saturates(fmt))
         self._casts[key] = (p._version, w)
         return _grad.use(w)
 

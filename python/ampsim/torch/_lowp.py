@@ -19,7 +19,7 @@ PyTorch's by construction.
 """
 import torch
 
-from . import _grad, _rt
+from . import _grad, _ops, _rt
 from ._rt import FMT_ATTR as _FMT
 from ._rt import fmt_of as _fmt_of
 
@@ -54,21 +54,9 @@ def applies(emu, kind, ins):
     return low
 
 
-#: functions on neither of torch 1.13's CPU autocast lists whose C++ bodies
-#: call ops that are, which CPU autocast casts to bf16 even on FP32 inputs:
-#: F.bilinear's _trilinear multiplies with bmm (the sum with the bias then
-#: promotes to FP32; autograd records _trilinear itself, whose backward runs
-#: in the dtypes it saved), affine_grid's generator with bmm, matrix_power
-#: and cov (and corrcoef, over cov) with matmul and mm. The function mode
-#: sees only the outer call: under a torch_cpu policy it runs under autocast
-#: even when its inputs are all FP32 (call() runs every call it makes so).
-INNER_AUTOCAST = frozenset(("bilinear", "affine_grid", "affine_grid_generator", "cov", "corrcoef",
-                            "matrix_power"))
-
-
 def inner_autocast(emu, name):
-    """True when this call runs under CPU autocast itself (INNER_AUTOCAST)."""
-    return name in INNER_AUTOCAST and _torch_cpu(emu) and gemm_dtype(emu) is not None
+    """True when this call runs under CPU autocast itself (_ops.INNER_AUTOCAST)."""
+    return name in _ops.INNER_AUTOCAST and _torch_cpu(emu) and gemm_dtype(emu) is not None
 
 
 def gemm_dtype(emu):
@@ -143,7 +131,7 @@ def call(func, args, kwargs, raising=False):
     """(output float32 tensor, or tuple of them, and its format) of func run
     in the inputs' dtypes under torch.autocast("cpu", bfloat16), as the real
     run calls it: an op on neither list runs as it is given, and one whose
-    C++ body calls ops that are (INNER_AUTOCAST; linalg.matrix_norm's inner
+    C++ body calls ops that are (_ops.INNER_AUTOCAST; linalg.matrix_norm's inner
     vector_norm, which autocast runs in FP32) has them cast as autocast casts
     them. An op that hands back its input gives that input itself. None when
     PyTorch cannot run it so (mixed dtypes it rejects, an output that is not

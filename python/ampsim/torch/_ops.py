@@ -128,7 +128,7 @@ _TABLE = [
     "upsample_bicubic2d upsample_trilinear3d reflection_pad1d reflection_pad2d reflection_pad3d "
     "replication_pad1d replication_pad2d replication_pad3d _pad_circular _pad_enum "
     "index_add index_fill index_copy index_put masked_scatter scatter scatter_add put "
-    # composites whose products are matmul's or bmm's (_lowp.INNER_AUTOCAST)
+    # composites whose products are matmul's or bmm's (INNER_AUTOCAST)
     "cov corrcoef matrix_power")]
 
 _VIEWS = _SPLIT(
@@ -385,6 +385,17 @@ for _words, _set in ((_CPU_FP32, CPU_FP32), (_CPU_UNLISTED_GEMMS, CPU_UNLISTED_G
     for _w in _words:
         _set.update(_f for _f in _resolve(_w) if _f in OPS)
 _CPU_FP32_PAD = {"reflect": (3, 4), "replicate": (3, 4, 5)}
+
+#: functions on neither of torch 1.13's CPU autocast lists whose C++ bodies
+#: call ops that are, which CPU autocast casts to bf16 even on FP32 inputs:
+#: F.bilinear's _trilinear multiplies with bmm (the sum with the bias then
+#: promotes to FP32; autograd records _trilinear itself, whose backward runs
+#: in the dtypes it saved), affine_grid's generator with bmm, matrix_power
+#: and cov (and corrcoef, over cov) with matmul and mm. The function mode
+#: sees only the outer call: under a torch_cpu policy it runs under autocast
+#: even when its inputs are all FP32 (_lowp.call() runs every call it makes so).
+INNER_AUTOCAST = frozenset(("bilinear", "affine_grid", "affine_grid_generator", "cov", "corrcoef",
+                            "matrix_power"))
 
 
 def cpu_fp32(func, name, args, kwargs):

@@ -86,14 +86,9 @@ def _project(h, w_hr, n, sfx):
     n.label = "proj" + sfx
     emu = n.emu
     if emu is not None and emu.policy.torch_cpu and not emu.policy.fp8_scaling:
-        w_hr = _cast_each_use(emu, w_hr, _join(n.path, "proj" + sfx))
+        name = emu._param_names.get(id(w_hr)) or _join(_join(n.path, "proj" + sfx), "weight")
+        w_hr = emu._cast_use(w_hr, name, False)
     return F.linear(h, w_hr)
-
-
-def _cast_each_use(emu, p, site):
-    """A cast of parameter p into the weight format for this use only (the
-    cast of a view: emulate._cast_use)."""
-    return emu._cast_use(p, emu._param_names.get(id(p)) or _join(site, "weight"), False)
 
 
 def _gru_step(xw, h, w_hh, b_hh, n, sfx):
