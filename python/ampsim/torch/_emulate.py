@@ -433,6 +433,15 @@ class emulate(_OpHandlers, _Checks):
         due = name is not None and self._stats_due(role)
         if fmt == "fp32" and not due and not saturate:
             return x.detach().clone() if x.requires_grad else x
+        if not due and (fp8_role is None or not pol.fp8_scaling) and (mode or pol.rounding) != "sr":
+            # (the common case: nothing logged, no draws, no FP8 scaling)
+            y, bad = _rt.rounder(fmt, mode or pol.rounding, saturate, pol.sr_bits)(x, inplace)
+            if name is not None:
+                if isinstance(check, list):
+                    check.append(bad)
+                elif bad and check and self._nf is None:
+                    self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
+            return y
         nf = None
         if fp8_role is not None and pol.fp8_scaling and _rt.fmt_struct(fmt).bits <= 8 and name is not None:
             y, st = self._fp8_round(x, fmt, name, fp8_role, due)

@@ -132,6 +132,9 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     # (the storage is read by address: no detach needed for a contiguous
     # tensor; a permuted dense one, x.transpose(0, 1), is rounded over its
     # memory into a tensor of the same strides, as PyTorch's .to() keeps them)
+    if not stats and count and mode != "sr" and not seed and not stream:
+        y, nf = rounder(fmt, mode, saturate, sr_bits)(x, inplace)
+        return y, None, nf
     xd = x if x.is_contiguous() or dense(x) else x.detach().contiguous()
     a = _addr_cache.get((fmt, mode, saturate, sr_bits)) or round_addrs(fmt, mode, saturate, sr_bits)
     oa = a[1]
@@ -149,6 +152,37 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if rc:
         _lib.check(rc)
     return y, (Stats._wrap(st, a[2]) if stats else None), nf.value if count else None
+
+
+_rounders = {}
+_empty_like = torch.empty_like
+_addressof = ctypes.addressof
+
+
+def rounder(fmt, mode="rne", saturate=False, sr_bits=0):
+    """round_count without statistics or stochastic draws (mode not "sr"), as a
+    function f(x, inplace=False) -> (y, nonfinite) of a float32 tensor x, made
+    once per (fmt, mode, saturate, sr_bits) and kept: the hot path of every
+    rounding that logs nothing, with round_count's rules for a strided x and
+    for inplace."""
+    key = (fmt, mode, saturate, sr_bits)
+    f = _rounders.get(key)
+    if f is not None:
+        return f
+    a = round_addrs(fmt, mode, saturate, sr_bits)
+    fa, oa = a[0], a[1]
+
+    def f(x, inplace=False):
+        xd = x if x.is_contiguous() or dense(x) else x.detach().contiguous()
+        y = xd if inplace and xd is x and not x.requires_grad else _empty_like(xd)    # (requires_grad False)
+        nf = _SIZE_T()
+        rc = _ROUND(fa, oa, xd.data_ptr(), y.data_ptr(), xd.numel(), None, _addressof(nf))
+        if rc:
+            _lib.check(rc)
+        return y, nf.value
+    f.keep = a                  # (the structs the addresses point into)
+    _rounders[key] = f
+    return f
 
 
 _lib._fn("amp_round_f32_many", ctypes.c_int, ctypes.c_size_t, _VP, _VP, _VP, _VP, _VP, _VP)
