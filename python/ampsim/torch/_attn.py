@@ -47,6 +47,7 @@ from ._functions import _GemmFn, _RoundFn
 from ._rt import FMT_ATTR as _FMT
 
 ENABLED = True
+_set_grad = torch._C._set_grad_enabled
 _TORCH_OK = torch.__version__.startswith("1.13")
 
 
@@ -148,12 +149,19 @@ def _gemm(emu, u, i, func, name, args, acts):
     whether each activation operand, in order, needs its gradient."""
     site, call, kinds, ts = emu._gemm_setup(func, name, args, {})
     grad = torch.is_grad_enabled()
-    acts = iter(acts)
-    needs = (False,) * 4 + tuple(grad and (t.requires_grad if k in ("w", "b") else next(acts))
-                                 for t, k in zip(ts, kinds))
-    c = u.c[i] = _Ctx(needs)
-    with torch.no_grad():
+    needs, j = [False] * 4, 0
+    for t, k in zip(ts, kinds):
+        if k == "act":
+            needs.append(grad and acts[j])
+            j += 1
+        else:
+            needs.append(grad and t.requires_grad)
+    c = u.c[i] = _Ctx(tuple(needs))
+    _set_grad(False)                # (torch.no_grad(), without its context object)
+    try:
         y = _GemmFn.forward(c, emu, site, call, kinds, *ts)
+    finally:
+        _set_grad(grad)
     return _fmt(y, emu.policy.act), ts, kinds
 
 
@@ -191,7 +199,7 @@ def run(emu, p, rows):
         u.scale = math.sqrt(hd)
         site = emu._out_site("div")
         c = u.c[1] = _Ctx((need,))
-        qs = _fmt(_RoundFn.forward(c, q / u.scale, emu, site + ".out", act, pol.act_grad, True), act)
+        qs = _fmt(_RoundFn.forward(c, q / u.scale, emu, site + ".out", act, pol.act_grad, True, True), act)
         kt = _fmt(k.transpose(-2, -1), act)
     if am is not None:
         s, _, _ = _gemm(emu, u, 2, torch.baddbmm, "baddbmm", (am, qs, kt), (False, need, need))

@@ -38,9 +38,11 @@ class _RoundFn(torch.autograd.Function):
     """An op output rounded into fmt; backward rounds its gradient into gfmt."""
 
     @staticmethod
-    def forward(ctx, x, emu, name, fmt, gfmt, check=True):
+    def forward(ctx, x, emu, name, fmt, gfmt, check=True, inplace=False):
+        """(inplace: x is a fresh tensor only the caller holds, rounded into
+        itself; the emulated units pass it, autograd's apply never does)"""
         ctx.emu, ctx.name, ctx.gfmt = emu, name, gfmt
-        y = emu._round(x, fmt, name, "act", check=check)
+        y = emu._round(x, fmt, name, "act", check=check, inplace=inplace)
         _grad.prepare(ctx, y)
         return y
 
@@ -49,10 +51,22 @@ class _RoundFn(torch.autograd.Function):
         g = _grad.begin(ctx, g)
         emu = ctx.emu
         with emu._quiet():
-            return emu._round(g, ctx.gfmt, ctx.name + ".grad", "act_grad"), None, None, None, None, None
+            return emu._round(g, ctx.gfmt, ctx.name + ".grad", "act_grad"), None, None, None, None, None, None
 
 
 _BWD_ORDER = {"w": 0, "b": 1}
+_ORDERS = {}
+
+
+def _bwd_order(kinds, need):
+    """The operands of need (indices) in the order their gradients are
+    rounded: weight, bias, then the others, each group in argument order
+    (kept per (kinds, need))."""
+    key = (kinds, tuple(need))
+    o = _ORDERS.get(key)
+    if o is None:
+        o = _ORDERS[key] = tuple(sorted(need, key=lambda i: _BWD_ORDER.get(kinds[i], 2)))
+    return o
 
 
 class _GemmFn(torch.autograd.Function):
@@ -142,7 +156,7 @@ class _GemmFn(torch.autograd.Function):
                                              retain_graph=True)
                     gs = dict(zip(need, (x.float() if x is not None else None for x in gs)))
                 # the C emulator's order: weight gradient, bias gradient, input gradient
-                for i in sorted(need, key=lambda i: _BWD_ORDER.get(ctx.kinds[i], 2)):
+                for i in _bwd_order(ctx.kinds, need):
                     gi, k = gs[i], ctx.kinds[i]
                     if gi is None:
                         continue

@@ -65,9 +65,12 @@ class GemmPlan:
         slots = [("a", i) for i, a in enumerate(tmpl) if a is _SLOT]
         targs = [None if a is _SLOT else a for a in tmpl]
         func = call.func
-
-        def bound(*xs):
-            return func(*_rt.with_tensors(targs, {}, slots, xs)[0])
+        if len(slots) == len(tmpl):
+            def bound(*xs):         # (every argument a tensor: the call as it is)
+                return func(*xs)
+        else:
+            def bound(*xs):
+                return func(*_rt.with_tensors(targs, {}, slots, xs)[0])
         for attr in ("op", "wnames", "act_only", "positional", "geometry", "func"):
             setattr(bound, attr, getattr(call, attr))
         plan.call = bound
@@ -78,25 +81,30 @@ class GemmPlan:
         tmpl, params = self.tmpl, self.params
         if len(args) != len(tmpl):
             return None
+        acts, ws = [], []          # (the tensor slots: activations, and parameters with their kinds)
         for a, t, p in zip(args, tmpl, params):
             if t is _SLOT:
                 if p is not None:
                     if a is not p() or not a.is_cpu or a.dtype != torch.float32:
                         return None
+                    ws.append(a)
                 elif not isinstance(a, torch.Tensor) or _is_param(a) or not a.is_cpu \
                         or a.dtype != torch.float32 or getattr(a, PVIEW_ATTR, None) is not None:
                     return None
+                else:
+                    acts.append(a)
             elif isinstance(a, torch.Tensor) or type(a) is not type(t) or a != t:
                 return None
         roots = emu._root_inputs
         if roots:
-            for a, t, p in zip(args, tmpl, params):
-                if t is _SLOT and p is None and id(a) in roots:
+            for a in acts:
+                if id(a) in roots:
                     emu._tid("input")          # the model input comes first, as in the C models
-        out = []
-        for a, t, p in zip(args, tmpl, params):
-            if t is _SLOT:
-                out.append(a if p is None else emu._cast_weight(a, site, self.kinds[len(out)] == "b"))
+        if not ws:
+            return acts
+        out, acts, ws = [], iter(acts), iter(ws)
+        for k in self.kinds:
+            out.append(next(acts) if k == "act" else emu._cast_weight(next(ws), site, k == "b"))
         return out
 
 

@@ -141,7 +141,8 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if mode == "sr" or seed or stream:
         ok = keyed_opts(fmt, mode, saturate, sr_bits, seed, stream)
         oa = ctypes.addressof(ok)
-    y = xd if inplace and xd is x and not x.requires_grad else torch.empty_like(xd)   # (requires_grad False)
+    # (a strided x's contiguous copy is fresh: rounded in place)
+    y = xd if xd is not x or inplace and not x.requires_grad else torch.empty_like(xd)   # (requires_grad False)
     st = None
     if stats:
         st = _lib.AmpStats()
@@ -173,8 +174,11 @@ def rounder(fmt, mode="rne", saturate=False, sr_bits=0):
     fa, oa = a[0], a[1]
 
     def f(x, inplace=False):
-        xd = x if x.is_contiguous() or dense(x) else x.detach().contiguous()
-        y = xd if inplace and xd is x and not x.requires_grad else _empty_like(xd)    # (requires_grad False)
+        if x.is_contiguous() or dense(x):
+            xd = x
+            y = x if inplace and not x.requires_grad else _empty_like(x)     # (requires_grad False)
+        else:
+            xd = y = x.detach().contiguous()        # (a fresh copy: rounded in place)
         nf = _SIZE_T()
         rc = _ROUND(fa, oa, xd.data_ptr(), y.data_ptr(), xd.numel(), None, _addressof(nf))
         if rc:

@@ -171,7 +171,8 @@ def _activation(emu, u, i, c, kind, h, need):
             u.saved[i] = out
     fmt = _fmt_of(h)
     c_ = u.c[i] = _attn._Ctx((need,))
-    y = _RoundFn.forward(c_, out, emu, site + ".out", fmt, emu.policy.act_grad, True)
+    # (GELU's output is fresh and not saved: rounded in place; ReLU's is saved as it is)
+    y = _RoundFn.forward(c_, out, emu, site + ".out", fmt, emu.policy.act_grad, True, kind == "gelu")
     setattr(y, _FMT, fmt)
     return y
 
