@@ -27,10 +27,12 @@ loads), which the other processes of a loaded machine change less than the
 wall time. The targets are at most 2x (every 10) and 3x (every 1). --phases
 also prints where a step's time goes: its forward and loss, its backward
 (with zero_grad) and its optimizer step (with the scaler's unscaling and
-update, which ends an emulated step and writes its rows). Not a test.
+update, which ends an emulated step and writes its rows). --spread prints
+the lowest and highest round's ratio next to each median: on shared cores a
+round's ratio moves by a tenth or more. Not a test.
 
 Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy P] [--op-by-op]
-       [--with-open-close] [--phases] [MODEL ...]
+       [--with-open-close] [--phases] [--spread] [MODEL ...]
 (models: gpt and the zoo's names, the default; and MORE's names)"""
 import argparse
 import os
@@ -110,7 +112,7 @@ def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
 
 def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False):
     """{config: (median ms per step, median ratio to plain, median open+close ms,
-    [median ms per step of each of PHASES])}"""
+    [median ms per step of each of PHASES], (lowest, highest) ratio of a round)}"""
     make, batch, loss_fn, optname = setup
     configs = (("plain", None), ("every 10", 10), ("every 1", 1))
     models, opts = {}, {}
@@ -138,7 +140,8 @@ def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False):
     for c, _ in configs:
         ratios = [t / p for t, p in zip(times[c], times["plain"])]
         res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios), statistics.median(opens[c]) * 1e3,
-                  [statistics.median(p[i] for p in parts[c]) * 1e3 for i in range(len(PHASES))])
+                  [statistics.median(p[i] for p in parts[c]) * 1e3 for i in range(len(PHASES))],
+                  (min(ratios), max(ratios)))
     return res
 
 
@@ -157,6 +160,8 @@ def main():
     ap.add_argument("--phases", action="store_true",
                     help="also print each configuration's step split into its forward (and loss), backward "
                     "(and zero_grad) and optimizer step (and the scaler's), medians in CPU ms")
+    ap.add_argument("--spread", action="store_true",
+                    help="also print the lowest and highest of the rounds' ratios, next to each median")
     ap.add_argument("models", nargs="*", help="gpt, the zoo's names (default: these) and, by name only, "
                     + ", ".join(MORE))
     a = ap.parse_args()
@@ -180,9 +185,10 @@ def main():
     for n in names:
         r = bench(n, su[n], a.rounds, a.policy, a.with_open_close)
         results.append((n, r))
-        print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx %15.1f"
+        print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx %15.1f%s"
               % (n, r["plain"][0], r["every 10"][0], r["every 10"][1], r["every 1"][0], r["every 1"][1],
-                 r["every 10"][2]), flush=True)
+                 r["every 10"][2], "   (rounds: %.2f-%.2fx, %.2f-%.2fx)" % (r["every 10"][4] + r["every 1"][4])
+                 if a.spread else ""), flush=True)
     print("targets: every 10 <= 2.00x, every 1 <= 3.00x")
     if a.phases:
         print("\nphases, CPU ms per step (medians): %s" % " / ".join(PHASES))
