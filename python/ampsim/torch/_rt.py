@@ -135,14 +135,12 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if not stats and count and mode != "sr" and not seed and not stream:
         y, nf = rounder(fmt, mode, saturate, sr_bits)(x, inplace)
         return y, None, nf
-    xd = x if x.is_contiguous() or dense(x) else x.detach().contiguous()
+    xd, y = _src_dst(x, inplace)
     a = _addr_cache.get((fmt, mode, saturate, sr_bits)) or round_addrs(fmt, mode, saturate, sr_bits)
     oa = a[1]
     if mode == "sr" or seed or stream:
         ok = keyed_opts(fmt, mode, saturate, sr_bits, seed, stream)
         oa = ctypes.addressof(ok)
-    # (a strided x's contiguous copy is fresh: rounded in place)
-    y = xd if xd is not x or inplace and not x.requires_grad else torch.empty_like(xd)   # (requires_grad False)
     st = None
     if stats:
         st = _lib.AmpStats()
@@ -153,6 +151,18 @@ def round_count(x, fmt, mode="rne", *, saturate=False, sr_bits=0, seed=0, stream
     if rc:
         _lib.check(rc)
     return y, (Stats._wrap(st, a[2]) if stats else None), nf.value if count else None
+
+
+def _src_dst(x, inplace):
+    """(the tensor a rounding of float32 x reads, the one it writes): x itself
+    when its elements are dense in memory (a contiguous or permuted tensor),
+    else its contiguous copy, which is fresh and so rounded in place; the
+    result goes into x with inplace (the caller owns x, which needs no
+    gradient), else into a new tensor of x's strides."""
+    if x.is_contiguous() or dense(x):
+        return x, (x if inplace and not x.requires_grad else _empty_like(x))
+    xd = x.detach().contiguous()
+    return xd, xd
 
 
 _rounders = {}
@@ -174,11 +184,7 @@ def rounder(fmt, mode="rne", saturate=False, sr_bits=0):
     fa, oa = a[0], a[1]
 
     def f(x, inplace=False):
-        if x.is_contiguous() or dense(x):
-            xd = x
-            y = x if inplace and not x.requires_grad else _empty_like(x)     # (requires_grad False)
-        else:
-            xd = y = x.detach().contiguous()        # (a fresh copy: rounded in place)
+        xd, y = _src_dst(x, inplace)
         nf = _SIZE_T()
         rc = _ROUND(fa, oa, xd.data_ptr(), y.data_ptr(), xd.numel(), None, _addressof(nf))
         if rc:
