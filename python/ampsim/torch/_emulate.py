@@ -437,10 +437,7 @@ class emulate(_OpHandlers, _Checks):
             # (the common case: nothing logged, no draws, no FP8 scaling)
             y, bad = _rt.rounder(fmt, mode or pol.rounding, saturate, pol.sr_bits)(x, inplace)
             if name is not None:
-                if isinstance(check, list):
-                    check.append(bad)
-                elif bad and check and self._nf is None:
-                    self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
+                self._note_nonfinite(name, role, bad, check)
             return y
         nf = None
         if fp8_role is not None and pol.fp8_scaling and _rt.fmt_struct(fmt).bits <= 8 and name is not None:
@@ -456,12 +453,17 @@ class emulate(_OpHandlers, _Checks):
             if st is not None:
                 prev = self._stats.get(name)
                 self._stats[name] = (role, fmt, st if prev is None else prev[2] + st)
-            bad = nf if nf is not None else _rt.count_nonfinite(y)
-            if isinstance(check, list):
-                check.append(bad)
-            elif bad and check and self._nf is None:
-                self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
+            self._note_nonfinite(name, role, nf if nf is not None else _rt.count_nonfinite(y), check)
         return y
+
+    def _note_nonfinite(self, name, role, bad, check):
+        """A named rounding's count of non-finite results: the step's first
+        such rounding is noted (check False: not; a list: the count is
+        appended to it instead)."""
+        if isinstance(check, list):
+            check.append(bad)
+        elif bad and check and self._nf is None:
+            self._nf = (name, "backward" if role in ("act_grad", "weight_grad") else "forward", bad)
 
     def _fp8_round(self, x, fmt, name, role, due):
         return self._fp8.quantize(x, fmt, self._tid(name), role, due)

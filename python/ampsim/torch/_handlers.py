@@ -323,9 +323,13 @@ class _OpHandlers:
         output's gradient's tensor ids registered (in that order) at first use."""
         site = self._site(op)
         if site + ".out" not in self._ids:
-            self._tid(site + ".out")
-            self._tid(site + ".out.grad")
+            self._register_out(site + ".out")
         return site
+
+    def _register_out(self, name):
+        """An op output's tensor id and its gradient's, in that order (no-ops once registered)."""
+        self._tid(name)
+        self._tid(name + ".grad")
 
     def _gemm(self, func, name, args, kwargs):
         pol = self.policy
@@ -506,8 +510,7 @@ class _OpHandlers:
         for i, o in enumerate(outs):
             n = site + (".out" if i == 0 else ".out%d" % (i + 1))
             if i:
-                self._tid(n)
-                self._tid(n + ".grad")
+                self._register_out(n)
             # a masked fill writes its -inf on purpose: not a non-finite result
             y = _RoundFn.apply(o, self, n, fmt, gfmt, name not in ("masked_fill", "where"))
             if fmt != "fp32":
