@@ -13,18 +13,23 @@ SGD with momentum (AdamW for the GPT), one thread. Three configurations each:
              policies "none"); statistics and their
              tensors.csv/hist.csv rows on every 10th step (log_every=10)
   every 1    the same with statistics on every step (log_every=1)
-They run in blocks of 10 steps, taking turns, for several rounds. A block of an
-emulated configuration is one emulate context with its run directory. A step's
-time is the block's steps: the run log's opening, the first calls of each
-module and the step with statistics are in it; entering the context (its
-hooks, the run directory's check) and leaving it (the run directory's files
-committed, summary.json written), which a training run does once, are timed
-apart and printed as "open+close ms" (--with-open-close adds them to the
-block's steps, as a 10-step run pays them). Each round gives a ratio to that
-round's plain block, and the median over the rounds is printed. Times are the
-process's CPU time (one thread; every pool pinned to one thread before torch
-loads), which the other processes of a loaded machine change less than the
-wall time. The targets are at most 2x (every 10) and 3x (every 1). --phases
+They run in blocks of 10 steps, taking turns, for several rounds. An emulated
+block is the second 10 steps of one emulate context with its run directory:
+the steady state of a training run, whose every 10th step has statistics and
+writes its tensors.csv/hist.csv rows (step 10 here), and the scaler's work
+and the metrics row in every step. What a run pays once is timed apart: the
+context's first 10 steps (the run log's opening, the first call of each
+module and of each unit, which runs op by op and records its coverage rows,
+each GEMM site's first setup) cost this much more than the steady block,
+printed as "first10 +ms"; entering the context (its hooks, the run
+directory's check) and leaving it (the run directory's files committed,
+summary.json written) are printed as "open+close ms". --first-block times the
+context's first 10 steps instead of its second, as a 10-step run pays them
+(and --with-open-close adds open and close to them). Each round gives a ratio
+to that round's plain block, and the median over the rounds is printed. Times
+are the process's CPU time (one thread; every pool pinned to one thread before
+torch loads), which the other processes of a loaded machine change less than
+the wall time. The targets are at most 2x (every 10) and 3x (every 1). --phases
 also prints where a step's time goes: its forward and loss, its backward
 (with zero_grad) and its optimizer step (with the scaler's unscaling and
 update, which ends an emulated step and writes its rows). --spread prints
@@ -32,7 +37,7 @@ the lowest and highest round's ratio next to each median: on shared cores a
 round's ratio moves by a tenth or more. Not a test.
 
 Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy P] [--op-by-op]
-       [--with-open-close] [--phases] [--spread] [MODEL ...]
+       [--first-block] [--with-open-close] [--phases] [--spread] [MODEL ...]
 (models: gpt and the zoo's names, the default; and MORE's names)"""
 import argparse
 import os
@@ -84,35 +89,45 @@ PHASES = ("forward", "backward", "optimizer")      # the parts train_step times
 
 
 
-def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp"):
+def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp", first=False):
     """(CPU seconds of this process per step over one block, CPU seconds of
     entering and leaving its emulate context, [CPU seconds per step of each
-    of PHASES]; log_every None: plain, 0.0). CPU time, not wall time: on a
-    loaded machine the wall time also counts the other processes' turns."""
+    of PHASES], CPU seconds by which the context's first block of steps
+    exceeds the timed one). log_every None: plain (0.0 for the others). An
+    emulated block is the second of two blocks of steps in one emulate
+    context (first: the first block, and no second). CPU time, not wall time:
+    on a loaded machine the wall time also counts the other processes' turns."""
     emu = sc = None
     if log_every is not None:
         emu = at.emulate(model, policy, out=out, log_every=log_every, hist_every=log_every)
         sc = at.GradScaler("torch" if policy.startswith("fp16") else "none")
     data = [batch(s) for s in range(steps)]
-    phases = [0.0] * len(PHASES)
+    blocks = 1 if emu is None or first else 2
+    phases = [[0.0] * len(PHASES) for _ in range(blocks)]
+    times = []
     t0 = time.process_time()
     if emu:
         emu.__enter__()
     t1 = time.process_time()
     try:
-        for x, y in data:
-            train_step(model, opt, loss_fn, x, y, sc, phases)
+        for b in range(blocks):
+            tb = time.process_time()
+            for x, y in data:
+                train_step(model, opt, loss_fn, x, y, sc, phases[b])
+            times.append(time.process_time() - tb)
     finally:
         t2 = time.process_time()
         if emu:
             emu.__exit__(None, None, None)
     t3 = time.process_time()
-    return (t2 - t1) / steps, (t1 - t0) + (t3 - t2), [t / steps for t in phases]
+    extra = times[0] - times[1] if blocks == 2 else 0.0
+    return times[-1] / steps, (t1 - t0) + (t3 - t2), [t / steps for t in phases[-1]], extra
 
 
-def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False):
+def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False, first=False):
     """{config: (median ms per step, median ratio to plain, median open+close ms,
-    [median ms per step of each of PHASES], (lowest, highest) ratio of a round)}"""
+    [median ms per step of each of PHASES], (lowest, highest) ratio of a round,
+    median ms by which a context's first block exceeds its second)}"""
     make, batch, loss_fn, optname = setup
     configs = (("plain", None), ("every 10", 10), ("every 1", 1))
     models, opts = {}, {}
@@ -125,23 +140,26 @@ def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False):
     times = {c: [] for c, _ in configs}
     opens = {c: [] for c, _ in configs}
     parts = {c: [] for c, _ in configs}
+    extras = {c: [] for c, _ in configs}
     with tempfile.TemporaryDirectory() as d:
         for c, le in configs:                      # warm-up block of each
-            block(models[c], opts[c], batch, loss_fn, 2, le, os.path.join(d, "warm-" + c.replace(" ", "")), policy)
+            block(models[c], opts[c], batch, loss_fn, 2, le, os.path.join(d, "warm-" + c.replace(" ", "")), policy,
+                  True)
         for r in range(rounds):
             order = configs[r % 3:] + configs[:r % 3]
             for c, le in order:
                 out = os.path.join(d, "%s-%d" % (c.replace(" ", ""), r))
-                t, oc, ph = block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy)
+                t, oc, ph, ex = block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy, first)
                 times[c].append(t + oc / BLOCK if with_open_close else t)
                 opens[c].append(oc)
                 parts[c].append(ph)
+                extras[c].append(ex)
     res = {}
     for c, _ in configs:
         ratios = [t / p for t, p in zip(times[c], times["plain"])]
         res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios), statistics.median(opens[c]) * 1e3,
                   [statistics.median(p[i] for p in parts[c]) * 1e3 for i in range(len(PHASES))],
-                  (min(ratios), max(ratios)))
+                  (min(ratios), max(ratios)), statistics.median(extras[c]) * 1e3)
     return res
 
 
@@ -155,8 +173,12 @@ def main():
     ap.add_argument("--op-by-op", action="store_true",
                     help="run LSTM/GRU steps, self-attention and MLP Sequentials op by op (not as fused Functions), "
                     "for comparison")
+    ap.add_argument("--first-block", action="store_true",
+                    help="time each emulate context's first 10 steps (its first calls) instead of its second 10 "
+                    "(the steady state)")
     ap.add_argument("--with-open-close", action="store_true",
-                    help="count entering and leaving each block's emulate context in its steps (a 10-step run)")
+                    help="count entering and leaving each block's emulate context in its steps (with "
+                    "--first-block: a 10-step run)")
     ap.add_argument("--phases", action="store_true",
                     help="also print each configuration's step split into its forward (and loss), backward "
                     "(and zero_grad) and optimizer step (and the scaler's), medians in CPU ms")
@@ -176,19 +198,21 @@ def main():
     for n in names:
         if n not in su:
             ap.error("unknown model %r (known: %s)" % (n, ", ".join(su)))
-    print("torch %s, 1 thread; %d rounds of %d-step blocks; %s; zoo batch scale %d%s%s"
-          % (torch.__version__, a.rounds, BLOCK, a.policy, a.scale, "; RNN steps, attention and MLPs op by op" if a.op_by_op
-             else "", "; steps include the context's open+close" if a.with_open_close else ""))
-    print("%-20s %10s %12s %10s %12s %10s %15s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio",
-                                                 "open+close ms"))
+    print("torch %s, 1 thread; %d rounds of %d-step blocks (%s of each emulate context); %s; zoo batch "
+          "scale %d%s%s"
+          % (torch.__version__, a.rounds, BLOCK, "the first" if a.first_block else "the second", a.policy, a.scale,
+             "; RNN steps, attention and MLPs op by op" if a.op_by_op else "",
+             "; steps include the context's open+close" if a.with_open_close else ""))
+    print("%-20s %10s %12s %10s %12s %10s %15s %12s" % ("model", "plain ms", "every10 ms", "ratio", "every1 ms", "ratio",
+                                                      "open+close ms", "first10 +ms"))
     results = []
     for n in names:
-        r = bench(n, su[n], a.rounds, a.policy, a.with_open_close)
+        r = bench(n, su[n], a.rounds, a.policy, a.with_open_close, a.first_block)
         results.append((n, r))
-        print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx %15.1f%s"
+        spread = "   (rounds: %.2f-%.2fx, %.2f-%.2fx)" % (r["every 10"][4] + r["every 1"][4]) if a.spread else ""
+        print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx %15.1f %12s%s"
               % (n, r["plain"][0], r["every 10"][0], r["every 10"][1], r["every 1"][0], r["every 1"][1],
-                 r["every 10"][2], "   (rounds: %.2f-%.2fx, %.2f-%.2fx)" % (r["every 10"][4] + r["every 1"][4])
-                 if a.spread else ""), flush=True)
+                 r["every 10"][2], "-" if a.first_block else "%.1f" % r["every 10"][5], spread), flush=True)
     print("targets: every 10 <= 2.00x, every 1 <= 3.00x")
     if a.phases:
         print("\nphases, CPU ms per step (medians): %s" % " / ".join(PHASES))
