@@ -3,8 +3,9 @@ F.multi_head_attention_forward (_mha.py): losses, every parameter gradient
 and the run directory's files bit for bit, for masks of each kind, key
 padding, dropout, returned attention weights (averaged or per head), both
 layouts, odd sizes, a query that is a low-precision tensor or an FP32 one,
-a module called twice in one forward, nn.TransformerEncoder and torchvision's
-VisionTransformer; and the unit is used where it serves, and only there."""
+a module called twice in one forward, a module in eval mode,
+nn.TransformerEncoder and torchvision's VisionTransformer; and the unit is
+used where it serves, and only there, through the module's forward."""
 import os
 import unittest
 
@@ -17,7 +18,7 @@ if HAVE_TORCH:
     import torch.nn.functional as F
 
     import ampsim.torch as at
-    from ampsim.torch import _attn
+    from ampsim.torch import _attn, _mha
 
 SERVED = ("fp16-amp", "bf16-amp", "fp8-e4m3")
 OTHERS = ("fp32", "bf16-amp-cpu", "fp8-hybrid", "fp16-pure")
@@ -34,6 +35,8 @@ class AttnNet(nn.Module if HAVE_TORCH else object):
         self.attn = nn.MultiheadAttention(E, H, dropout=0.3 if "drop" in form else 0.0, batch_first=batch_first,
                                           bias="nobias" not in form)
         self.head = nn.Linear(E, 3)
+        if "eval" in form:
+            self.attn.eval()
 
     def forward(self, x):
         B, T = (x.shape[0], x.shape[1]) if self.bf else (x.shape[1], x.shape[0])
@@ -73,7 +76,7 @@ class TestAttentionUnit(unittest.TestCase):
         a, b = os.path.join(d, "op"), os.path.join(d, "unit")
         what = "%s E=%d H=%d T=%d B=%d batch_first=%s %s every %d" % (policy, E, H, T, B, bf, form, every)
         la, ga = train(E, H, T, B, bf, form, policy, False, a, every)
-        with Counted(_attn, "run") as c:
+        with Counted(_attn, "run") as c, Counted(_mha, "run") as f, Counted(_mha, "_module_unit") as u:
             lb, gb = train(E, H, T, B, bf, form, policy, True, b, every)
         # the first call runs op by op; steps with statistics run op by op
         # where the masks are bool or padding or the weights are returned
@@ -81,12 +84,16 @@ class TestAttentionUnit(unittest.TestCase):
         n = 2 if "twice" in form else 1
         calls = 4 * n - 1 if logged else (0 if every == 1 else 2 * n)
         self.assertEqual(c.calls, calls if policy in SERVED else 0, what)
+        # a call the unit serves after the first of its kind skips the module
+        # forward's dispatch (_mha.module_run); the others go through it
+        self.assertEqual(f.calls + u.calls, 4 * n, what)
+        self.assertTrue(0 < u.calls <= c.calls if c.calls else u.calls == 0, what)
         assert_same_runs(self, la, ga, lb, gb, a, b, what)
         self.assertIn("attn.matmul2.out", read(b, "tensors.csv"), what)
 
     def test_forms(self):
         for form in ("", "causal", "bool", "kpm", "causal kpm", "bool kpm", "drop", "weights", "weights perhead drop",
-                     "ln", "twice", "nobias", "ln causal drop weights"):
+                     "ln", "twice", "nobias", "ln causal drop weights", "eval", "eval drop kpm"):
             self.check("fp16-amp", form)
 
     def test_statistics(self):

@@ -68,13 +68,18 @@ def _mask_sig(m):
     return None if m is None else (m.dtype, tuple(m.shape))
 
 
+def serves(emu):
+    """Whether the unit serves calls under this emulation's policy and kernels."""
+    if not (ENABLED and _TORCH_OK) or emu.kernels != "torch":
+        return False
+    pol = emu.policy
+    return not (pol.act == "fp32" or pol.fp8_scaling or emu._cpu_lists or "softmax" not in pol.fp32_ops)
+
+
 def key(emu, p):
     """The unit's key for a call with bound arguments p (their defaults
     applied), or None when the unit does not serve it (see the docstring)."""
-    if not (ENABLED and _TORCH_OK) or emu.kernels != "torch":
-        return None
-    pol = emu.policy
-    if pol.act == "fp32" or pol.fp8_scaling or emu._cpu_lists or "softmax" not in pol.fp32_ops:
+    if not serves(emu):
         return None
     x = p["query"]
     if not (x is p["key"] and x is p["value"]) or not isinstance(x, torch.Tensor) or x.dim() != 3:

@@ -98,6 +98,11 @@ class _Recorder:
         self.inner.add(func, cls, out, macs)
         self.kept.add(func, cls, out, macs)
 
+    def merge(self, rows):
+        """(a unit served inside the recorded call: its rows count in both)"""
+        self.inner.merge(rows)
+        self.kept.merge(rows)
+
 
 def recorded(emu, fn, *args):
     """(fn(*args), its coverage rows {func: [class, calls, elements, macs]}):

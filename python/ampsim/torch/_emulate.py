@@ -29,7 +29,7 @@ call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _castall, _coverage, _fastmode, _grad, _rt, _seq
+from . import _castall, _coverage, _fastmode, _grad, _mha, _rt, _seq
 from . import _scope
 from . import _whatif
 from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
@@ -87,6 +87,17 @@ def _seq_unit(seq, x, orig):
 
 
 _fastmode.seq_unit = _seq_unit
+
+
+def _mha_unit(mod, args, kwargs, orig):
+    """nn.MultiheadAttention.forward while an emulation is active (_fastmode):
+    the innermost one's module_run (_mha.py), else the module's own forward."""
+    if _ACTIVE:
+        return _mha.module_run(_ACTIVE[-1], mod, args, kwargs, orig)
+    return orig(mod, *args, **kwargs)
+
+
+_fastmode.mha_unit = _mha_unit
 
 
 class emulate(_OpHandlers, _Checks):
@@ -216,6 +227,7 @@ class emulate(_OpHandlers, _Checks):
         self._cast_seen = {}        # _castall.py: this step's casts, the next step's plan
         self._cast_plan = None
         self._attn_rows = {}        # _attn.py: coverage rows of an attention call, by its key
+        self._mha_rows = {}         # _mha.module_run: the same for a module call (its transposes too)
         self._gemm_plans = {}       # _plan.py: (site, function) -> GemmPlan
         self._seq_rows = {}         # _seq.py: the same for an MLP Sequential
         self._bwd_done = False

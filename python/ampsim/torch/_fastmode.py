@@ -26,7 +26,9 @@ forward and its loss), and they make about six torch calls per parameter
 between the forward and the backward, each of which would otherwise pay the
 mode's dispatch. It also makes nn.Sequential.forward ask the emulation
 first (seq_unit: an MLP as one unit, _seq.py; Sequential's own forward
-otherwise). uninstall() puts the originals back with the helper.
+otherwise), and so nn.MultiheadAttention.forward (mha_unit: a self-attention
+call as one unit with its layout's transposes, _mha.module_run).
+uninstall() puts the originals back with the helper.
 """
 import threading
 
@@ -106,6 +108,24 @@ def _sequential_forward(self, input):
 
 
 _sequential_forward.__doc__ = _SEQ_FORWARD.__doc__
+
+# nn.MultiheadAttention.forward, while an emulation is active: mha_unit(mod,
+# args, kwargs, orig) runs it (a self-attention as one unit where it can:
+# _mha.module_run); set by _emulate.py
+mha_unit = None
+_MHA_FORWARD = torch.nn.MultiheadAttention.forward
+
+
+def _mha_forward(self, *args, **kwargs):
+    f = mha_unit
+    if f is None:
+        return _MHA_FORWARD(self, *args, **kwargs)
+    return f(self, args, kwargs, _MHA_FORWARD)
+
+
+_mha_forward.__doc__ = _MHA_FORWARD.__doc__
+_FORWARDS = [(torch.nn.Sequential, _SEQ_FORWARD, _sequential_forward),
+             (torch.nn.MultiheadAttention, _MHA_FORWARD, _mha_forward)]
 
 # Indexing with integers, slices and Ellipsis (x[0], x[:, 1:], x[0] = v) takes
 # a fast path in torch 1.13 that does not consult the function mode, so its
@@ -187,8 +207,9 @@ def install():
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is orig:
                 cls.zero_grad = q
-        if torch.nn.Sequential.__dict__.get("forward") is _SEQ_FORWARD:
-            torch.nn.Sequential.forward = _sequential_forward
+        for cls, orig, fn in _FORWARDS:
+            if cls.__dict__.get("forward") is orig:
+                cls.forward = fn
 
 
 def uninstall():
@@ -209,5 +230,6 @@ def uninstall():
         for (cls, orig), (_, q) in zip(_ZERO_GRAD, _QUIET_ZERO_GRAD):
             if cls.__dict__.get("zero_grad") is q:
                 cls.zero_grad = orig
-        if torch.nn.Sequential.__dict__.get("forward") is _sequential_forward:
-            torch.nn.Sequential.forward = _SEQ_FORWARD
+        for cls, orig, fn in _FORWARDS:
+            if cls.__dict__.get("forward") is fn:
+                cls.forward = orig

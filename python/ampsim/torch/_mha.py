@@ -16,12 +16,13 @@ there, as one unit, from its second call on (the first, op by op, records
 its coverage rows)."""
 import inspect
 import math
+import threading
 import types
 
 import torch
 import torch.nn.functional as F
 
-from . import _attn, _coverage
+from . import _attn, _coverage, _grad
 from ._scope import Frame
 
 
@@ -125,6 +126,103 @@ def run(emu, mode, func, args, kwargs):
     # op by op, its coverage rows kept for the unit's later calls
     out, emu._attn_rows[key] = _coverage.recorded(emu, _run_named, emu, mode, names, _MHA, args, kwargs)
     return out
+
+
+_MOD_SIG = inspect.signature(torch.nn.MultiheadAttention.forward)
+_MOD_NAMES = list(_MOD_SIG.parameters)[1:]
+_MOD_DEFAULTS = {n: q.default for n, q in _MOD_SIG.parameters.items() if q.default is not q.empty}
+_TRANSPOSE = torch.Tensor.transpose
+
+
+def _mod_bound(args, kwargs):
+    """nn.MultiheadAttention.forward's arguments by name (self left out), the
+    defaults applied; None when they do not bind."""
+    if len(args) > len(_MOD_NAMES):
+        return None
+    b = dict(_MOD_DEFAULTS)
+    b.update(zip(_MOD_NAMES, args))
+    for k, v in kwargs.items():
+        if k not in _MOD_NAMES or k in _MOD_NAMES[:len(args)]:
+            return None
+        b[k] = v
+    return b if len(b) == len(_MOD_NAMES) else None
+
+
+def _mod_p(mod, b, x):
+    """The bound arguments of the F.multi_head_attention_forward call that
+    the module's forward (torch 1.13) makes for query = key = value = x."""
+    return _bound((x, x, x, mod.embed_dim, mod.num_heads, mod.in_proj_weight, mod.in_proj_bias, mod.bias_k,
+                   mod.bias_v, mod.add_zero_attn, mod.dropout, mod.out_proj.weight, mod.out_proj.bias),
+                  {"training": mod.training, "key_padding_mask": b["key_padding_mask"],
+                   "need_weights": b["need_weights"], "attn_mask": b["attn_mask"],
+                   "average_attn_weights": b["average_attn_weights"]})
+
+
+def _mod_key(emu, mod, b):
+    """(the attention unit's key, layout, training) of a module call whose
+    F.multi_head_attention_forward the unit would serve now, and the bound
+    arguments of that call (on a stand-in for the transposed query), or
+    None (run with the mode off the stack: its torch calls are not the
+    model's)."""
+    if not mod._qkv_same_embed_dim:
+        return None
+    q = b["query"]
+    if not (q is b["key"] and q is b["value"]) or not isinstance(q, torch.Tensor) or q.dim() != 3:
+        return None
+    me = emu._scope.paths.get(id(mod))
+    if me is None or not emu._stack or emu._stack[-1].path != me[0] or emu._scope.foreign:
+        return None
+    bf = bool(mod.batch_first)
+    p = _mod_p(mod, b, q.transpose(1, 0) if bf else q)
+    key = _attn.key(emu, p) if p is not None else None
+    if key is None or not key[-1] and emu._stats_due():
+        return None
+    return (key, bf, bool(mod.training)), p
+
+
+def module_run(emu, mod, args, kwargs, orig):
+    """nn.MultiheadAttention.forward(mod, *args, **kwargs) while emu is active.
+    A self-attention call that the unit serves (_mod_key) runs, from its
+    second call on, as what the module's forward does op by op: the batch-
+    first query's transpose (the view rule: emulate._view, a gradient
+    source), the unit in place of F.multi_head_attention_forward (its
+    frame's names, run()) and the output's transpose back, without the
+    mode's dispatch of each of these calls and of the forward's checks
+    (query.dim(), the dtype and is_nested attributes). The first call of a
+    key runs the module's own forward and records its coverage rows, which
+    each later call adds again. Any other call: the module's own forward."""
+    if not _attn.serves(emu) or emu._quiet_depth or threading.get_ident() != emu._scope.thread:
+        return orig(mod, *args, **kwargs)
+    b = _mod_bound(args, kwargs)
+    if b is None:
+        return orig(mod, *args, **kwargs)
+    with emu._quiet():
+        kp = _mod_key(emu, mod, b)
+        rows = emu._mha_rows.get(kp[0]) if kp is not None else None
+        if rows is not None:
+            return _module_unit(emu, b["query"], kp[1], kp[0][1], rows)
+    if kp is None:
+        return orig(mod, *args, **kwargs)
+    out, emu._mha_rows[kp[0]] = _coverage.recorded(emu, lambda: orig(mod, *args, **kwargs))
+    return out
+
+
+def _module_unit(emu, q, p, bf, rows):
+    """The module's forward as one unit: query q (batch first when bf), p
+    the bound arguments of its F.multi_head_attention_forward call."""
+    x = _transposed(emu, q) if bf else q
+    p["query"] = p["key"] = p["value"] = x
+    out, w = _named(emu, ["in_proj", "out_proj"], _attn.run, emu, p, rows)
+    if bf:
+        out = _transposed(emu, out)
+    return out, w
+
+
+def _transposed(emu, t):
+    """t.transpose(1, 0) as the mode runs it (a use of t, the view rule, a
+    gradient source for a low-precision view), with the mode off the stack."""
+    (t,), _ = _grad.uses((t,), {})
+    return _grad.sources(emu._view(_TRANSPOSE, (t, 1, 0), {}), emu._grad_fmt)
 
 
 def sdpa_body(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
