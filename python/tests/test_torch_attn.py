@@ -145,5 +145,23 @@ class TestAttentionUnit(unittest.TestCase):
                                   for fused in (False, True)]
             assert_same_runs(self, la, ga, lb, gb, os.path.join(d, "False"), os.path.join(d, "True"), name)
 
+    def test_module_forward(self):
+        """While an emulation is active nn.MultiheadAttention.forward asks it
+        first; a module outside the model runs untouched, and PyTorch's own
+        forward is back after the block."""
+        orig = nn.MultiheadAttention.forward
+        torch.manual_seed(0)
+        m, other = AttnNet(8, 2, True, ""), nn.MultiheadAttention(8, 2, batch_first=True)
+        x = torch.randn(2, 3, 8)
+        plain = other(x, x, x)[0]
+        with at.emulate(m, "fp16-amp", log_every=0), Counted(_mha, "_module_unit") as u:
+            self.assertIsNot(nn.MultiheadAttention.forward, orig)
+            for _ in range(3):
+                m(x).backward()
+                self.assertTrue(torch.equal(other(x, x, x)[0], plain))
+        self.assertEqual(u.calls, 2)
+        self.assertIs(nn.MultiheadAttention.forward, orig)
+
+
 if __name__ == "__main__":
     unittest.main()
