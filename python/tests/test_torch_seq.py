@@ -2,9 +2,9 @@
 nn.Sequential: losses, every parameter gradient and the run directory's files
 bit for bit, for Linear/GELU/ReLU/Dropout chains with and without biases, the
 tanh GELU, 2-D and 3-D inputs, an FP32 input (LayerNorm) or a low-precision
-one, frozen layers, a Sequential called twice, statistics every 2nd step, and
-torchvision's VisionTransformer (whose MLPBlock is such a Sequential); and the
-unit is used where it serves, and only there."""
+one, frozen layers, a Sequential called twice, statistics every 2nd step and
+every step, and torchvision's VisionTransformer (whose MLPBlock is such a
+Sequential); and the unit is used where it serves, and only there."""
 import os
 import unittest
 
@@ -72,9 +72,8 @@ class TestSequentialUnit(unittest.TestCase):
         with Counted(_seq, "_unit") as c:
             lb, gb = train(E, shape, form, policy, True, b, every, steps)
         calls = 2 if "twice" in form else 1
-        # the first step (recorded) and the steps with statistics run op by op
-        served = sum(1 for s in range(1, steps) if s % every)
-        self.assertEqual(c.calls, calls * served if policy in SERVED else 0, what)
+        # the first call (recorded) runs op by op; the steps with statistics are served too
+        self.assertEqual(c.calls, calls * steps - 1 if policy in SERVED else 0, what)
         assert_same_runs(self, la, ga, lb, gb, a, b, what)
         return b
 
@@ -82,6 +81,12 @@ class TestSequentialUnit(unittest.TestCase):
         for form in ("", "relu", "inplace relu", "tanh", "nobias", "ln", "deep", "twice", "frozen",
                      "ln relu nobias"):
             self.check("fp16-amp", form)
+
+    def test_statistics(self):
+        """Statistics at every step: the unit logs each child's roundings as op by op does."""
+        for form in ("", "relu", "twice", "frozen"):
+            self.check("fp16-amp", form, every=1)
+        self.check("bf16-amp", "ln", E=5, shape=(3, 7), every=1)
 
     def test_shapes(self):
         for E, shape in ((5, (3, 7)), (9, (1,)), (4, (2, 3, 4))):
@@ -107,7 +112,7 @@ class TestSequentialUnit(unittest.TestCase):
             with Counted(_seq, "_unit") as c:
                 runs.append(zoo_run("vit", out, 2, 3, (_seq, unit)) + (out, c.calls))
         self.assertEqual(runs[0][3], 0)
-        self.assertEqual(runs[1][3], 3)         # step 1: both blocks' MLPs and the heads (one Linear)
+        self.assertEqual(runs[1][3], 6)         # steps 1 and 2: both blocks' MLPs and the heads (one Linear)
         assert_same_runs(self, runs[0][0], runs[0][1], runs[1][0], runs[1][1], runs[0][2], runs[1][2], "vit")
 
 if __name__ == "__main__":

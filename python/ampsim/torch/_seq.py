@@ -26,8 +26,9 @@ The unit serves a call (run() returns True) when:
   - the policy rounds elementwise outputs into its activation format with
     PyTorch's kernels (kernels="torch", not a torch_cpu policy, no FP8
     scaling);
-  - the step has no statistics and gradients are enabled;
-    (the first call of each key, on any step, runs op by op and records it);
+  - gradients are enabled (on a step with statistics the rules log each
+    child's roundings under the op-by-op path's names, as they do op by op;
+    the first call of each key, on any step, runs op by op and records it);
   - the input is a float32 CPU tensor of 2 or more dimensions;
   - the same call (shapes, children) ran op by op once in this emulation: its
     coverage rows were recorded then and are added again at each call.
@@ -113,7 +114,7 @@ def run(emu, seq, x, orig):
         plan = _plan(emu, seq, x)
         key = _key(plan, x) if plan is not None else None
     rows = emu._seq_rows.get(key) if key is not None else None
-    if plan is None or rows is not None and emu._stats_due():
+    if plan is None:
         return orig(seq, x)
     if rows is None:
         out, emu._seq_rows[key] = _coverage.recorded(emu, orig, seq, x)
