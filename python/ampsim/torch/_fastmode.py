@@ -30,6 +30,7 @@ otherwise), and so nn.MultiheadAttention.forward (mha_unit: a self-attention
 call as one unit with its layout's transposes, _mha.module_run).
 uninstall() puts the originals back with the helper.
 """
+import functools
 import threading
 
 import torch
@@ -123,7 +124,7 @@ def _mha_forward(self, *args, **kwargs):
     return f(self, args, kwargs, _MHA_FORWARD)
 
 
-_mha_forward.__doc__ = _MHA_FORWARD.__doc__
+functools.update_wrapper(_mha_forward, _MHA_FORWARD)        # (its name, doc and signature)
 _FORWARDS = [(torch.nn.Sequential, _SEQ_FORWARD, _sequential_forward),
              (torch.nn.MultiheadAttention, _MHA_FORWARD, _mha_forward)]
 
