@@ -19,15 +19,29 @@ _NOT = ("fp32", "no_float", "gemm_unrounded", "unclassified")
 class Coverage:
     """Counts per torch function: [class, calls, elements, macs]."""
 
-    __slots__ = ("rows",)
+    __slots__ = ("_rows", "_merged")
 
     def __init__(self):
-        self.rows = {}
+        self._rows = {}
+        self._merged = {}       # id(rows) -> [rows, times]: merges not yet added (see merge)
+
+    @property
+    def rows(self):
+        """{func: [class, calls, elements, macs]}, every merge added."""
+        if self._merged:
+            merged, self._merged = self._merged, {}
+            for rows, times in merged.values():
+                for func, (cls, calls, el, macs) in rows.items():
+                    r = self._row(func, cls)
+                    r[1] += calls * times
+                    r[2] += el * times
+                    r[3] += macs * times
+        return self._rows
 
     def _row(self, func, cls):
-        r = self.rows.get(func)
+        r = self._rows.get(func)
         if r is None:
-            r = self.rows[func] = [cls, 0, 0, 0]
+            r = self._rows[func] = [cls, 0, 0, 0]
         return r
 
     def add(self, func, cls, out=None, macs=0):
@@ -41,12 +55,14 @@ class Coverage:
 
     def merge(self, rows):
         """Counts {func: [class, calls, elements, macs]} added (the rows of
-        calls that an emulated unit stands for)."""
-        for func, (cls, calls, el, macs) in rows.items():
-            r = self._row(func, cls)
-            r[1] += calls
-            r[2] += el
-            r[3] += macs
+        calls that an emulated unit stands for; a unit merges the same rows,
+        which nothing changes after they are recorded, at each call: they
+        are counted here and added when the rows are read)."""
+        m = self._merged.get(id(rows))
+        if m is None:
+            self._merged[id(rows)] = [rows, 1]
+        else:
+            m[1] += 1
 
     def table(self):
         """[(op, class, emulated, calls, elements, macs)], sorted by class and op."""
