@@ -13,7 +13,8 @@ with separate kdim/vdim weights), ``<m>.scale`` (q / sqrt(head_dim)),
 weights keep their parameter names (``<m>.in_proj_weight``,
 ``<m>.out_proj.weight``). A self-attention call that _attn.py serves runs
 there, as one unit, from its second call on (the first, op by op, records
-its coverage rows)."""
+its coverage rows); called through nn.MultiheadAttention.forward, such a call
+skips the forward's own dispatch too (module_run)."""
 import inspect
 import math
 import threading
