@@ -53,6 +53,14 @@ class Coverage:
             r[2] += out.numel()
         r[3] += macs
 
+    def count(self, func, cls, calls, elements, macs=0):
+        """calls calls of func (class cls) with these totals, added at once
+        (the calls a fused unit stands for, counted from their shapes)."""
+        r = self._row(func, cls)
+        r[1] += calls
+        r[2] += elements
+        r[3] += macs
+
     def merge(self, rows):
         """Counts {func: [class, calls, elements, macs]} added (the rows of
         calls that an emulated unit stands for; a unit merges the same rows,
@@ -118,6 +126,10 @@ class _Recorder:
         """(a unit served inside the recorded call: its rows count in both)"""
         self.inner.merge(rows)
         self.kept.merge(rows)
+
+    def count(self, func, cls, calls, elements, macs=0):
+        self.inner.count(func, cls, calls, elements, macs)
+        self.kept.count(func, cls, calls, elements, macs)
 
 
 def recorded(emu, fn, *args):

@@ -87,13 +87,8 @@ def _count(emu, calls, n, steps=1):
     """The coverage rows of the op-by-op step's calls (n: elements of the
     state), for this many steps."""
     if emu._stack or (not emu._bwd_done and torch.is_grad_enabled()):
-        rows = emu._cov.rows
         for func, kind, m in calls:
-            r = rows.get(func)
-            if r is None:
-                r = rows[func] = [kind, 0, 0, 0]
-            r[1] += steps
-            r[2] += m * n * steps
+            emu._cov.count(func, kind, steps, m * n * steps)
 
 
 def _sum2(a, b, fmt):

@@ -464,12 +464,6 @@ def layer(emu, kind, xw, hid, w, path, sfx, reverse):
 
 def _count(emu, kind, T, B, H, K):
     """The coverage rows of the op-by-op steps' calls: T hidden GEMMs and T pointwise parts."""
-    rows = emu._cov.rows
     G = 4 if kind == "lstm" else 3
-    r = rows.get(F.linear)
-    if r is None:
-        r = rows[F.linear] = ["gemm", 0, 0, 0]
-    r[1] += T
-    r[2] += T * B * G * H
-    r[3] += T * B * G * H * K
+    emu._cov.count(F.linear, "gemm", T, T * B * G * H, T * B * G * H * K)
     _rnn_fused._count(emu, _rnn_fused._LSTM_CALLS if kind == "lstm" else _rnn_fused._GRU_CALLS, B * H, T)
