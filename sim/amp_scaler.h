@@ -215,6 +215,7 @@ typedef struct amp_fp8_info {
     float scale_next;        /* delayed: scale for the tensor's next quantize; else = scale */
     size_t n_blocks;         /* 1 for per-tensor strategies */
     int kept;                /* delayed/current: amax 0 or non-finite -> scale kept / 1 */
+    size_t nonfinite;        /* inf and NaN values written to y (counted as they are written; 0 without y) */
 } amp_fp8_info;
 
 AMP_API amp_status amp_fp8_init(amp_fp8_scaler *sc, const amp_scaler_spec *spec);
@@ -233,6 +234,7 @@ AMP_API size_t amp_fp8_nblocks(const amp_fp8_scaler *sc, amp_fp8_role role, size
  *           may alias x)
  *   scale_inv[b] = the dequantization factor of block b             (may be NULL)
  *   st    += statistics of the rounding of the scaled values      (may be NULL)
+ *   info->nonfinite = inf and NaN values written to y (counted as y is written)
  * delayed: scale from amaxes of earlier calls, then this amax is recorded;
  * current: fp8_max/amax now; mx: 1 x `block` runs along rows with an E8M0
  * scale; block: 1 x size runs (ACT, GRAD) or size x size tiles (WEIGHT). */

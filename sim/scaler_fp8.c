@@ -286,7 +286,13 @@ static amp_status quantize_tensor(amp_fp8_scaler *sc, size_t tensor, const amp_f
     amp_status s = amp_round_f32(f, &o, tmp, tmp, n, st);
     if (s) return s;
     float inv = 1.0f / scale;
-    if (y) for (size_t i = 0; i < n; i++) y[i] = tmp[i] * inv;
+    size_t bad = 0;
+    if (y)
+        for (size_t i = 0; i < n; i++) {
+            y[i] = tmp[i] * inv;
+            bad += !isfinite(y[i]);
+        }
+    info->nonfinite = bad;
     if (scale_inv) scale_inv[0] = inv;
     info->amax = amax;
     info->scale = info->scale_next = scale;
@@ -346,6 +352,7 @@ static amp_status quantize_blocks(amp_fp8_scaler *sc, amp_fp8_role role, const a
                 size_t i = r * cols + c, b = block_index(sc, tile, r, c, cols);
                 if (mx) y[i] = bexp[b] == MX_NAN ? NAN : (float)ldexp((double)t32[i], bexp[b]);
                 else y[i] = t32[i] * bdiv[b];
+                info->nonfinite += !isfinite(y[i]);
             }
     if (scale_inv)
         for (size_t b = 0; b < nb; b++)

@@ -276,6 +276,8 @@ static amp_status round_scaled(amp_tensors *r, amp_tensor *t, const float *src)
         amp_fp8_info info;
         s = amp_fp8_quantize(r->fp8, (size_t)t->id, role, src, rows, t->n / rows, NULL, t->data, NULL, st, &info);
         t->scale = info.scale;
+        if (!s) note_finite(r, t, info.nonfinite);
+        checked = 1;
     } else if (t->fmt.id == AMP_FMT_FP32 && !st && !t->rnd_flags) {
         s = AMP_OK;                          /* identity: float32 values are fp32 values */
         note_finite(r, t, copy_counted(t->data, src, t->n));

@@ -413,6 +413,41 @@ START_TEST(special_amax_every_strategy)
 }
 END_TEST
 
+/* amp_fp8_info.nonfinite, counted while y is written, equals a count over y
+ * for every strategy, with NaN and inf among the inputs (the NaN of an MX
+ * block spreads over the block); without y it is 0. */
+START_TEST(quantize_counts_nonfinite)
+{
+    enum { R = 3, C = 40, N = R * C };
+    static const char *specs[] = { "delayed", "current", "current:pow2=1", "mx", "mx:exp=ceil", "block",
+                                   "block:size=16" };
+    float x[N], y[N];
+    lcg_state = 91;
+    for (int i = 0; i < N; i++) x[i] = ((float)(lcg() % 2001) - 1000.0f) / 7.0f;
+    x[5] = NAN;
+    x[C + 1] = INFINITY;
+    x[2 * C + 39] = -INFINITY;
+    for (int k = 0; k < (int)(sizeof specs / sizeof specs[0]); k++) {
+        for (int role = AMP_FP8_ACT; role <= AMP_FP8_GRAD; role++) {
+            amp_fp8_scaler sc;
+            REQUIRE(amp_fp8_init_str(&sc, specs[k]) == AMP_OK, "%s: %s", specs[k], amp_errmsg());
+            amp_fp8_info info;
+            for (int step = 0; step < 2; step++) {
+                REQUIRE(amp_fp8_quantize(&sc, 0, (amp_fp8_role)role, x, R, C, NULL, y, NULL, NULL, &info) == AMP_OK,
+                        "%s", amp_errmsg());
+                size_t want = amp_count_nonfinite(y, N);
+                REQUIRE(info.nonfinite == want && want >= 1, "%s role %d step %d: counted %zu, y has %zu",
+                        specs[k], role, step, info.nonfinite, want);
+            }
+            ck_assert_int_eq(amp_fp8_quantize(&sc, 1, (amp_fp8_role)role, x, R, C, NULL, NULL, NULL, NULL, &info),
+                             AMP_OK);
+            ck_assert_uint_eq(info.nonfinite, 0);
+            amp_fp8_free(&sc);
+        }
+    }
+}
+END_TEST
+
 /* ---- MX ---------------------------------------------------------------------- */
 /* rows 2, cols 40: blocks (0,0) 32 elements, (0,1) 8, (1,0) 32, (1,1) 8.
  * (0,0): amax 480 (binade 8 = e4m3 emax): floor X = 2^0, 480 saturates to 448;
@@ -600,6 +635,7 @@ static Suite *suite(void)
     tcase_add_test(tc, delayed_quantize);
     tcase_add_test(tc, current_scaling);
     tcase_add_test(tc, special_amax_every_strategy);
+    tcase_add_test(tc, quantize_counts_nonfinite);
     tcase_add_test(tc, mx_floor_vs_ceil);
     tcase_add_test(tc, mx_fp4);
     tcase_add_test(tc, block_scaling);

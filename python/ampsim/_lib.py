@@ -153,7 +153,7 @@ class AmpFp8Scaler(ctypes.Structure):
 class AmpFp8Info(ctypes.Structure):
     """Mirror of ``amp_fp8_info``."""
     _fields_ = [("fmt", POINTER(AmpFormat)), ("amax", c_float), ("scale", c_float),
-                ("scale_next", c_float), ("n_blocks", c_size_t), ("kept", c_int)]
+                ("scale_next", c_float), ("n_blocks", c_size_t), ("kept", c_int), ("nonfinite", c_size_t)]
 
 
 class AmpWhatifGrad(ctypes.Structure):

@@ -401,7 +401,8 @@ class FP8Scaler(_CScaler):
             ``scale_inv`` (float32, one per block: the dequantization factors),
             ``amax``, ``scale`` (block 0's for per-block kinds),
             ``scale_next``, ``format`` (Format), ``kept`` (the scale was kept
-            for a zero or non-finite amax), and ``stats`` (Stats or None).
+            for a zero or non-finite amax), ``nonfinite`` (inf and NaN values
+            in ``y``) and ``stats`` (Stats or None).
         """
         r = _role(role)
         t = _tensor_id(tensor)
@@ -432,7 +433,8 @@ class FP8Scaler(_CScaler):
         fmt = Format._from_c(info.fmt.contents)
         return {"q": q, "y": y, "scale_inv": sinv[:nb], "amax": float(info.amax),
                 "scale": float(info.scale), "scale_next": float(info.scale_next), "format": fmt,
-                "kept": bool(info.kept), "stats": Stats._wrap(st, fmt) if st is not None else None}
+                "kept": bool(info.kept), "nonfinite": int(info.nonfinite),
+                "stats": Stats._wrap(st, fmt) if st is not None else None}
 
     def state_dict(self):
         """The per-tensor state: ``{"spec": canonical SPEC, "state": bytes}``."""

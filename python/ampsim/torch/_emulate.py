@@ -451,9 +451,8 @@ class emulate(_OpHandlers, _Checks):
             if name is not None:
                 self._note_nonfinite(name, role, bad, check)
             return y
-        nf = None
         if fp8_role is not None and pol.fp8_scaling and _rt.fmt_struct(fmt).bits <= 8 and name is not None:
-            y, st = self._fp8_round(x, fmt, name, fp8_role, due)
+            y, st, nf = self._fp8_round(x, fmt, name, fp8_role, due)
         else:
             mode = mode or pol.rounding
             seed = stream = 0
@@ -465,7 +464,7 @@ class emulate(_OpHandlers, _Checks):
             if st is not None:
                 prev = self._stats.get(name)
                 self._stats[name] = (role, fmt, st if prev is None else prev[2] + st)
-            self._note_nonfinite(name, role, nf if nf is not None else _rt.count_nonfinite(y), check)
+            self._note_nonfinite(name, role, nf, check)
         return y
 
     def _note_nonfinite(self, name, role, bad, check):

@@ -21,11 +21,12 @@ class Fp8State:
         pass
 
     def quantize(self, x, fmt, tid, role, due):
-        """x quantized with its tensor's scale: (dequantized float32 tensor, Stats or None)."""
+        """x quantized with its tensor's scale: (dequantized float32 tensor,
+        Stats or None, its count of non-finite values)."""
         xa = x.detach().contiguous().numpy()
         if xa.ndim >= 2:
             xa = xa.reshape(-1, xa.shape[-1])
         elif xa.ndim == 0:
             xa = xa.reshape(1)
         r = self.sc.quantize(xa, tensor=tid, role=role, stats=due)
-        return torch.from_numpy(r["y"]).reshape(x.shape), r["stats"]
+        return torch.from_numpy(r["y"]).reshape(x.shape), r["stats"], r["nonfinite"]
