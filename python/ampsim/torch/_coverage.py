@@ -32,10 +32,7 @@ class Coverage:
             merged, self._merged = self._merged, {}
             for rows, times in merged.values():
                 for func, (cls, calls, el, macs) in rows.items():
-                    r = self._row(func, cls)
-                    r[1] += calls * times
-                    r[2] += el * times
-                    r[3] += macs * times
+                    self.count(func, cls, calls * times, el * times, macs * times)
         return self._rows
 
     def _row(self, func, cls):

@@ -41,23 +41,30 @@ _MHA_SIG = inspect.signature(F.multi_head_attention_forward)
 _SEP = list(_MHA_SIG.parameters).index("use_separate_proj_weight")
 
 
-_NAMES = list(_MHA_SIG.parameters)
-_DEFAULTS = {n: q.default for n, q in _MHA_SIG.parameters.items() if q.default is not q.empty}
+def _binder(func, skip=0):
+    """bind(args, kwargs): the arguments of a call of func by name (its first
+    `skip` parameters left out), the defaults applied (inspect's bind,
+    without its cost); None when they do not bind, and the call itself
+    raises PyTorch's own error."""
+    sig = inspect.signature(func)
+    names = list(sig.parameters)[skip:]
+    defaults = {n: q.default for n, q in sig.parameters.items() if q.default is not q.empty}
 
-
-def _bound(args, kwargs):
-    """The arguments of a F.multi_head_attention_forward call by name, the
-    defaults applied (inspect's bind, without its cost); None when they do
-    not bind, and the op-by-op call raises PyTorch's own error."""
-    if len(args) > len(_NAMES):
-        return None
-    p = dict(_DEFAULTS)
-    p.update(zip(_NAMES, args))
-    for k, v in kwargs.items():
-        if k not in _DEFAULTS and k not in _NAMES or k in _NAMES[:len(args)]:
+    def bind(args, kwargs):
+        if len(args) > len(names):
             return None
-        p[k] = v
-    return p if len(p) == len(_NAMES) else None
+        p = dict(defaults)
+        p.update(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in names[:len(args)]:
+                return None
+            p[k] = v
+        return p if len(p) == len(names) else None
+    return bind
+
+
+#: the bound arguments of a F.multi_head_attention_forward call
+_bound = _binder(F.multi_head_attention_forward)
 
 
 def _arg(args, kwargs, i, name, default=None):
@@ -129,24 +136,9 @@ def run(emu, mode, func, args, kwargs):
     return out
 
 
-_MOD_SIG = inspect.signature(torch.nn.MultiheadAttention.forward)
-_MOD_NAMES = list(_MOD_SIG.parameters)[1:]
-_MOD_DEFAULTS = {n: q.default for n, q in _MOD_SIG.parameters.items() if q.default is not q.empty}
+#: nn.MultiheadAttention.forward's bound arguments (self left out)
+_mod_bound = _binder(torch.nn.MultiheadAttention.forward, 1)
 _TRANSPOSE = torch.Tensor.transpose
-
-
-def _mod_bound(args, kwargs):
-    """nn.MultiheadAttention.forward's arguments by name (self left out), the
-    defaults applied; None when they do not bind."""
-    if len(args) > len(_MOD_NAMES):
-        return None
-    b = dict(_MOD_DEFAULTS)
-    b.update(zip(_MOD_NAMES, args))
-    for k, v in kwargs.items():
-        if k not in _MOD_NAMES or k in _MOD_NAMES[:len(args)]:
-            return None
-        b[k] = v
-    return b if len(b) == len(_MOD_NAMES) else None
 
 
 def _mod_p(mod, b, x):
