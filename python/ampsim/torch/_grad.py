@@ -29,9 +29,13 @@ A lone contribution is kept as it came: the producer's backward rounds it
 (as before, with its statistics). Where the producer is one of the
 emulation's own Functions (a rounding, a GEMM, a weight cast: MERGED), its
 node plays the source's part: it holds the buffer and its backward starts
-from the sum (begin()), so no node is added. Cost: one more autograd node
-per other low-precision tensor (views, decomposed modules' outputs), and one
-per use beyond the first (docs/torch.md).
+from the sum (begin()), so no node is added. Where it is autograd's own node
+(a view, a decomposed module's output), the buffer rides on the tensor and
+the source's part is a tensor hook on that node's output, which autograd
+calls with the node's input when every use has run (the same point, the same
+contribution), added at the second use, when there is something to sum, or
+when a watcher asks for it. Cost: one more autograd node per use beyond the
+first, and a hook per tensor used more than once (docs/torch.md).
 A use hidden from the function mode (a tensor handed to code that runs
 outside the emulation) reaches the source with the first use's and is added
 with it. ``torch.autograd.grad(loss, h)`` for an emulated tensor h sees no
@@ -39,6 +43,7 @@ gradient (the uses pass theirs to the buffer); ``h.retain_grad()`` and
 ``h.register_hook(fn)`` are kept as watchers of the buffer and see it.
 """
 import weakref
+from collections import OrderedDict
 
 import torch
 
@@ -50,6 +55,10 @@ from ._scope import tensors_in
 #: attribute of a source node's output: its _Buffer
 BUF_ATTR = "_ampsim_gbuf"
 
+#: a buffer on the output of autograd's own node rides on the tensor, with
+#: the hook when needed (False: behind a source node; tests compare the two)
+LAZY = True
+
 
 class _Buffer:
     """The gradient of one low-precision tensor, summed in fmt as it arrives.
@@ -57,13 +66,18 @@ class _Buffer:
     after an in-place op, are left to autograd), held weakly: the node holds
     the buffer, and a cycle between them would leave both, with the step's
     graph, to Python's cyclic collector, whose passes cost a training step
-    several percent. A lone contribution is kept
+    several percent. version: instead of a node, for a buffer on the output
+    of autograd's own node (whose Python object cannot be held weakly): the
+    tensor's version when the buffer was made; an in-place change of the
+    tensor, which gives it another node, changes it (hooked: the tensor hook
+    that takes the source's part is in place). A lone contribution is kept
     as it came (raw): the producer's backward rounds it into the format and
     its statistics see the value before that rounding, as the C emulator's."""
-    __slots__ = ("fmt", "g", "raw", "_node", "watchers", "used")
+    __slots__ = ("fmt", "g", "raw", "_node", "watchers", "used", "version", "hooked", "marker")
 
     def __init__(self, fmt):
         self.fmt, self.g, self.raw, self._node, self.watchers, self.used = fmt, None, False, None, None, False
+        self.version, self.hooked, self.marker = None, False, None
 
     @property
     def node(self):
@@ -86,6 +100,15 @@ class _Buffer:
         """The summed gradient (None when no use delivered one); the buffer is emptied."""
         g, self.g, self.raw = self.g, None, False
         return g
+
+    def hooked_through(self, g):
+        """through() as the tensor hook of a buffer on autograd's own node
+        (_hook): the uses' nodes that delivered a contribution hand on the
+        marker, -0.0 everywhere, which autograd adds to the first use's
+        contribution exactly (x + -0.0 is x, signed zeros and NaNs
+        included), so the hook is called with that contribution, or with
+        the marker itself when the first use delivered none (then: None)."""
+        return self.through(None if g is self.marker else g)
 
     def through(self, g):
         """The source's backward: g (the first use's contribution, and any
@@ -126,9 +149,13 @@ class _UseFn(_SourceFn):
 
     @staticmethod
     def backward(ctx, g):
-        if g is not None:
-            ctx.buf.add(g)
-        return None, None
+        if g is None:
+            return None, None
+        buf = ctx.buf
+        buf.add(g)
+        # (a buffer on autograd's own node: the marker, so that the hook is
+        # called with a gradient even when the first use delivers none)
+        return (buf.marker if buf.version is not None else None), None
 
 
 #: backward node classes of the Functions that serve as their output's source
@@ -164,8 +191,14 @@ def source(y, gfmt):
         return y
     buf = _Buffer(gfmt)
     node = y.grad_fn
-    if type(node) in MERGED and node.buf is None:
-        node.buf = _owned(y, node, buf)
+    if type(node) in MERGED:
+        if node.buf is None:
+            node.buf = _owned(y, node, buf)
+            return y
+    elif node is not None and LAZY:
+        # autograd's own node: the buffer on y, the hook when a second use comes
+        buf.version = y._version
+        setattr(y, BUF_ATTR, buf)
         return y
     s = _SourceFn.apply(y, buf)
     buf.node = s.grad_fn
@@ -196,11 +229,13 @@ def use(t):
     The first use needs none: its consumer has the lowest sequence number, so
     its contribution arrives last, and reaches the source directly."""
     buf = getattr(t, BUF_ATTR, None)
-    if buf is None or not torch.is_grad_enabled() or t.grad_fn is not buf.node:
+    if buf is None or not torch.is_grad_enabled() or not live(t, buf):
         return t
     if not buf.used:
         buf.used = True
         return t
+    if buf.version is not None and not buf.hooked:
+        _hook(t, buf)
     u = _UseFn.apply(t, buf)
     for a in (_FMT, PVIEW_ATTR):
         v = getattr(t, a, None)
@@ -209,16 +244,42 @@ def use(t):
     return u
 
 
+def live(t, buf):
+    """True while t (which carries buf) is the tensor whose gradient buf sums:
+    no in-place change has given it another node since."""
+    if buf.version is not None:
+        return t._version == buf.version and t.requires_grad
+    return t.grad_fn is buf.node
+
+
+def _hook(t, buf):
+    """The source's part for a buffer on the output t of autograd's own node:
+    a tensor hook, which autograd calls with the gradient that reaches t
+    directly (the first use's, and any the mode did not see) once every use
+    has run, as it would run a source node there; it hands on the buffer's
+    sum. (Registered as Tensor.register_hook does, without its function-mode
+    dispatch; the hook holds the buffer, which holds neither t nor its node.)"""
+    buf.hooked = True
+    buf.marker = _NEG_ZERO.expand(t.shape)
+    hooks = t._backward_hooks
+    if hooks is None:
+        hooks = t._backward_hooks = OrderedDict()
+        t.grad_fn._register_hook_dict(t)
+    hooks[_HOOK_KEY] = buf.hooked_through
+
+
+_HOOK_KEY = "ampsim_gbuf"
+_NEG_ZERO = torch.tensor(-0.0)
+
+
 def origin(t):
     """The gradient buffer that t's gradient goes to: its own as a source's
     output, its source's as a use of one; None for another tensor. Two
     arguments of one call with the same origin are one tensor of the model."""
-    node = t.grad_fn
-    if node is None:
-        return None
     buf = getattr(t, BUF_ATTR, None)
-    if buf is not None and node is buf.node:
+    if buf is not None and live(t, buf):
         return buf
+    node = t.grad_fn
     if type(node) is _UseFn._backward_cls:
         return node.buf
     return None
@@ -234,7 +295,7 @@ def handed_back(out, args0, kwargs0, args, kwargs):
         if out is a:
             if a is b:
                 buf = getattr(b, BUF_ATTR, None)
-                if buf is not None and b.grad_fn is buf.node:
+                if buf is not None and live(b, buf):
                     buf.used = False
             return b
     return out
@@ -298,7 +359,9 @@ def watch(t, fn):
     """Call fn(grad) with t's gradient as autograd forms it: the buffer summed
     in format for an emulated low-precision tensor, else a tensor hook."""
     buf = getattr(t, BUF_ATTR, None)
-    if buf is not None and t.grad_fn is buf.node:
+    if buf is not None and live(t, buf):
+        if buf.version is not None and not buf.hooked:
+            _hook(t, buf)
         if buf.watchers is None:
             buf.watchers = []
         buf.watchers.append(fn)
@@ -337,7 +400,7 @@ def tensor_hook(func, args, kwargs):
         return False, None
     t = args[0]
     buf = getattr(t, BUF_ATTR, None)
-    if buf is None or t.grad_fn is not buf.node:
+    if buf is None or not live(t, buf):
         return False, None
     if func is torch.Tensor.retain_grad:
         watch(t, _set_grad(t))

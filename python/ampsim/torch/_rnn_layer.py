@@ -170,7 +170,7 @@ def _weight_buf(emu, p, fmt):
     if hit is None:
         return None
     buf = getattr(hit[1], _grad.BUF_ATTR, None)
-    return buf if buf is not None and hit[1].grad_fn is buf.node else None
+    return buf if buf is not None and _grad.live(hit[1], buf) else None
 
 
 def _acc_from(buf, like):
