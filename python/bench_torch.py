@@ -34,10 +34,15 @@ also prints where a step's time goes: its forward and loss, its backward
 (with zero_grad) and its optimizer step (with the scaler's unscaling and
 update, which ends an emulated step and writes its rows). --spread prints
 the lowest and highest round's ratio next to each median: on shared cores a
-round's ratio moves by a tenth or more. Not a test.
+round's ratio moves by a tenth or more. --off PART adds a fourth
+configuration, every 10 with that part of the emulation switched off
+(SWITCHES), which takes its turn in each round, and prints the median over
+the rounds of every 10's time over its turn's: a change of a few percent,
+which the spread between runs hides, measured within one process. Not a
+test.
 
 Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy P] [--op-by-op]
-       [--first-block] [--with-open-close] [--phases] [--spread] [MODEL ...]
+       [--first-block] [--with-open-close] [--phases] [--spread] [--off PART] [MODEL ...]
 (models: gpt and the zoo's names, the default; and MORE's names)"""
 import argparse
 import os
@@ -89,6 +94,30 @@ PHASES = ("forward", "backward", "optimizer")      # the parts train_step times
 
 
 
+# --off: switches of ampsim.torch that an extra configuration turns off
+SWITCHES = {"castall": (("_castall", "ENABLED"),), "plans": (("_plan", "ENABLED"),),
+            "lazy-sources": (("_grad", "LAZY"),),
+            "units": (("_attn", "ENABLED"), ("_seq", "ENABLED"), ("_rnn_fused", "ENABLED"))}
+
+
+class _Off:
+    """The switches of SWITCHES[name] off while in use (a context manager;
+    name None: nothing)."""
+
+    def __init__(self, name):
+        import importlib
+        self.flags = [(importlib.import_module("ampsim.torch." + m), f) for m, f in SWITCHES.get(name, ())]
+
+    def __enter__(self):
+        self.old = [getattr(m, f) for m, f in self.flags]
+        for m, f in self.flags:
+            setattr(m, f, False)
+
+    def __exit__(self, *exc):
+        for (m, f), v in zip(self.flags, self.old):
+            setattr(m, f, v)
+
+
 def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp", first=False):
     """(CPU seconds of this process per step over one block, CPU seconds of
     entering and leaving its emulate context, [CPU seconds per step of each
@@ -124,12 +153,15 @@ def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp", 
     return times[-1] / steps, (t1 - t0) + (t3 - t2), [t / steps for t in phases[-1]], extra
 
 
-def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False, first=False):
+def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False, first=False, off=None):
     """{config: (median ms per step, median ratio to plain, median open+close ms,
     [median ms per step of each of PHASES], (lowest, highest) ratio of a round,
-    median ms by which a context's first block exceeds its second)}"""
+    median ms by which a context's first block exceeds its second)}; with
+    off (a name of SWITCHES), also "off": every 10 with those switches off,
+    taking its turn with the others, and "on/off": (the median over the
+    rounds of every 10's time over its turn's, lowest, highest)."""
     make, batch, loss_fn, optname = setup
-    configs = (("plain", None), ("every 10", 10), ("every 1", 1))
+    configs = (("plain", None), ("every 10", 10), ("every 1", 1)) + ((("off", 10),) if off else ())
     models, opts = {}, {}
     for c, _ in configs:
         torch.manual_seed(0)
@@ -146,10 +178,12 @@ def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False, first=F
             block(models[c], opts[c], batch, loss_fn, 2, le, os.path.join(d, "warm-" + c.replace(" ", "")), policy,
                   True)
         for r in range(rounds):
-            order = configs[r % 3:] + configs[:r % 3]
+            k = r % len(configs)
+            order = configs[k:] + configs[:k]
             for c, le in order:
                 out = os.path.join(d, "%s-%d" % (c.replace(" ", ""), r))
-                t, oc, ph, ex = block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy, first)
+                with _Off(off if c == "off" else None):
+                    t, oc, ph, ex = block(models[c], opts[c], batch, loss_fn, BLOCK, le, out, policy, first)
                 times[c].append(t + oc / BLOCK if with_open_close else t)
                 opens[c].append(oc)
                 parts[c].append(ph)
@@ -160,6 +194,9 @@ def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False, first=F
         res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios), statistics.median(opens[c]) * 1e3,
                   [statistics.median(p[i] for p in parts[c]) * 1e3 for i in range(len(PHASES))],
                   (min(ratios), max(ratios)), statistics.median(extras[c]) * 1e3)
+    if off:
+        q = [t / u for t, u in zip(times["every 10"], times["off"])]
+        res["on/off"] = (statistics.median(q), min(q), max(q))
     return res
 
 
@@ -184,6 +221,11 @@ def main():
                     "(and zero_grad) and optimizer step (and the scaler's), medians in CPU ms")
     ap.add_argument("--spread", action="store_true",
                     help="also print the lowest and highest of the rounds' ratios, next to each median")
+    ap.add_argument("--off", choices=sorted(SWITCHES),
+                    help="also run the every-10 configuration with these parts off (castall: one node per weight "
+                    "cast; plans: every GEMM set up anew; lazy-sources: a source node per view; units: as "
+                    "--op-by-op), taking its turn in each round, and print each round's time with them on "
+                    "over off (median, lowest, highest): a change measured within one process")
     ap.add_argument("models", nargs="*", help="gpt, the zoo's names (default: these) and, by name only, "
                     + ", ".join(MORE))
     a = ap.parse_args()
@@ -207,12 +249,15 @@ def main():
                                                       "open+close ms", "first10 +ms"))
     results = []
     for n in names:
-        r = bench(n, su[n], a.rounds, a.policy, a.with_open_close, a.first_block)
+        r = bench(n, su[n], a.rounds, a.policy, a.with_open_close, a.first_block, a.off)
         results.append((n, r))
         spread = "   (rounds: %.2f-%.2fx, %.2f-%.2fx)" % (r["every 10"][4] + r["every 1"][4]) if a.spread else ""
         print("%-20s %10.1f %12.1f %9.2fx %12.1f %9.2fx %15.1f %12s%s"
               % (n, r["plain"][0], r["every 10"][0], r["every 10"][1], r["every 1"][0], r["every 1"][1],
                  r["every 10"][2], "-" if a.first_block else "%.1f" % r["every 10"][5], spread), flush=True)
+        if a.off:
+            print("%-20s %10s %12.1f %9.2fx   every 10 with %s off; on/off %.3f (rounds %.3f-%.3f)"
+                  % (("", "", r["off"][0], r["off"][1], a.off) + r["on/off"]), flush=True)
     print("targets: every 10 <= 2.00x, every 1 <= 3.00x")
     if a.phases:
         print("\nphases, CPU ms per step (medians): %s" % " / ".join(PHASES))
