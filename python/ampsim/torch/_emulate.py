@@ -29,7 +29,7 @@ call (``relu1``, ``h.0.attn.matmul2``); tensors are
 """
 import torch
 
-from . import _castall, _coverage, _fastmode, _grad, _mha, _rt, _seq
+from . import _castall, _coverage, _fastmode, _grad, _malloc, _mha, _rt, _seq
 from . import _scope
 from . import _whatif
 from ._checks import _ACTIVE, _Checks, _check_out, _models_of, _torch_scaler_guard, needs_loss_scaler
@@ -288,6 +288,7 @@ class emulate(_OpHandlers, _Checks):
         """Hooks and the function mode on; this emulation is the active one."""
         self._scope.install()
         self._stack = []
+        _malloc.keep()
         _fastmode.install()
         try:
             self._mode = _Mode(self)
