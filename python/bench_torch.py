@@ -32,7 +32,8 @@ torch loads), which the other processes of a loaded machine change less than
 the wall time. The targets are at most 2x (every 10) and 3x (every 1). --phases
 also prints where a step's time goes: its forward and loss, its backward
 (with zero_grad) and its optimizer step (with the scaler's unscaling and
-update, which ends an emulated step and writes its rows). --spread prints
+update, which ends an emulated step and writes its rows), and the minor page
+faults of a step (fresh pages that the kernel zeroed). --spread prints
 the lowest and highest round's ratio next to each median: on shared cores a
 round's ratio moves by a tenth or more. --off PART adds a fourth
 configuration, every 10 with that part of the emulation switched off
@@ -46,6 +47,7 @@ Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy
 (models: gpt and the zoo's names, the default; and MORE's names)"""
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -121,8 +123,8 @@ class _Off:
 def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp", first=False):
     """(CPU seconds of this process per step over one block, CPU seconds of
     entering and leaving its emulate context, [CPU seconds per step of each
-    of PHASES], CPU seconds by which the context's first block of steps
-    exceeds the timed one). log_every None: plain (0.0 for the others). An
+    of PHASES, minor page faults per step], CPU seconds by which the
+    context's first block of steps exceeds the timed one). log_every None: plain (0.0 for the others). An
     emulated block is the second of two blocks of steps in one emulate
     context (first: the first block, and no second). CPU time, not wall time:
     on a loaded machine the wall time also counts the other processes' turns."""
@@ -133,29 +135,36 @@ def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp", 
     data = [batch(s) for s in range(steps)]
     blocks = 1 if emu is None or first else 2
     phases = [[0.0] * len(PHASES) for _ in range(blocks)]
-    times = []
+    times, faults = [], []
     t0 = time.process_time()
     if emu:
         emu.__enter__()
     t1 = time.process_time()
     try:
         for b in range(blocks):
-            tb = time.process_time()
+            tb, fb = time.process_time(), _faults()
             for x, y in data:
                 train_step(model, opt, loss_fn, x, y, sc, phases[b])
             times.append(time.process_time() - tb)
+            faults.append(_faults() - fb)
     finally:
         t2 = time.process_time()
         if emu:
             emu.__exit__(None, None, None)
     t3 = time.process_time()
     extra = times[0] - times[1] if blocks == 2 else 0.0
-    return times[-1] / steps, (t1 - t0) + (t3 - t2), [t / steps for t in phases[-1]], extra
+    return times[-1] / steps, (t1 - t0) + (t3 - t2), [t / steps for t in phases[-1]] + [faults[-1] / steps], extra
+
+
+def _faults():
+    """The process's minor page faults so far (each a fresh page the kernel zeroed)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False, first=False, off=None):
     """{config: (median ms per step, median ratio to plain, median open+close ms,
-    [median ms per step of each of PHASES], (lowest, highest) ratio of a round,
+    [median ms per step of each of PHASES, median page faults per step],
+    (lowest, highest) ratio of a round,
     median ms by which a context's first block exceeds its second)}; with
     off (a name of SWITCHES), also "off": every 10 with those switches off,
     taking its turn with the others, and "on/off": (the median over the
@@ -192,7 +201,8 @@ def bench(name, setup, rounds, policy="fp16-amp", with_open_close=False, first=F
     for c, _ in configs:
         ratios = [t / p for t, p in zip(times[c], times["plain"])]
         res[c] = (statistics.median(times[c]) * 1e3, statistics.median(ratios), statistics.median(opens[c]) * 1e3,
-                  [statistics.median(p[i] for p in parts[c]) * 1e3 for i in range(len(PHASES))],
+                  [statistics.median(p[i] for p in parts[c]) * 1e3 for i in range(len(PHASES))]
+                  + [statistics.median(p[len(PHASES)] for p in parts[c])],
                   (min(ratios), max(ratios)), statistics.median(extras[c]) * 1e3)
     if off:
         q = [t / u for t, u in zip(times["every 10"], times["off"])]
@@ -218,7 +228,8 @@ def main():
                     "--first-block: a 10-step run)")
     ap.add_argument("--phases", action="store_true",
                     help="also print each configuration's step split into its forward (and loss), backward "
-                    "(and zero_grad) and optimizer step (and the scaler's), medians in CPU ms")
+                    "(and zero_grad) and optimizer step (and the scaler's), medians in CPU ms, and its minor page "
+                    "faults")
     ap.add_argument("--spread", action="store_true",
                     help="also print the lowest and highest of the rounds' ratios, next to each median")
     ap.add_argument("--off", choices=sorted(SWITCHES),
@@ -260,10 +271,11 @@ def main():
                   % (("", "", r["off"][0], r["off"][1], a.off) + r["on/off"]), flush=True)
     print("targets: every 10 <= 2.00x, every 1 <= 3.00x")
     if a.phases:
-        print("\nphases, CPU ms per step (medians): %s" % " / ".join(PHASES))
-        print("%-20s %22s %22s %22s" % ("model", "plain", "every 10", "every 1"))
+        print("\nphases, CPU ms per step (medians): %s; and minor page faults per step" % " / ".join(PHASES))
+        print("%-20s %30s %30s %30s" % ("model", "plain", "every 10", "every 1"))
         for n, r in results:
-            print("%-20s %22s %22s %22s" % ((n,) + tuple(" / ".join("%.2f" % v for v in r[c][3])
+            print("%-20s %30s %30s %30s" % ((n,) + tuple(" / ".join("%.2f" % v for v in r[c][3][:len(PHASES)])
+                                                        + "; %.0f" % r[c][3][len(PHASES)]
                                                         for c in ("plain", "every 10", "every 1"))))
 
 
