@@ -726,6 +726,29 @@ class TestCoverageAccount(unittest.TestCase):
         self.assertEqual(int(by[("sigmoid", "elementwise")]["elements"]), 2 * 5 * 3 * 3 * 6)
         self.assertFalse([x for x in r if x["class"] == "unclassified"])
 
+    def test_convolution_macs(self):
+        """A convolution's multiply-adds: each output value takes one row of
+        the weight (in/groups x kernel); a transposed one, each input value."""
+        class Convs(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.c1 = nn.Conv1d(4, 6, 3, groups=2)
+                self.c2 = nn.Conv2d(6, 5, (2, 3), stride=2)
+                self.t2 = nn.ConvTranspose2d(5, 4, 3, groups=1)
+
+            def forward(self, x):
+                h = self.c1(x)                          # (2, 6, 8)
+                h = self.c2(h.view(2, 6, 2, 4))         # (2, 5, 1, 1)
+                return self.t2(h).square().mean()       # (2, 4, 3, 3)
+
+        torch.manual_seed(0)
+        d = os.path.join(tmpdir(self), "run")
+        run_steps(Convs(), lambda m, s: m(torch.randn(2, 4, 10)), "fp16-amp", out=d, steps=1)
+        by = {x["op"]: int(x["gemm_macs"]) for x in rows(d, "coverage.csv") if x["class"] == "gemm"}
+        self.assertEqual(by["conv1d"], 2 * 6 * 8 * (2 * 3))
+        self.assertEqual(by["conv2d"], 2 * 5 * 1 * 1 * (6 * 2 * 3))
+        self.assertEqual(by["conv_transpose2d"], 2 * 5 * 1 * 1 * (4 * 3 * 3))
+
     def test_zero_grad_is_not_the_models(self):
         """opt.zero_grad() between the forward and the backward (run_steps)
         runs with the mode off: its calls are not in coverage.csv, the

@@ -33,6 +33,8 @@ Classified, not emulated (CLASSES maps the function to its class):
 - "gemm_unrounded": a GEMM-like op ampsim.torch cannot emulate (sparse,
   quantized, vendor kernels); ``emulate(strict=True)`` refuses it.
 """
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -470,11 +472,14 @@ def gemm_macs(name, args, kwargs, out):
             return n * (a[0].shape[-1] if a[0].dim() and name not in ("outer", "addr") else 1)
         if name in ("addmm", "baddbmm", "addbmm", "addmv"):
             return n * a[1].shape[-1] * (a[1].shape[0] if name == "addbmm" else 1)
+        # (a weight's row, w[0], counted from its shape: no view made)
         if name.startswith("conv_transpose"):
-            return a[0].numel() * (a[1][0].numel() if a[1].dim() else 1)
+            return a[0].numel() * (math.prod(a[1].shape[1:]) if a[1].dim() else 1)
         if name.startswith("conv"):
             w = a[1] if len(a) > 1 else kwargs.get("weight")
-            return n * (w[0].numel() // (w.shape[-1] if name == "conv_tbc" else 1))
+            if not w.dim():
+                return 0
+            return n * (math.prod(w.shape[1:]) // (w.shape[-1] if name == "conv_tbc" else 1))
         if name == "bilinear":
             return n * a[0].shape[-1] * a[1].shape[-1]
         if name == "einsum":
