@@ -46,6 +46,7 @@ Usage: /usr/bin/python3 python/bench_torch.py [--rounds R] [--scale S] [--policy
        [--first-block] [--with-open-close] [--phases] [--spread] [--off PART] [MODEL ...]
 (models: gpt and the zoo's names, the default; and MORE's names)"""
 import argparse
+import importlib
 import os
 import resource
 import statistics
@@ -107,7 +108,6 @@ class _Off:
     name None: nothing)."""
 
     def __init__(self, name):
-        import importlib
         self.flags = [(importlib.import_module("ampsim.torch." + m), f) for m, f in SWITCHES.get(name, ())]
 
     def __enter__(self):
@@ -124,8 +124,8 @@ def block(model, opt, batch, loss_fn, steps, log_every, out, policy="fp16-amp", 
     """(CPU seconds of this process per step over one block, CPU seconds of
     entering and leaving its emulate context, [CPU seconds per step of each
     of PHASES, minor page faults per step], CPU seconds by which the
-    context's first block of steps exceeds the timed one). log_every None: plain (0.0 for the others). An
-    emulated block is the second of two blocks of steps in one emulate
+    context's first block of steps exceeds the timed one). log_every None:
+    plain (0.0 for the others). An emulated block is the second of two blocks of steps in one emulate
     context (first: the first block, and no second). CPU time, not wall time:
     on a loaded machine the wall time also counts the other processes' turns."""
     emu = sc = None
@@ -242,10 +242,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.op_by_op:
-        from ampsim.torch import _attn, _rnn_fused, _seq
-        _rnn_fused.ENABLED = False
-        _attn.ENABLED = False
-        _seq.ENABLED = False
+        _Off("units").__enter__()       # (for the whole run)
     su = setups(a.scale)
     names = a.models or [n for n in su if n not in MORE]
     for n in names:

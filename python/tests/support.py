@@ -159,13 +159,17 @@ def assert_same_runs(case, la, ga, lb, gb, a, b, what):
 
 
 class Counted:
-    """Counts the calls of module.name while in use (a context manager)."""
+    """Counts the calls of module.name while in use (a context manager). On
+    exit module's own entry is put back as it was, or removed when name was
+    inherited (a class's classmethod from its base), so that the class and
+    its subclasses look it up as before."""
 
     def __init__(self, module, name):
         self.module, self.name, self.calls = module, name, 0
 
     def __enter__(self):
-        self.orig = fn = getattr(self.module, self.name)
+        fn = getattr(self.module, self.name)
+        self.own = vars(self.module).get(self.name, _MISSING)
 
         def counted(*a, **k):
             self.calls += 1
@@ -174,7 +178,13 @@ class Counted:
         return self
 
     def __exit__(self, *a):
-        setattr(self.module, self.name, self.orig)
+        if self.own is _MISSING:
+            delattr(self.module, self.name)
+        else:
+            setattr(self.module, self.name, self.own)
+
+
+_MISSING = object()
 
 
 def emulated_run(m, opt, policy, out, every, inputs, switch=None, loss=None, strict=True):

@@ -69,15 +69,16 @@ class _Buffer:
     several percent. version: instead of a node, for a buffer on the output
     of autograd's own node (whose Python object cannot be held weakly): the
     tensor's version when the buffer was made; an in-place change of the
-    tensor, which gives it another node, changes it (hooked: the tensor hook
-    that takes the source's part is in place). A lone contribution is kept
+    tensor, which gives it another node, changes it (marker: set when the
+    tensor hook that takes the source's part is in place, _hook). A lone
+    contribution is kept
     as it came (raw): the producer's backward rounds it into the format and
     its statistics see the value before that rounding, as the C emulator's."""
-    __slots__ = ("fmt", "g", "raw", "_node", "watchers", "used", "version", "hooked", "marker")
+    __slots__ = ("fmt", "g", "raw", "_node", "watchers", "used", "version", "marker")
 
     def __init__(self, fmt):
         self.fmt, self.g, self.raw, self._node, self.watchers, self.used = fmt, None, False, None, None, False
-        self.version, self.hooked, self.marker = None, False, None
+        self.version, self.marker = None, None
 
     @property
     def node(self):
@@ -234,7 +235,7 @@ def use(t):
     if not buf.used:
         buf.used = True
         return t
-    if buf.version is not None and not buf.hooked:
+    if buf.version is not None and buf.marker is None:
         _hook(t, buf)
     u = _UseFn.apply(t, buf)
     for a in (_FMT, PVIEW_ATTR):
@@ -259,7 +260,6 @@ def _hook(t, buf):
     has run, as it would run a source node there; it hands on the buffer's
     sum. (Registered as Tensor.register_hook does, without its function-mode
     dispatch; the hook holds the buffer, which holds neither t nor its node.)"""
-    buf.hooked = True
     buf.marker = _NEG_ZERO.expand(t.shape)
     hooks = t._backward_hooks
     if hooks is None:
@@ -360,7 +360,7 @@ def watch(t, fn):
     in format for an emulated low-precision tensor, else a tensor hook."""
     buf = getattr(t, BUF_ATTR, None)
     if buf is not None and live(t, buf):
-        if buf.version is not None and not buf.hooked:
+        if buf.version is not None and buf.marker is None:
             _hook(t, buf)
         if buf.watchers is None:
             buf.watchers = []
